@@ -1,0 +1,3 @@
+module boxoffice.dev/bff-mobile
+
+go 1.26.0

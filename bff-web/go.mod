@@ -1,0 +1,3 @@
+module boxoffice.dev/bff-web
+
+go 1.26.0

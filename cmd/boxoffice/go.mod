@@ -1,0 +1,3 @@
+module boxoffice.dev/cmd/boxoffice
+
+go 1.26.0

@@ -1,0 +1,3 @@
+module boxoffice.dev/gateway
+
+go 1.26.0

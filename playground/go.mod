@@ -1,0 +1,3 @@
+module boxoffice.dev/playground
+
+go 1.26.0

@@ -1,0 +1,3 @@
+module boxoffice.dev/proto
+
+go 1.26.0

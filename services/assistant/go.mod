@@ -1,0 +1,3 @@
+module boxoffice.dev/services/assistant
+
+go 1.26.0

@@ -1,0 +1,3 @@
+module boxoffice.dev/services/catalog
+
+go 1.26.0

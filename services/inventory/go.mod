@@ -1,0 +1,3 @@
+module boxoffice.dev/services/inventory
+
+go 1.26.0

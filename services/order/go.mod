@@ -1,0 +1,3 @@
+module boxoffice.dev/services/order
+
+go 1.26.0

@@ -1,0 +1,3 @@
+module boxoffice.dev/services/search
+
+go 1.26.0

@@ -1,0 +1,3 @@
+module boxoffice.dev/services/waitroom
+
+go 1.26.0
