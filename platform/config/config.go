@@ -1,0 +1,185 @@
+// Package config reads a process's settings from its environment.
+//
+// Only this package reads the environment, through a getenv function the caller passes in, so
+// a test can build any configuration without touching os.Environ. Values are parsed eagerly and
+// every problem is collected: a misconfigured process fails at start with one message that
+// names each variable, what it held and the form it expects, instead of failing later in the
+// middle of a request.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Reader parses environment variables into typed values, remembering every error.
+// The zero value is not usable; call New. A Reader is not safe for concurrent use.
+type Reader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+// New returns a Reader over getenv (os.Getenv in production, a map lookup in tests).
+func New(getenv func(string) string) *Reader {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	return &Reader{getenv: getenv}
+}
+
+// Error is the error for one variable: its name, the value it held and the expected form.
+type Error struct {
+	Name  string
+	Value string
+	Want  string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s=%q: want %s", e.Name, e.Value, e.Want)
+}
+
+// Err returns every error seen so far joined in one (nil when all values parsed).
+func (r *Reader) Err() error { return errors.Join(r.errs...) }
+
+func (r *Reader) fail(name, value, want string) {
+	r.errs = append(r.errs, &Error{Name: name, Value: value, Want: want})
+}
+
+// String returns the variable's value, or def when it is unset or empty.
+func (r *Reader) String(name, def string) string {
+	if v := strings.TrimSpace(r.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+// Int returns the variable as an integer within [min, max], or def when unset.
+func (r *Reader) Int(name string, def, min, max int) int {
+	v := r.String(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		r.fail(name, v, fmt.Sprintf("an integer from %d to %d", min, max))
+		return def
+	}
+	return n
+}
+
+// Float returns the variable as a number within [min, max], or def when unset.
+func (r *Reader) Float(name string, def, min, max float64) float64 {
+	v := r.String(name, "")
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < min || f > max {
+		r.fail(name, v, fmt.Sprintf("a number from %g to %g", min, max))
+		return def
+	}
+	return f
+}
+
+// Bool returns the variable as a boolean (true/false, 1/0, yes/no), or def when unset.
+func (r *Reader) Bool(name string, def bool) bool {
+	v := strings.ToLower(r.String(name, ""))
+	switch v {
+	case "":
+		return def
+	case "1", "true", "yes", "on":
+		return true
+	case "0", "false", "no", "off":
+		return false
+	}
+	r.fail(name, v, "true or false")
+	return def
+}
+
+// Duration returns the variable as a positive Go duration ("250ms", "5s"), or def when unset.
+func (r *Reader) Duration(name string, def time.Duration) time.Duration {
+	v := r.String(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		r.fail(name, v, "a positive duration such as 250ms or 5s")
+		return def
+	}
+	return d
+}
+
+// Addr returns the variable as a listen address host:port (host may be empty), or def.
+func (r *Reader) Addr(name, def string) string {
+	v := r.String(name, def)
+	if v == "" {
+		return ""
+	}
+	if _, port, err := net.SplitHostPort(v); err != nil || !validPort(port) {
+		r.fail(name, v, "a listen address host:port such as 127.0.0.1:8080 or :8080")
+		return def
+	}
+	return v
+}
+
+// URL returns the variable as an absolute URL whose scheme is one of schemes, or def when
+// unset. An empty def means "not configured" and is returned as "".
+func (r *Reader) URL(name, def string, schemes ...string) string {
+	v := r.String(name, def)
+	if v == "" {
+		return ""
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" && u.Opaque == "" && u.Path == "" || !contains(schemes, u.Scheme) {
+		r.fail(name, redact(v), "a URL with scheme "+strings.Join(schemes, ", "))
+		return def
+	}
+	return v
+}
+
+// List returns the variable split on commas with blanks dropped, or def when unset.
+func (r *Reader) List(name string, def []string) []string {
+	v := r.String(name, "")
+	if v == "" {
+		return def
+	}
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func validPort(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 0 && n <= 65535
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// redact hides a URL's password so a configuration error never prints a secret.
+func redact(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || u.User == nil {
+		return v
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

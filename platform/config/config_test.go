@@ -1,0 +1,110 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestReaderDefaultsAndValues(t *testing.T) {
+	r := New(env(map[string]string{
+		"N": "7", "F": "0.5", "B": "yes", "D": "250ms", "A": "127.0.0.1:9000",
+		"U": "postgres://u:p@db/x", "L": "a, b,,c",
+	}))
+	if got := r.Int("N", 1, 0, 10); got != 7 {
+		t.Errorf("Int(N) = %d, want 7", got)
+	}
+	if got := r.Int("MISSING", 3, 0, 10); got != 3 {
+		t.Errorf("Int(MISSING) = %d, want default 3", got)
+	}
+	if got := r.Float("F", 0, 0, 1); got != 0.5 {
+		t.Errorf("Float(F) = %v, want 0.5", got)
+	}
+	if got := r.Bool("B", false); !got {
+		t.Errorf("Bool(B) = false, want true")
+	}
+	if got := r.Duration("D", time.Second); got != 250*time.Millisecond {
+		t.Errorf("Duration(D) = %v, want 250ms", got)
+	}
+	if got := r.Addr("A", ":1"); got != "127.0.0.1:9000" {
+		t.Errorf("Addr(A) = %q, want 127.0.0.1:9000", got)
+	}
+	if got := r.URL("U", "", "postgres"); got != "postgres://u:p@db/x" {
+		t.Errorf("URL(U) = %q", got)
+	}
+	if got := r.List("L", nil); strings.Join(got, "|") != "a|b|c" {
+		t.Errorf("List(L) = %q, want [a b c]", got)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatalf("Err() = %v, want nil", err)
+	}
+}
+
+func TestReaderErrorsNameVariableAndForm(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   map[string]string
+		read  func(r *Reader)
+		want  string
+		value string
+	}{
+		{"int", map[string]string{"WORKERS": "many"}, func(r *Reader) { r.Int("WORKERS", 1, 1, 64) }, "an integer from 1 to 64", "many"},
+		{"int range", map[string]string{"WORKERS": "100"}, func(r *Reader) { r.Int("WORKERS", 1, 1, 64) }, "an integer from 1 to 64", "100"},
+		{"float", map[string]string{"ERROR_RATE": "2"}, func(r *Reader) { r.Float("ERROR_RATE", 0, 0, 1) }, "a number from 0 to 1", "2"},
+		{"bool", map[string]string{"DEBUG": "maybe"}, func(r *Reader) { r.Bool("DEBUG", false) }, "true or false", "maybe"},
+		{"duration", map[string]string{"SHUTDOWN_TIMEOUT": "10"}, func(r *Reader) { r.Duration("SHUTDOWN_TIMEOUT", time.Second) }, "a positive duration", "10"},
+		{"addr", map[string]string{"HTTP_ADDR": "8080"}, func(r *Reader) { r.Addr("HTTP_ADDR", ":1") }, "a listen address host:port", "8080"},
+		{"url scheme", map[string]string{"DATABASE_URL": "mysql://x/y"}, func(r *Reader) { r.URL("DATABASE_URL", "", "postgres") }, "a URL with scheme postgres", "mysql://x/y"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := New(env(tt.env))
+			tt.read(r)
+			err := r.Err()
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("Err() = %v, want a *config.Error", err)
+			}
+			for k := range tt.env {
+				if ce.Name != k {
+					t.Errorf("error names %q, want %q", ce.Name, k)
+				}
+			}
+			if ce.Value != tt.value || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Err() = %q, want value %q and form %q", err, tt.value, tt.want)
+			}
+		})
+	}
+}
+
+func TestReaderCollectsEveryError(t *testing.T) {
+	r := New(env(map[string]string{"A": "x", "B": "y"}))
+	r.Int("A", 0, 0, 1)
+	r.Duration("B", time.Second)
+	err := r.Err()
+	if err == nil || !strings.Contains(err.Error(), "A=") || !strings.Contains(err.Error(), "B=") {
+		t.Fatalf("Err() = %v, want both A and B named", err)
+	}
+}
+
+func TestURLErrorHidesPassword(t *testing.T) {
+	r := New(env(map[string]string{"DATABASE_URL": "mysql://app:s3cret@db/x"}))
+	r.URL("DATABASE_URL", "", "postgres")
+	if err := r.Err(); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Err() = %v, want an error without the password", err)
+	}
+}
+
+func TestLoadProcess(t *testing.T) {
+	r := New(env(map[string]string{"HTTP_ADDR": "127.0.0.1:9101", "SHUTDOWN_TIMEOUT": "2s"}))
+	p := LoadProcess(r, "catalog", ":8081", "")
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if p.HTTPAddr != "127.0.0.1:9101" || p.ShutdownTimeout != 2*time.Second || p.DataDir != ".boxoffice" || p.Name != "catalog" {
+		t.Errorf("LoadProcess = %+v", p)
+	}
+}
