@@ -1,0 +1,119 @@
+package problem
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestWriteMapsCodesToStatus(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		wantStatus int
+		wantDetail string
+		wantField  string
+	}{
+		{"invalid field", InvalidField("seats", "want 1 to 8 seats"), 400, "want 1 to 8 seats", "seats"},
+		{"not found", New(NotFound, "event %d not found", 7), 404, "event 7 not found", ""},
+		{"wrapped conflict", fmt.Errorf("hold seats: %w", New(Conflict, "seat taken")), 409, "seat taken", ""},
+		{"gone", New(Gone, "hold expired"), 410, "hold expired", ""},
+		{"unavailable", New(Unavailable, "payment provider down"), 503, "payment provider down", ""},
+		{"plain error is internal", errors.New("pq: connection reset by 10.0.0.3"), 500, "internal error", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			rec := httptest.NewRecorder()
+			Write(rec, httptest.NewRequest(http.MethodPost, "/v1/holds", nil), slog.New(slog.NewTextHandler(&logs, nil)), tt.err)
+			if rec.Code != tt.wantStatus {
+				t.Errorf("status = %d, want %d", rec.Code, tt.wantStatus)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+				t.Errorf("Content-Type = %q, want application/problem+json", ct)
+			}
+			var d Details
+			if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil {
+				t.Fatalf("body %q: %v", rec.Body, err)
+			}
+			if d.Status != tt.wantStatus || d.Detail != tt.wantDetail || d.Field != tt.wantField || d.Instance != "/v1/holds" {
+				t.Errorf("body = %+v, want status %d detail %q field %q", d, tt.wantStatus, tt.wantDetail, tt.wantField)
+			}
+			if tt.wantStatus == 500 && (strings.Contains(rec.Body.String(), "10.0.0.3") || !strings.Contains(logs.String(), "10.0.0.3")) {
+				t.Errorf("internal cause must be logged but not shown: body %q, log %q", rec.Body, logs.String())
+			}
+		})
+	}
+}
+
+func TestGRPCRoundTrip(t *testing.T) {
+	tests := []struct {
+		err      error
+		wantCode codes.Code
+		back     Code
+	}{
+		{InvalidField("email", "not an email"), codes.InvalidArgument, Invalid},
+		{New(NotFound, "no such event"), codes.NotFound, NotFound},
+		{New(Conflict, "seat taken"), codes.AlreadyExists, Conflict},
+		{New(TooMany, "slow down"), codes.ResourceExhausted, TooMany},
+		{errors.New("disk on fire"), codes.Internal, Internal},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.back), func(t *testing.T) {
+			gerr := GRPC(tt.err)
+			if got := status.Code(gerr); got != tt.wantCode {
+				t.Fatalf("GRPC(%v) code = %v, want %v", tt.err, got, tt.wantCode)
+			}
+			if got := CodeOf(FromGRPC(gerr)); got != tt.back {
+				t.Errorf("CodeOf(FromGRPC(...)) = %v, want %v", got, tt.back)
+			}
+		})
+	}
+	if s := status.Convert(GRPC(errors.New("secret dsn"))); strings.Contains(s.Message(), "secret") {
+		t.Errorf("internal gRPC message leaks the cause: %q", s.Message())
+	}
+}
+
+func TestDecodeJSON(t *testing.T) {
+	type body struct {
+		Seats int `json:"seats"`
+	}
+	tests := []struct {
+		name, in, wantField string
+		wantErr             bool
+	}{
+		{"ok", `{"seats":2}`, "", false},
+		{"wrong type names field", `{"seats":"two"}`, "seats", true},
+		{"unknown field", `{"seats":2,"price":1}`, "", true},
+		{"trailing data", `{"seats":2}{}`, "", true},
+		{"not json", `seats=2`, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b body
+			err := DecodeJSON(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tt.in)), &b)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("DecodeJSON(%s) = %v, want error %v", tt.in, err, tt.wantErr)
+			}
+			if err != nil {
+				if CodeOf(err) != Invalid {
+					t.Errorf("CodeOf = %v, want invalid", CodeOf(err))
+				}
+				var pe *Error
+				errors.As(err, &pe)
+				if pe.Field != tt.wantField {
+					t.Errorf("Field = %q, want %q", pe.Field, tt.wantField)
+				}
+			}
+		})
+	}
+}
