@@ -1,0 +1,54 @@
+# BoxOffice: one Makefile for the whole go.work workspace.
+# `make up` runs the system in one process; `make test` runs every module's tests.
+
+GO          ?= go
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# Every package of every workspace module, e.g. boxoffice.dev/platform/...
+MODULES     := $(shell $(GO) list -m -f '{{.Path}}/...')
+# Concurrency-heavy modules run under the race detector.
+RACE        := boxoffice.dev/platform/... boxoffice.dev/gateway/...
+PLAIN       := $(filter-out $(RACE),$(MODULES))
+
+.PHONY: up test test-race test-plain lint fmt vet staticcheck deps-check generate proto generate-check bench tidy build
+
+up: ## run every component in one process (Ctrl-C stops it)
+	$(GO) run ./cmd/boxoffice up
+
+test: test-plain test-race ## run every module's tests
+
+test-plain:
+	$(GO) test -count=1 $(PLAIN)
+
+test-race:
+	$(GO) test -count=1 -race $(RACE)
+
+build: ## compile every deployable
+	$(GO) build $(MODULES)
+
+lint: fmt vet staticcheck deps-check ## gofmt, go vet, staticcheck, dependency versions in step
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet $(MODULES)
+
+staticcheck:
+	$(STATICCHECK) $(MODULES)
+
+deps-check: ## every module requires the same version of a shared dependency
+	sh scripts/deps-check.sh
+
+generate: proto ## regenerate all generated code
+
+proto: ## regenerate the gRPC code from proto/*.proto
+	cd proto && $(GO) generate ./...
+
+generate-check: generate ## fail when regenerating changes the committed code
+	@git diff --exit-code --stat -- proto || (echo "generated code is stale: run 'make generate' and commit"; exit 1)
+
+bench: ## rate limiter benchmarks against a real redis-server (prints a table)
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./gateway/ratelimit/
+
+tidy: ## go mod tidy in every module
+	for d in $$($(GO) list -m -f '{{.Dir}}'); do (cd $$d && GOWORK=off GOFLAGS=-mod=mod $(GO) mod tidy) || exit 1; done

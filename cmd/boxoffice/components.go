@@ -1,0 +1,46 @@
+package main
+
+import (
+	"boxoffice.dev/bff-mobile"
+	"boxoffice.dev/bff-web"
+	"boxoffice.dev/gateway"
+	"boxoffice.dev/platform/server"
+	"boxoffice.dev/playground"
+	"boxoffice.dev/services/assistant"
+	"boxoffice.dev/services/auth"
+	"boxoffice.dev/services/catalog"
+	"boxoffice.dev/services/inventory"
+	"boxoffice.dev/services/notification"
+	"boxoffice.dev/services/order"
+	"boxoffice.dev/services/payment"
+	"boxoffice.dev/services/search"
+	"boxoffice.dev/services/waitroom"
+)
+
+// component is one process of the system as `boxoffice up` runs it: its entry point and the
+// fixed loopback ports of each instance. Catalog, inventory and order run twice so the
+// gateway's balancing is visible.
+type component struct {
+	name      string
+	run       server.RunFunc
+	instances []ports
+}
+
+type ports struct{ http, grpc int }
+
+// Port plan: services 81xx (HTTP) / 91xx (gRPC); a second instance adds 100.
+var components = []component{
+	{"auth", auth.Run, []ports{{8101, 9101}}},
+	{"catalog", catalog.Run, []ports{{8102, 9102}, {8202, 9202}}},
+	{"search", search.Run, []ports{{8103, 9103}}},
+	{"inventory", inventory.Run, []ports{{8104, 9104}, {8204, 9204}}},
+	{"waitroom", waitroom.Run, []ports{{8105, 9105}}},
+	{"order", order.Run, []ports{{8106, 9106}, {8206, 9206}}},
+	{"payment", payment.Run, []ports{{8107, 9107}}},
+	{"notification", notification.Run, []ports{{8108, 9108}}},
+	{"assistant", assistant.Run, []ports{{8109, 9109}}},
+	{"bff-mobile", bffmobile.Run, []ports{{8111, 0}}},
+	{"bff-web", bffweb.Run, []ports{{8112, 0}}},
+	{"gateway", gateway.Run, []ports{{8080, 0}}},
+	{"playground", playground.Run, []ports{{8090, 0}}},
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"boxoffice.dev/platform/logging"
+	"boxoffice.dev/platform/natsconn"
+	"boxoffice.dev/platform/redisconn"
+)
+
+// Endpoints is what `boxoffice up` writes to <data-dir>/endpoints.json: where everything
+// listens, for people, scripts and the playground. Fields appear as the components that fill
+// them exist.
+type Endpoints struct {
+	Gateway    string              `json:"gateway"`
+	Playground string              `json:"playground"`
+	Services   map[string][]string `json:"services"`
+	BFFs       map[string][]string `json:"bffs"`
+	NATS       string              `json:"nats"`
+	Redis      Redis               `json:"redis"`
+}
+
+// Redis says which store the all-in-one mode resolved and why (env, redis-server, emulator).
+type Redis struct {
+	URL    string `json:"url"`
+	Source string `json:"source"`
+}
+
+// runUp starts every component in this process: an embedded NATS server, one Redis, then each
+// component instance on its fixed port with the shared settings in its environment. It
+// returns when ctx is done and every component has drained.
+func runUp(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", ".boxoffice", "where SQLite files, the NATS store, logs and endpoints.json live")
+	offset := fs.Int("port-offset", 0, "added to every fixed port (run a second copy beside the first)")
+	readyWithin := fs.Duration("ready-timeout", 10*time.Second, "how long every component has to answer /healthz")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(*dataDir, "logs"), 0o755); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	log := logging.New(stdout, slog.LevelInfo, "boxoffice-up")
+
+	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: filepath.Join(*dataDir, "nats"), Host: "127.0.0.1", Port: 4222 + *offset})
+	if err != nil {
+		return fmt.Errorf("start embedded nats: %w", err)
+	}
+	defer ns.Shutdown()
+
+	rd, err := redisconn.Resolve(ctx, redisconn.Options{URL: getenv("REDIS_URL"), DataDir: filepath.Join(*dataDir, "redis"), Log: log})
+	if err != nil {
+		return fmt.Errorf("resolve redis: %w", err)
+	}
+	defer rd.Close()
+
+	shared := map[string]string{
+		"NATS_URL":         ns.ClientURL(),
+		"REDIS_URL":        rd.URL,
+		"DATA_DIR":         *dataDir,
+		"SHUTDOWN_TIMEOUT": "3s",
+	}
+	ep := Endpoints{Services: map[string][]string{}, BFFs: map[string][]string{}, NATS: ns.ClientURL(), Redis: Redis{URL: rd.URL, Source: rd.Source}}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, runCtx := errgroup.WithContext(runCtx)
+	var urls []string
+	for _, c := range components {
+		for i, p := range c.instances {
+			env := map[string]string{"HTTP_ADDR": addr(p.http + *offset), "GRPC_ADDR": ""}
+			if p.grpc != 0 {
+				env["GRPC_ADDR"] = addr(p.grpc + *offset)
+			}
+			name := c.name
+			if len(c.instances) > 1 {
+				name += "-" + strconv.Itoa(i+1)
+			}
+			logf, err := os.Create(filepath.Join(*dataDir, "logs", name+".log"))
+			if err != nil {
+				return fmt.Errorf("create log file: %w", err)
+			}
+			defer logf.Close()
+			getenv := overlay(getenv, shared, env)
+			g.Go(func() error {
+				if err := c.run(runCtx, []string{name}, getenv, logf, logf); err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				return nil
+			})
+			url := "http://" + env["HTTP_ADDR"]
+			urls = append(urls, url)
+			ep.add(c.name, url)
+		}
+	}
+
+	ready := make(chan error, 1)
+	go func() { ready <- waitHealthy(runCtx, urls, *readyWithin) }()
+	select {
+	case err := <-ready:
+		if err != nil {
+			cancel()
+			return errors.Join(err, g.Wait())
+		}
+	case <-runCtx.Done():
+		return g.Wait()
+	}
+
+	path := filepath.Join(*dataDir, "endpoints.json")
+	if err := writeJSON(path, ep); err != nil {
+		cancel()
+		return errors.Join(err, g.Wait())
+	}
+	printWelcome(stdout, ep, rd.Source, path)
+
+	err = g.Wait()
+	log.Info("all components stopped", "error", err)
+	return err
+}
+
+func (ep *Endpoints) add(component, url string) {
+	switch component {
+	case "gateway":
+		ep.Gateway = url
+	case "playground":
+		ep.Playground = url
+	case "bff-mobile", "bff-web":
+		ep.BFFs[component] = append(ep.BFFs[component], url)
+	default:
+		ep.Services[component] = append(ep.Services[component], url)
+	}
+}
+
+func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// overlay returns a getenv that answers from the maps first (later maps win), then from base.
+func overlay(base func(string) string, maps ...map[string]string) func(string) string {
+	return func(k string) string {
+		for i := len(maps) - 1; i >= 0; i-- {
+			if v, ok := maps[i][k]; ok {
+				return v
+			}
+		}
+		return base(k)
+	}
+}
+
+// waitHealthy polls every URL's /healthz until all answer 200 or within passes.
+func waitHealthy(ctx context.Context, urls []string, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	for _, u := range urls {
+		for {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"/healthz", nil)
+			resp, err := client.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s/healthz did not answer 200 within %v", u, within)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+func printWelcome(w io.Writer, ep Endpoints, redisSource, path string) {
+	fmt.Fprintf(w, `
+BoxOffice is up.
+
+  gateway      %s      the public entry
+  playground   %s      scenarios and the algorithm lab
+
+  services, BFFs and their ports: %s
+  logs: one file per component in %s
+  redis: %s (%s)   nats: %s
+
+Press Ctrl-C to stop.
+`, ep.Gateway, ep.Playground, path, filepath.Join(filepath.Dir(path), "logs"), ep.Redis.URL, redisSource, ep.NATS)
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// freeOffset finds a port offset at which every fixed port of `up` (and NATS) is free.
+func freeOffset(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		off := 20000 + rand.IntN(20000)
+		ok := true
+		for _, p := range allPorts(off) {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				ok = false
+				break
+			}
+			l.Close()
+		}
+		if ok {
+			return off
+		}
+	}
+	t.Fatal("no free port offset found")
+	return 0
+}
+
+func allPorts(off int) []int {
+	ps := []int{4222 + off}
+	for _, c := range components {
+		for _, p := range c.instances {
+			ps = append(ps, p.http+off)
+			if p.grpc != 0 {
+				ps = append(ps, p.grpc+off)
+			}
+		}
+	}
+	return ps
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func TestUpServesEveryComponentAndStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	off := freeOffset(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	started := time.Now()
+	go func() {
+		done <- run(ctx, []string{"boxoffice", "up", "--data-dir", dir, "--port-offset", strconv.Itoa(off)},
+			func(string) string { return "" }, &out, &out)
+	}()
+
+	path := filepath.Join(dir, "endpoints.json")
+	var ep Endpoints
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &ep) == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("up returned before writing endpoints.json: %v\n%s", err, out.b.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("endpoints.json did not appear\n%s", out.b.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("ready after %v", time.Since(started))
+
+	urls := []string{ep.Gateway, ep.Playground}
+	for _, list := range ep.Services {
+		urls = append(urls, list...)
+	}
+	for _, list := range ep.BFFs {
+		urls = append(urls, list...)
+	}
+	if got, want := len(ep.Services), 9; got != want {
+		t.Errorf("endpoints.json lists %d services, want %d", got, want)
+	}
+	for _, name := range []string{"catalog", "inventory", "order"} {
+		if got := len(ep.Services[name]); got != 2 {
+			t.Errorf("%s has %d instances, want 2", name, got)
+		}
+	}
+	if ep.Gateway != "http://127.0.0.1:"+strconv.Itoa(8080+off) {
+		t.Errorf("gateway = %q, want port %d", ep.Gateway, 8080+off)
+	}
+	for _, u := range urls {
+		resp, err := http.Get(u + "/healthz")
+		if err != nil {
+			t.Errorf("GET %s/healthz: %v", u, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s/healthz = %d, want 200", u, resp.StatusCode)
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("up after cancel = %v, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("up did not stop within 5s of cancel")
+	}
+}

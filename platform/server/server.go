@@ -1,0 +1,246 @@
+// Package server turns a BoxOffice component into a process: configuration, logs, metrics,
+// traces, health, the playground's control hook, HTTP and gRPC listeners, and a graceful stop.
+//
+// Every deployable is built the same way, so a reader who knows one knows them all:
+//
+//	func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+//		return server.Main(ctx, server.Spec{Name: "catalog", HTTPAddr: ":8102"}, getenv, stdout,
+//			func(ctx context.Context, s *server.Server) (http.Handler, error) { return routes(s), nil })
+//	}
+//
+// The process serves its own routes next to /healthz, /readyz, /metrics and /control. On
+// SIGTERM (ctx cancelled) it marks itself not ready, stops accepting connections, lets
+// in-flight requests finish within SHUTDOWN_TIMEOUT and closes what it opened, in reverse order.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
+
+	"boxoffice.dev/platform/config"
+	"boxoffice.dev/platform/control"
+	"boxoffice.dev/platform/grpcserver"
+	"boxoffice.dev/platform/health"
+	"boxoffice.dev/platform/httpserver"
+	"boxoffice.dev/platform/logging"
+	"boxoffice.dev/platform/natsconn"
+	"boxoffice.dev/platform/redisconn"
+	"boxoffice.dev/platform/sqldb"
+	"boxoffice.dev/platform/telemetry"
+)
+
+// Spec names a component and its default listen addresses (HTTP_ADDR and GRPC_ADDR override
+// them). An empty GRPCAddr means the component serves no gRPC unless GRPC_ADDR is set.
+type Spec struct {
+	Name     string
+	HTTPAddr string
+	GRPCAddr string
+}
+
+// Build wires a component's own parts on a ready Server and returns its HTTP routes
+// (nil = only the platform endpoints). gRPC services are registered on s.GRPC().
+type Build func(ctx context.Context, s *Server) (http.Handler, error)
+
+// Main loads the configuration, builds the component and runs it until ctx is done.
+// It is the whole body of every deployable's Run.
+func Main(ctx context.Context, spec Spec, getenv func(string) string, stdout io.Writer, build Build) error {
+	r := config.New(getenv)
+	cfg := config.LoadProcess(r, spec.Name, spec.HTTPAddr, spec.GRPCAddr)
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("%s: configuration: %w", spec.Name, err)
+	}
+	s, err := New(ctx, cfg, stdout)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	h, err := build(ctx, s)
+	if err != nil {
+		return fmt.Errorf("%s: start: %w", spec.Name, err)
+	}
+	return s.Run(ctx, h)
+}
+
+// Server holds what the platform gives one process. Fields are set by New and safe to read
+// from any goroutine; NATS is nil when NATS_URL is not set.
+type Server struct {
+	Config    config.Process
+	Log       *slog.Logger
+	Telemetry *telemetry.Telemetry
+	Health    *health.Checker
+	Control   *control.Hook
+	NATS      *nats.Conn
+
+	grpc *grpcserver.Server
+
+	mu      sync.Mutex
+	closers []func() error
+}
+
+// New sets up logging, telemetry, health and the control hook, and connects to NATS when
+// NATS_URL is set (the control hook then listens on boxoffice.control.<name>).
+func New(ctx context.Context, cfg config.Process, stdout io.Writer) (*Server, error) {
+	level, err := logging.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("%s: LOG_LEVEL: %w", cfg.Name, err)
+	}
+	s := &Server{
+		Config:  cfg,
+		Log:     logging.New(stdout, level, cfg.Name),
+		Health:  health.New(0),
+		Control: control.New(cfg.Name),
+	}
+	s.Telemetry, err = telemetry.Setup(ctx, telemetry.Config{Service: cfg.Name, Instance: cfg.HTTPAddr, OTLPEndpoint: cfg.OTLPEndpoint})
+	if err != nil {
+		return nil, fmt.Errorf("%s: telemetry: %w", cfg.Name, err)
+	}
+	s.onClose(func() error { return s.Telemetry.Shutdown(context.WithoutCancel(ctx)) })
+
+	if cfg.NATSURL != "" {
+		nc, err := natsconn.Connect(ctx, cfg.NATSURL, cfg.Name, s.Log)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: %w", cfg.Name, err)
+		}
+		s.NATS = nc
+		s.onClose(func() error { return nc.Drain() })
+		stop, err := s.Control.Subscribe(ctx, nc)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: control hook: %w", cfg.Name, err)
+		}
+		s.onClose(func() error { stop(); return nil })
+		s.Health.Add("nats", func(context.Context) error {
+			if !nc.IsConnected() {
+				return errors.New("not connected to " + nc.ConnectedUrlRedacted())
+			}
+			return nil
+		})
+	}
+	s.grpc = grpcserver.New(grpcserver.Options{
+		Logger:       s.Log,
+		Telemetry:    s.Telemetry,
+		Interceptors: []grpc.UnaryServerInterceptor{s.Control.UnaryServerInterceptor()},
+	})
+	return s, nil
+}
+
+// GRPC is the process's gRPC server, for registering services before Run.
+func (s *Server) GRPC() *grpc.Server { return s.grpc.GRPC() }
+
+// OpenDB opens this component's database (DATABASE_URL, or a SQLite file under DATA_DIR),
+// applies its migrations, adds a readiness check and closes it with the process.
+func (s *Server) OpenDB(ctx context.Context, migrations fs.FS) (*sqldb.DB, error) {
+	db, err := sqldb.Open(ctx, sqldb.Options{URL: s.Config.DatabaseURL, Service: s.Config.Name, DataDir: s.Config.DataDir})
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	s.onClose(db.Close)
+	if migrations != nil {
+		if err := db.Migrate(ctx, migrations); err != nil {
+			return nil, fmt.Errorf("migrate database: %w", err)
+		}
+	}
+	s.Health.Add("db", db.PingContext)
+	return db, nil
+}
+
+// Redis connects to REDIS_URL, or resolves a local store as the all-in-one mode does, adds a
+// readiness check and closes it with the process.
+func (s *Server) Redis(ctx context.Context) (redis.UniversalClient, error) {
+	res, err := redisconn.Resolve(ctx, redisconn.Options{URL: s.Config.RedisURL, DataDir: filepath.Join(s.Config.DataDir, "redis-"+s.Config.Name), Log: s.Log})
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	s.onClose(res.Close)
+	s.Health.Add("redis", func(ctx context.Context) error { return res.Client.Ping(ctx).Err() })
+	return res.Client, nil
+}
+
+// Run serves HTTP (h behind the control hook and telemetry, next to the platform endpoints)
+// and gRPC when GRPC_ADDR is set, until ctx is done; then it drains.
+func (s *Server) Run(ctx context.Context, h http.Handler) error {
+	hl, err := net.Listen("tcp", s.Config.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("%s: listen http: %w", s.Config.Name, err)
+	}
+	var gl net.Listener
+	if s.Config.GRPCAddr != "" {
+		if gl, err = net.Listen("tcp", s.Config.GRPCAddr); err != nil {
+			hl.Close()
+			return fmt.Errorf("%s: listen grpc: %w", s.Config.Name, err)
+		}
+	}
+	return s.Serve(ctx, h, hl, gl)
+}
+
+// Serve is Run on listeners the caller opened (tests pass 127.0.0.1:0). gl may be nil.
+func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener) error {
+	attrs := []any{"http", hl.Addr().String()}
+	if gl != nil {
+		attrs = append(attrs, "grpc", gl.Addr().String())
+	}
+	s.Log.InfoContext(ctx, "serving", attrs...)
+
+	// Readiness fails first, so balancers stop sending before the listeners close.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	context.AfterFunc(ctx, s.Health.SetDraining)
+
+	g, ctx := errgroup.WithContext(ctx)
+	srv := httpserver.New(s.Handler(h))
+	g.Go(func() error { return httpserver.Serve(ctx, srv, hl, s.Config.ShutdownTimeout) })
+	if gl != nil {
+		g.Go(func() error { return s.grpc.Serve(ctx, gl, s.Config.ShutdownTimeout) })
+	}
+	err := g.Wait()
+	s.Log.Info("stopped", "error", err)
+	return err
+}
+
+// Handler is the process's whole HTTP surface: platform endpoints plus h. The control hook
+// wraps only h, so injected faults never make a health probe lie.
+func (s *Server) Handler(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /healthz", s.Health.LiveHandler())
+	mux.Handle("GET /readyz", s.Health.ReadyHandler())
+	mux.Handle("GET /metrics", s.Telemetry.MetricsHandler())
+	mux.Handle("/control", s.Control.Handler())
+	if h != nil {
+		app := httpserver.LimitBody(0)(s.Control.Middleware(h))
+		mux.Handle("/", s.Telemetry.HTTPMiddleware(s.Config.Name)(app))
+	}
+	return mux
+}
+
+func (s *Server) onClose(f func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closers = append(s.closers, f)
+}
+
+// Close releases what the Server opened, newest first. Safe to call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	closers := s.closers
+	s.closers = nil
+	s.mu.Unlock()
+	var errs []error
+	for i := len(closers) - 1; i >= 0; i-- {
+		errs = append(errs, closers[i]())
+	}
+	return errors.Join(errs...)
+}

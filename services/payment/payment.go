@@ -1,0 +1,17 @@
+// Package payment is BoxOffice's payment: a simulated payment provider with injectable latency and failures.
+package payment
+
+import (
+	"context"
+	"io"
+
+	"boxoffice.dev/platform/server"
+)
+
+// Spec names the process and its default listen addresses.
+var Spec = server.Spec{Name: "payment", HTTPAddr: ":8107", GRPCAddr: ":9107"}
+
+// Run starts the process and serves until ctx is done.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return server.Main(ctx, Spec, getenv, stdout, nil)
+}
