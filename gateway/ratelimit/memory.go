@@ -1,0 +1,133 @@
+package ratelimit
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Memory is an in-process Limiter: a limit local to one process, the fallback while the
+// shared store is down, and the engine of the algorithm lab. It makes the same decisions as
+// the Redis scripts on the same sequence of requests and times.
+//
+// Idle keys are dropped once their state no longer matters, so memory follows the active
+// clients. Memory is safe for concurrent use; one mutex serialises decisions.
+type Memory struct {
+	now func() time.Time
+
+	mu     sync.Mutex
+	keys   map[string]*entry
+	calls  int // decisions since the last sweep of idle keys
+	leases uint64
+}
+
+type entry struct {
+	st      state
+	alg     Algorithm
+	expires int64 // µs; the state decides like an empty one from then on
+}
+
+// NewMemory returns an empty in-memory limiter reading time from now; nil means time.Now.
+func NewMemory(now func() time.Time) *Memory {
+	if now == nil {
+		now = time.Now
+	}
+	return &Memory{now: now, keys: make(map[string]*entry)}
+}
+
+var _ Limiter = (*Memory)(nil)
+
+// Allow decides reqs together: budgets are spent only if every enforced rule allows. It fails
+// only on an invalid request.
+func (m *Memory) Allow(_ context.Context, reqs []Request) (Result, error) {
+	if err := validate(reqs); err != nil {
+		return Result{}, err
+	}
+	now := m.now().UnixMicro()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep(now)
+
+	ds := make([]Decision, len(reqs))
+	commits := make([]func() int64, len(reqs))
+	ents := make([]*entry, len(reqs))
+	for i, q := range reqs {
+		e := m.lookup(q, now)
+		lease := ""
+		if q.Rule.Algorithm == Concurrency {
+			m.leases++
+			lease = "m" + strconv.FormatUint(m.leases, 10)
+		}
+		v, commit := e.st.try(q.Rule.params(), now, q.cost(), lease)
+		ds[i] = v.decision(q, PathMemory)
+		if v.allowed && lease != "" {
+			ds[i].Lease = &Lease{Rule: q.Rule.ID, Key: q.Key, ID: lease}
+		}
+		commits[i], ents[i] = commit, e
+	}
+	if !admitted(ds) {
+		// Nothing is spent: report the budgets of the rules that allowed as they stand.
+		for i, q := range reqs {
+			if ds[i].Allowed {
+				v, _ := ents[i].st.try(q.Rule.params(), now, 0, "")
+				ds[i] = v.decision(q, PathMemory)
+			}
+		}
+		return combine(ds), nil
+	}
+	for i, q := range reqs {
+		if !ds[i].Allowed {
+			continue
+		}
+		ents[i].expires = now + commits[i]()
+		m.keys[storageKey(q.Rule.ID, q.Key)] = ents[i]
+	}
+	return combine(ds), nil
+}
+
+// Release frees concurrency leases before they expire.
+func (m *Memory) Release(_ context.Context, leases ...Lease) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, l := range leases {
+		if e, ok := m.keys[storageKey(l.Rule, l.Key)]; ok {
+			if c, ok := e.st.(*concurrency); ok {
+				c.release(l.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// Len reports how many keys hold state, expired ones included until the next sweep.
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.keys)
+}
+
+// lookup returns the live state of a request's key, or a new empty one that is stored only
+// if the request commits. A rule whose algorithm changed starts afresh.
+func (m *Memory) lookup(q Request, now int64) *entry {
+	e, ok := m.keys[storageKey(q.Rule.ID, q.Key)]
+	if ok && e.expires > now && e.alg == q.Rule.Algorithm {
+		return e
+	}
+	return &entry{st: newState(q.Rule.Algorithm), alg: q.Rule.Algorithm}
+}
+
+// sweep drops expired keys once every len(keys) decisions, so its cost per decision stays
+// constant however many keys there are.
+func (m *Memory) sweep(now int64) {
+	m.calls++
+	if m.calls < max(64, len(m.keys)) {
+		return
+	}
+	m.calls = 0
+	for k, e := range m.keys {
+		if e.expires <= now {
+			delete(m.keys, k)
+		}
+	}
+}
