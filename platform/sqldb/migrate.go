@@ -1,0 +1,181 @@
+package sqldb
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+)
+
+// Migration files live at the root of the fs.FS given to Migrate and are named
+//
+//	NNN_name.sql            the same SQL for every dialect
+//	NNN_name.sqlite.sql     this version's SQL for SQLite only
+//	NNN_name.postgres.sql   this version's SQL for PostgreSQL only
+//
+// NNN is the version: any number of digits, applied in numeric order. Where the dialects
+// differ, a version has one file per dialect instead of a shared file, so each file is
+// plain SQL a reader can run by hand; a version with a file for one dialect only is an
+// error, so schemas cannot drift apart by omission. A file holds any number of statements
+// and no BEGIN/COMMIT: Migrate wraps each file in a transaction.
+var migrationName = regexp.MustCompile(`^(\d+)_([A-Za-z0-9_]+?)(?:\.(sqlite|postgres))?\.sql$`)
+
+// migrationLockKey is the PostgreSQL advisory lock that serialises migrations of one
+// database; any constant works as long as every BoxOffice process uses the same one.
+const migrationLockKey = 0x626f786f6666 // "boxoff"
+
+const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    BIGINT PRIMARY KEY,
+	name       TEXT NOT NULL,
+	applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP
+)`
+
+// migration is one version's SQL for the DB's dialect.
+type migration struct {
+	version int64
+	name    string
+	file    string
+}
+
+// Migrate applies the migrations in fsys that the database has not recorded yet, in
+// version order, each in its own transaction together with its row in schema_migrations,
+// so a version is either fully applied and recorded or not at all.
+//
+// Several instances may start at once. On PostgreSQL each transaction first takes a
+// transaction-scoped advisory lock, then creates the bookkeeping table and checks the
+// version: the second instance waits, then finds the version recorded and skips it. On
+// SQLite every transaction begins IMMEDIATE (see Open), which takes the database's single
+// write lock up front and so serialises migrators the same way; a waiter gives up after the
+// busy timeout if another instance's migration runs longer.
+func (db *DB) Migrate(ctx context.Context, fsys fs.FS) error {
+	migrations, err := readMigrations(fsys, db.Dialect)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for _, m := range migrations {
+		if err := db.apply(ctx, fsys, m); err != nil {
+			return fmt.Errorf("migrate %s: %w", m.file, err)
+		}
+	}
+	return nil
+}
+
+func (db *DB) apply(ctx context.Context, fsys fs.FS, m migration) (err error) {
+	body, err := fs.ReadFile(fsys, m.file)
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, ignoreDone(tx.Rollback()))
+		}
+	}()
+	if db.Dialect == Postgres {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLockKey)); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, createMigrationsTable); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	var applied int
+	if err := tx.QueryRowContext(ctx, db.Rebind(`SELECT count(*) FROM schema_migrations WHERE version = ?`), m.version).Scan(&applied); err != nil {
+		return fmt.Errorf("check version: %w", err)
+	}
+	if applied > 0 {
+		return tx.Rollback()
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO schema_migrations (version, name) VALUES (?, ?)`), m.version, m.name); err != nil {
+		return fmt.Errorf("record version: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// readMigrations lists the migrations of fsys for dialect d, in version order.
+func readMigrations(fsys fs.FS, d Dialect) ([]migration, error) {
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, err
+	}
+	type files struct{ shared, sqlite, postgres string }
+	byVersion := map[int64]*files{}
+	names := map[int64]string{}
+	for _, e := range entries {
+		if e.IsDir() || path.Ext(e.Name()) != ".sql" {
+			continue
+		}
+		parts := migrationName.FindStringSubmatch(e.Name())
+		if parts == nil {
+			return nil, fmt.Errorf("%s: want NNN_name.sql, NNN_name.sqlite.sql or NNN_name.postgres.sql", e.Name())
+		}
+		version, err := strconv.ParseInt(parts[1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: version: %w", e.Name(), err)
+		}
+		if prev, ok := names[version]; ok && prev != parts[2] {
+			return nil, fmt.Errorf("version %d has two names: %s and %s", version, prev, parts[2])
+		}
+		names[version] = parts[2]
+		f := byVersion[version]
+		if f == nil {
+			f = &files{}
+			byVersion[version] = f
+		}
+		slot := &f.shared
+		switch parts[3] {
+		case "sqlite":
+			slot = &f.sqlite
+		case "postgres":
+			slot = &f.postgres
+		}
+		if *slot != "" {
+			return nil, fmt.Errorf("version %d: %s and %s", version, *slot, e.Name())
+		}
+		*slot = e.Name()
+	}
+
+	var out []migration
+	for version, f := range byVersion {
+		perDialect := f.sqlite != "" || f.postgres != ""
+		switch {
+		case f.shared != "" && perDialect:
+			return nil, fmt.Errorf("version %d: %s beside a per-dialect file; use one or the other", version, f.shared)
+		case perDialect && (f.sqlite == "" || f.postgres == ""):
+			return nil, fmt.Errorf("version %d: a per-dialect version needs both a .sqlite.sql and a .postgres.sql file", version)
+		}
+		file := f.shared
+		switch {
+		case file != "":
+		case d == Postgres:
+			file = f.postgres
+		default:
+			file = f.sqlite
+		}
+		out = append(out, migration{version: version, name: names[version], file: file})
+	}
+	slices.SortFunc(out, func(a, b migration) int { return cmp.Compare(a.version, b.version) })
+	return out, nil
+}

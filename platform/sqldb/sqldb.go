@@ -1,0 +1,135 @@
+// Package sqldb opens the database/sql handle every BoxOffice service stores its data in,
+// and applies the service's schema migrations.
+//
+// A PostgreSQL URL (DATABASE_URL) is the system of record in compose and Kubernetes; without
+// one, each service keeps a SQLite file under the data directory, so the all-in-one mode
+// needs nothing installed. Services write portable SQL with `?` placeholders and pass it
+// through Rebind; where the dialects differ, a migration has one file per dialect.
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+)
+
+// Dialect names the SQL engine behind a DB.
+type Dialect string
+
+// The dialects Open supports.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// SQLite connection settings; see openSQLite for why.
+const (
+	sqliteBusyTimeout = 5 * time.Second
+	sqliteMaxConns    = 4
+)
+
+// Options says which database to open.
+type Options struct {
+	// URL is DATABASE_URL: postgres:// or postgresql:// opens PostgreSQL through pgx;
+	// "" opens the SQLite file DataDir/<Service>.db. Other schemes are an error.
+	URL string
+	// Service names the SQLite file; required when URL is "".
+	Service string
+	// DataDir holds SQLite files; "" means the current directory. Created if missing.
+	DataDir string
+}
+
+// DB is a connection pool and the dialect it speaks. It is safe for concurrent use,
+// as *sql.DB is.
+type DB struct {
+	*sql.DB
+	Dialect Dialect
+}
+
+// Open opens and pings the database opts names.
+func Open(ctx context.Context, opts Options) (*DB, error) {
+	var (
+		db  *DB
+		err error
+	)
+	switch {
+	case opts.URL == "":
+		db, err = openSQLite(opts)
+	case strings.HasPrefix(opts.URL, "postgres://"), strings.HasPrefix(opts.URL, "postgresql://"):
+		db, err = openPostgres(opts.URL)
+	default:
+		scheme, _, _ := strings.Cut(opts.URL, ":")
+		return nil, fmt.Errorf("open database: unsupported url scheme %q (want postgres:// or none for SQLite)", scheme)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("ping %s database: %w", db.Dialect, err)
+	}
+	return db, nil
+}
+
+// openSQLite opens DataDir/<Service>.db in WAL mode (readers do not block the writer nor
+// each other), with foreign keys enforced and a busy timeout.
+//
+// SQLite has a single writer whatever the pool. Every transaction begins IMMEDIATE, taking
+// the write lock at BEGIN: a deferred transaction that reads and then writes can fail at
+// the upgrade with SQLITE_BUSY without waiting, which the busy timeout cannot help. A second
+// writer, in this pool or in another process on the same file (two instances of a service
+// in the all-in-one mode), waits up to sqliteBusyTimeout for the lock.
+//
+// The pool is small because more connections add no write throughput, only waiters. It is
+// larger than one so reads proceed beside the writer, and so code that queries through the
+// DB while iterating rows or holding a transaction does not wait on itself: a pool of one
+// deadlocks there on SQLite only, which the PostgreSQL runs of a test would never show.
+func openSQLite(opts Options) (*DB, error) {
+	if opts.Service == "" {
+		return nil, errors.New("open sqlite: service name is required for the file name")
+	}
+	dir := opts.DataDir
+	if dir == "" {
+		dir = "."
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(sqliteBusyTimeout.Milliseconds()))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_foreign_keys", "1")
+	q.Set("_synchronous", "NORMAL") // durable in WAL mode except for the last commits on power loss
+	q.Set("_txlock", "immediate")
+	path := filepath.Join(dir, opts.Service+".db")
+	sqlDB, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	sqlDB.SetMaxOpenConns(sqliteMaxConns)
+	sqlDB.SetMaxIdleConns(sqliteMaxConns) // pragmas are per connection: keep them, not reopen
+	return &DB{DB: sqlDB, Dialect: SQLite}, nil
+}
+
+// openPostgres opens a pgx-backed pool. Limits keep N replicas × M pools within the
+// server's max_connections (100 by default); idle connections are released after a while
+// so a quiet service does not hold them.
+func openPostgres(rawURL string) (*DB, error) {
+	sqlDB, err := sql.Open("pgx", rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	sqlDB.SetMaxOpenConns(10)
+	sqlDB.SetMaxIdleConns(5)
+	sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+	return &DB{DB: sqlDB, Dialect: Postgres}, nil
+}
