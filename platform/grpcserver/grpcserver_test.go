@@ -304,29 +304,36 @@ func TestServeDrainDeadline(t *testing.T) {
 	}
 }
 
-func TestServeStopsBeforeStart(t *testing.T) {
-	s := New(Options{})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// TestServeReturns covers the stops that need no call in flight.
+func TestServeReturns(t *testing.T) {
+	tests := []struct {
+		name      string
+		cancelCtx bool  // ctx done before Serve starts
+		closeL    bool  // listener already closed
+		wantErr   error // nil: Serve returns nil
+	}{
+		{"ctx done before start", true, false, nil},
+		{"listener closed", false, true, net.ErrClosed},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := s.Serve(ctx, l, time.Second); err != nil {
-		t.Errorf("Serve(done ctx) = %v, want nil", err)
-	}
-}
-
-func TestServeListenerError(t *testing.T) {
-	s := New(Options{})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = l.Close()
-	err = s.Serve(context.Background(), l, time.Second)
-	if err == nil || !errors.Is(err, net.ErrClosed) {
-		t.Errorf("Serve(closed listener) = %v, want an error wrapping net.ErrClosed", err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.closeL {
+				_ = l.Close()
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancelCtx {
+				cancel()
+			}
+			err = New(Options{}).Serve(ctx, l, time.Second)
+			if (tc.wantErr == nil) != (err == nil) || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {
+				t.Errorf("Serve = %v, want %v", err, tc.wantErr)
+			}
+		})
 	}
 }
 
