@@ -1,0 +1,158 @@
+// Package outbox keeps a service's state changes and the events announcing them in step.
+//
+// Publishing an event after a commit loses it if the process dies in between; publishing
+// before the commit announces a change that may still roll back. The transactional outbox
+// avoids both: Add writes the event into an outbox table in the same transaction as the
+// change, so both commit or neither does, and a Relay publishes committed rows to JetStream
+// afterwards and marks them published.
+//
+// Delivery is at least once. The relay marks a row only after JetStream acknowledged it, so
+// a crash between the two sends the row again on restart, and two relays over one table (two
+// instances of a service) may both send a row. Every message carries the event id as
+// Nats-Msg-Id, and the stream drops a repeated id within its duplicate window
+// (natsconn.DuplicateWindow), so the stream holds each event once. Consumers should still
+// be idempotent by event id: a relay stalled for longer than the window would store a repeat.
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"boxoffice.dev/platform/natsconn"
+	"boxoffice.dev/platform/sqldb"
+)
+
+// Event is one message to publish once the transaction that adds it commits.
+type Event struct {
+	// ID is the event's unique id; the relay sends it as Nats-Msg-Id, so it is also the
+	// de-duplication key. Required.
+	ID string
+	// Subject is the JetStream subject, boxoffice.<service>.<entity>.<verb>. Required.
+	Subject string
+	// Payload is the message body, usually JSON with id, type, occurred_at and the data.
+	Payload []byte
+	// Time is when the change happened, kept as the row's created_at; zero means now.
+	Time time.Time
+}
+
+// lockKey is the PostgreSQL advisory lock Add and EnsureTable take; see Add for why. Any
+// constant works as long as every writer of one database uses the same one.
+const lockKey = 0x6f7574626f78 // "outbox"
+
+// Times are unix milliseconds in BIGINT columns: SQLite has no timestamp type, and integers
+// compare and sort the same way on both dialects.
+var createTable = map[sqldb.Dialect]string{
+	sqldb.SQLite: `CREATE TABLE IF NOT EXISTS outbox (
+	seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+	id           TEXT    NOT NULL UNIQUE,
+	subject      TEXT    NOT NULL,
+	payload      BLOB    NOT NULL,
+	headers      TEXT    NOT NULL,
+	created_at   BIGINT  NOT NULL,
+	published_at BIGINT
+)`,
+	sqldb.Postgres: `CREATE TABLE IF NOT EXISTS outbox (
+	seq          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	id           TEXT   NOT NULL UNIQUE,
+	subject      TEXT   NOT NULL,
+	payload      BYTEA  NOT NULL,
+	headers      TEXT   NOT NULL,
+	created_at   BIGINT NOT NULL,
+	published_at BIGINT
+)`,
+}
+
+// The relay reads pending rows in seq order; the partial index holds only those, so it
+// stays small however many published rows wait for pruning.
+const createPendingIndex = `CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (seq) WHERE published_at IS NULL`
+
+// EnsureTable creates the outbox table and its index if they do not exist. Every instance
+// of a service may call it at start: on PostgreSQL the instances take turns under an
+// advisory lock, since concurrent CREATE TABLE IF NOT EXISTS can still collide there.
+func EnsureTable(ctx context.Context, db *sqldb.DB) (err error) {
+	ddl, ok := createTable[db.Dialect]
+	if !ok {
+		return fmt.Errorf("outbox: unsupported dialect %q", db.Dialect)
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("outbox: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := lock(ctx, tx, db); err != nil {
+		return err
+	}
+	for _, stmt := range []string{ddl, createPendingIndex} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("outbox: create table: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("outbox: create table: %w", err)
+	}
+	return nil
+}
+
+// Add writes ev into the outbox within tx, with the trace context of ctx in its headers so
+// consumers continue the producer's trace. The event is published after tx commits and
+// never if it rolls back.
+//
+// Call Add last in the transaction, just before Commit. The relay relies on rows becoming
+// visible in seq order: were a later seq to commit before an earlier one, a relay could
+// publish it first. SQLite already runs one writer at a time; on PostgreSQL Add takes a
+// transaction-scoped advisory lock, so writers of events queue from Add to their commit.
+// That serialises event-producing commits of one database, the price of ordered events;
+// keeping the lock to the end of the transaction keeps the queue short.
+func Add(ctx context.Context, tx *sql.Tx, db *sqldb.DB, ev Event) error {
+	switch {
+	case ev.ID == "":
+		return errors.New("outbox: add: event id is required")
+	case ev.Subject == "":
+		return fmt.Errorf("outbox: add %s: subject is required", ev.ID)
+	}
+	h := nats.Header{}
+	natsconn.InjectTrace(ctx, h)
+	headers, err := json.Marshal(h)
+	if err != nil {
+		return fmt.Errorf("outbox: add %s: headers: %w", ev.ID, err)
+	}
+	at := ev.Time
+	if at.IsZero() {
+		at = time.Now()
+	}
+	payload := ev.Payload
+	if payload == nil {
+		payload = []byte{} // NOT NULL: an empty body is still a body
+	}
+	if err := lock(ctx, tx, db); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, db.Rebind(`INSERT INTO outbox (id, subject, payload, headers, created_at) VALUES (?, ?, ?, ?, ?)`),
+		ev.ID, ev.Subject, payload, string(headers), at.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("outbox: add %s: %w", ev.ID, err)
+	}
+	return nil
+}
+
+// lock takes the outbox's advisory lock until tx ends, on PostgreSQL; SQLite transactions
+// already hold the database's single write lock.
+func lock(ctx context.Context, tx *sql.Tx, db *sqldb.DB) error {
+	if db.Dialect != sqldb.Postgres {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(lockKey)); err != nil {
+		return fmt.Errorf("outbox: lock: %w", err)
+	}
+	return nil
+}
