@@ -138,8 +138,12 @@ func (s *slidingCounter) try(p params, now, cost int64, _ string) (verdict, func
 	}
 	v.remaining = p.limit - est(cur, s.prev)
 	v.reset = wait(cur, s.prev, 0)
-	if !v.allowed {
-		v.retry = impossible(cost > p.limit, p, wait(s.cur, s.prev, p.limit-cost))
+	switch {
+	case v.allowed:
+	case cost > p.limit:
+		v.retry = p.window
+	default:
+		v.retry = wait(s.cur, s.prev, p.limit-cost)
 	}
 	return v, func() int64 {
 		s.cur += cost
