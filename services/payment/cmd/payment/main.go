@@ -2,8 +2,8 @@
 package main
 
 import (
-	"boxoffice.dev/services/payment"
 	"boxoffice.dev/platform/server"
+	"boxoffice.dev/services/payment"
 )
 
 func main() { server.Exec(payment.Run) }

@@ -1,0 +1,284 @@
+package payment
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+	"time"
+
+	"boxoffice.dev/platform/problem"
+	"boxoffice.dev/platform/sqldb"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrations is the payment schema, for server.OpenDB: the files at its root, as
+// sqldb.Migrate wants them.
+var migrations, _ = fs.Sub(migrationFiles, "migrations") // fails only on an invalid path name
+
+// Store keeps charges in SQLite or PostgreSQL. It is safe for concurrent use, and so are
+// several Stores (several payment instances) on one database: every guarantee rests on the
+// unique idempotency key, not on locks held in this process.
+type Store struct {
+	DB *sqldb.DB
+	// Now is the clock for timestamps; nil means time.Now.
+	Now func() time.Time
+	// NewID makes charge ids; nil means "ch_" and 16 random hex digits.
+	NewID func() string
+}
+
+// NewStore returns a Store over db with the default clock and ids.
+func NewStore(db *sqldb.DB) *Store {
+	return &Store{DB: db, Now: time.Now, NewID: randomID}
+}
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails: it crashes the program rather than return an error
+	return "ch_" + hex.EncodeToString(b[:])
+}
+
+func (s *Store) now() time.Time {
+	if s.Now == nil {
+		return time.Now().UTC()
+	}
+	return s.Now().UTC()
+}
+
+func (s *Store) newID() string {
+	if s.NewID == nil {
+		return randomID()
+	}
+	return s.NewID()
+}
+
+const chargeColumns = `id, idempotency_key, order_id, account, currency, amount_minor, status, decline_reason, created_us, updated_us`
+
+// Charge records req's charge once per idempotency key and returns it. A later call with the
+// same key returns the first charge (created false); with another order, account or amount
+// it is an Unprocessable problem naming idempotency_key. A voided key returns the voided
+// record: whatever the request, it takes nothing.
+//
+// Insert-or-select in one transaction: INSERT … ON CONFLICT DO NOTHING either writes the row
+// or, when a concurrent call holds the key, waits for it (PostgreSQL blocks on the unique
+// index until the other transaction ends; SQLite has one writer) and writes nothing, and the
+// SELECT then reads the winner's row.
+func (s *Store) Charge(ctx context.Context, req ChargeRequest) (c Charge, created bool, err error) {
+	if err := req.Validate(); err != nil {
+		return Charge{}, false, err
+	}
+	now := s.now()
+	status, reason := Decide(req)
+	c = Charge{
+		ID: s.newID(), IdempotencyKey: req.IdempotencyKey, OrderID: req.OrderID, Account: req.Account,
+		Amount: req.Amount, Status: status, DeclineReason: reason, CreatedAt: now, UpdatedAt: now,
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		created, err = s.insert(ctx, tx, c)
+		if err != nil || created {
+			return err
+		}
+		if c, err = s.get(ctx, tx, "idempotency_key", req.IdempotencyKey); err != nil {
+			return err
+		}
+		if c.Status != Voided && !req.Matches(c) {
+			return &problem.Error{Code: problem.Unprocessable, Field: "idempotency_key",
+				Message: "this key was used for another order, account or amount"}
+		}
+		return nil
+	})
+	if err != nil {
+		return Charge{}, false, fmt.Errorf("charge: %w", err)
+	}
+	return c, created, nil
+}
+
+// Refund refunds the charge req names and returns it (see Charge.Refund: idempotent). A key
+// that was never charged is voided: a voided row takes the key, so a charge still in flight
+// for it finds the row and takes nothing. An unknown charge id is NotFound.
+func (s *Store) Refund(ctx context.Context, req RefundRequest) (Charge, error) {
+	if err := req.Validate(); err != nil {
+		return Charge{}, err
+	}
+	var c Charge
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		now := s.now()
+		column, value := "id", req.ChargeID
+		if req.IdempotencyKey != "" {
+			column, value = "idempotency_key", req.IdempotencyKey
+			void := Charge{ID: s.newID(), IdempotencyKey: value, OrderID: req.OrderID, Status: Voided,
+				DeclineReason: req.Reason, CreatedAt: now, UpdatedAt: now}
+			voided, err := s.insert(ctx, tx, void)
+			if err != nil || voided {
+				c = void
+				return err
+			}
+		}
+		found, err := s.get(ctx, tx, column, value)
+		if err != nil {
+			return err
+		}
+		c = found.Refund(now)
+		if c.Status == found.Status {
+			return nil
+		}
+		_, err = tx.ExecContext(ctx, s.DB.Rebind(`UPDATE charges SET status = ?, updated_us = ? WHERE id = ? AND status = ?`),
+			c.Status, c.UpdatedAt.UnixMicro(), c.ID, found.Status)
+		return err
+	})
+	if err != nil {
+		return Charge{}, fmt.Errorf("refund: %w", err)
+	}
+	return c, nil
+}
+
+// Get returns the charge with id, or the one with idempotency key when id is "".
+func (s *Store) Get(ctx context.Context, id, key string) (Charge, error) {
+	column, value := "id", id
+	if id == "" {
+		column, value = "idempotency_key", key
+	}
+	if value == "" {
+		return Charge{}, problem.InvalidField("charge_id", "want charge_id or idempotency_key")
+	}
+	c, err := s.get(ctx, s.DB, column, value)
+	if err != nil {
+		return Charge{}, fmt.Errorf("get charge: %w", err)
+	}
+	return c, nil
+}
+
+// Page is one page of a list; Next is the cursor of the following page, "" on the last.
+type Page struct {
+	Charges []Charge `json:"charges"`
+	Next    string   `json:"next_cursor,omitempty"`
+}
+
+// List returns charges oldest first, only those of orderID when it is not "", limit at a
+// time (clamped to 1..500) from cursor ("" = the first page).
+func (s *Store) List(ctx context.Context, orderID string, limit int, cursor string) (Page, error) {
+	limit = min(max(limit, 1), 500)
+	afterUS, afterID, err := decodeCursor(cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	q := `SELECT ` + chargeColumns + ` FROM charges WHERE (created_us > ? OR (created_us = ? AND id > ?))`
+	args := []any{afterUS, afterUS, afterID}
+	if orderID != "" {
+		q += ` AND order_id = ?`
+		args = append(args, orderID)
+	}
+	q += ` ORDER BY created_us, id LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(q), args...)
+	if err != nil {
+		return Page{}, fmt.Errorf("list charges: %w", err)
+	}
+	defer rows.Close()
+	page := Page{Charges: []Charge{}}
+	for rows.Next() {
+		c, err := scanCharge(rows)
+		if err != nil {
+			return Page{}, fmt.Errorf("list charges: %w", err)
+		}
+		page.Charges = append(page.Charges, c)
+	}
+	if err := rows.Err(); err != nil {
+		return Page{}, fmt.Errorf("list charges: %w", err)
+	}
+	if len(page.Charges) > limit {
+		page.Charges = page.Charges[:limit]
+		last := page.Charges[limit-1]
+		page.Next = encodeCursor(last.CreatedAt.UnixMicro(), last.ID)
+	}
+	return page, nil
+}
+
+// insert writes c unless its idempotency key is taken, and reports whether it did.
+func (s *Store) insert(ctx context.Context, tx *sql.Tx, c Charge) (bool, error) {
+	res, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO charges (`+chargeColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (idempotency_key) DO NOTHING`),
+		c.ID, c.IdempotencyKey, c.OrderID, c.Account, c.Amount.Currency, c.Amount.Minor, c.Status,
+		c.DeclineReason, c.CreatedAt.UnixMicro(), c.UpdatedAt.UnixMicro())
+	if err != nil {
+		return false, fmt.Errorf("insert charge: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("insert charge: %w", err)
+	}
+	return n == 1, nil
+}
+
+// querier is what get needs from a *sql.DB or *sql.Tx.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// get reads the charge whose column (id or idempotency_key, never user input) equals value.
+func (s *Store) get(ctx context.Context, q querier, column, value string) (Charge, error) {
+	row := q.QueryRowContext(ctx, s.DB.Rebind(`SELECT `+chargeColumns+` FROM charges WHERE `+column+` = ?`), value)
+	c, err := scanCharge(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Charge{}, &problem.Error{Code: problem.NotFound, Message: "no such charge", Err: err}
+	}
+	return c, err
+}
+
+func scanCharge(row interface{ Scan(...any) error }) (Charge, error) {
+	var c Charge
+	var created, updated int64
+	err := row.Scan(&c.ID, &c.IdempotencyKey, &c.OrderID, &c.Account, &c.Amount.Currency, &c.Amount.Minor,
+		&c.Status, &c.DeclineReason, &created, &updated)
+	c.CreatedAt, c.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
+	return c, err
+}
+
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	tx, err := s.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, ignoreDone(tx.Rollback()))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// encodeCursor and decodeCursor make the position after (created, id) opaque to clients.
+func encodeCursor(createdUS int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(createdUS, 10) + ":" + id))
+}
+
+func decodeCursor(cursor string) (int64, string, error) {
+	if cursor == "" {
+		return -1, "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err == nil {
+		us, id, ok := strings.Cut(string(b), ":")
+		if n, perr := strconv.ParseInt(us, 10, 64); ok && perr == nil {
+			return n, id, nil
+		}
+	}
+	return 0, "", problem.InvalidField("cursor", "not a cursor this list returned")
+}
