@@ -891,6 +891,146 @@ func (x *BatchGetVenuesResponse) GetNotFound() []string {
 	return nil
 }
 
+// EventChange is the payload of boxoffice.catalog.event.created and .updated on the CATALOG
+// stream, as JSON with the proto field names (protojson with UseProtoNames), so consumers
+// decode it with the same types they read over gRPC.
+type EventChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`     // the change's id and Nats-Msg-Id: "<event id>@v<version>"
+	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"` // "catalog.event.created" or "catalog.event.updated"
+	OccurredAt    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
+	Event         *Event                 `protobuf:"bytes,4,opt,name=event,proto3" json:"event,omitempty"` // the whole event after the change
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventChange) Reset() {
+	*x = EventChange{}
+	mi := &file_boxoffice_catalog_v1_catalog_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventChange) ProtoMessage() {}
+
+func (x *EventChange) ProtoReflect() protoreflect.Message {
+	mi := &file_boxoffice_catalog_v1_catalog_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventChange.ProtoReflect.Descriptor instead.
+func (*EventChange) Descriptor() ([]byte, []int) {
+	return file_boxoffice_catalog_v1_catalog_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *EventChange) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *EventChange) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *EventChange) GetOccurredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OccurredAt
+	}
+	return nil
+}
+
+func (x *EventChange) GetEvent() *Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+// VenueChange is the payload of boxoffice.catalog.venue.created.
+type VenueChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`     // the change's id and Nats-Msg-Id: "<venue id>@created"
+	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"` // "catalog.venue.created"
+	OccurredAt    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=occurred_at,json=occurredAt,proto3" json:"occurred_at,omitempty"`
+	Venue         *Venue                 `protobuf:"bytes,4,opt,name=venue,proto3" json:"venue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VenueChange) Reset() {
+	*x = VenueChange{}
+	mi := &file_boxoffice_catalog_v1_catalog_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VenueChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VenueChange) ProtoMessage() {}
+
+func (x *VenueChange) ProtoReflect() protoreflect.Message {
+	mi := &file_boxoffice_catalog_v1_catalog_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VenueChange.ProtoReflect.Descriptor instead.
+func (*VenueChange) Descriptor() ([]byte, []int) {
+	return file_boxoffice_catalog_v1_catalog_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *VenueChange) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *VenueChange) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *VenueChange) GetOccurredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OccurredAt
+	}
+	return nil
+}
+
+func (x *VenueChange) GetVenue() *Venue {
+	if x != nil {
+		return x.Venue
+	}
+	return nil
+}
+
 var File_boxoffice_catalog_v1_catalog_proto protoreflect.FileDescriptor
 
 const file_boxoffice_catalog_v1_catalog_proto_rawDesc = "" +
@@ -963,7 +1103,19 @@ const file_boxoffice_catalog_v1_catalog_proto_rawDesc = "" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\"j\n" +
 	"\x16BatchGetVenuesResponse\x123\n" +
 	"\x06venues\x18\x01 \x03(\v2\x1b.boxoffice.catalog.v1.VenueR\x06venues\x12\x1b\n" +
-	"\tnot_found\x18\x02 \x03(\tR\bnotFound2\xe4\x03\n" +
+	"\tnot_found\x18\x02 \x03(\tR\bnotFound\"\xa1\x01\n" +
+	"\vEventChange\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12;\n" +
+	"\voccurred_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"occurredAt\x121\n" +
+	"\x05event\x18\x04 \x01(\v2\x1b.boxoffice.catalog.v1.EventR\x05event\"\xa1\x01\n" +
+	"\vVenueChange\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12;\n" +
+	"\voccurred_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"occurredAt\x121\n" +
+	"\x05venue\x18\x04 \x01(\v2\x1b.boxoffice.catalog.v1.VenueR\x05venue2\xe4\x03\n" +
 	"\aCatalog\x12N\n" +
 	"\bGetEvent\x12%.boxoffice.catalog.v1.GetEventRequest\x1a\x1b.boxoffice.catalog.v1.Event\x12k\n" +
 	"\x0eBatchGetEvents\x12+.boxoffice.catalog.v1.BatchGetEventsRequest\x1a,.boxoffice.catalog.v1.BatchGetEventsResponse\x12_\n" +
@@ -984,7 +1136,7 @@ func file_boxoffice_catalog_v1_catalog_proto_rawDescGZIP() []byte {
 	return file_boxoffice_catalog_v1_catalog_proto_rawDescData
 }
 
-var file_boxoffice_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_boxoffice_catalog_v1_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_boxoffice_catalog_v1_catalog_proto_goTypes = []any{
 	(*Event)(nil),                  // 0: boxoffice.catalog.v1.Event
 	(*TicketClass)(nil),            // 1: boxoffice.catalog.v1.TicketClass
@@ -999,41 +1151,47 @@ var file_boxoffice_catalog_v1_catalog_proto_goTypes = []any{
 	(*GetVenueRequest)(nil),        // 10: boxoffice.catalog.v1.GetVenueRequest
 	(*BatchGetVenuesRequest)(nil),  // 11: boxoffice.catalog.v1.BatchGetVenuesRequest
 	(*BatchGetVenuesResponse)(nil), // 12: boxoffice.catalog.v1.BatchGetVenuesResponse
-	(*timestamppb.Timestamp)(nil),  // 13: google.protobuf.Timestamp
-	(*v1.Money)(nil),               // 14: boxoffice.common.v1.Money
-	(*v1.PageRequest)(nil),         // 15: boxoffice.common.v1.PageRequest
-	(*v1.PageResponse)(nil),        // 16: boxoffice.common.v1.PageResponse
+	(*EventChange)(nil),            // 13: boxoffice.catalog.v1.EventChange
+	(*VenueChange)(nil),            // 14: boxoffice.catalog.v1.VenueChange
+	(*timestamppb.Timestamp)(nil),  // 15: google.protobuf.Timestamp
+	(*v1.Money)(nil),               // 16: boxoffice.common.v1.Money
+	(*v1.PageRequest)(nil),         // 17: boxoffice.common.v1.PageRequest
+	(*v1.PageResponse)(nil),        // 18: boxoffice.common.v1.PageResponse
 }
 var file_boxoffice_catalog_v1_catalog_proto_depIdxs = []int32{
-	13, // 0: boxoffice.catalog.v1.Event.starts_at:type_name -> google.protobuf.Timestamp
-	13, // 1: boxoffice.catalog.v1.Event.on_sale_at:type_name -> google.protobuf.Timestamp
+	15, // 0: boxoffice.catalog.v1.Event.starts_at:type_name -> google.protobuf.Timestamp
+	15, // 1: boxoffice.catalog.v1.Event.on_sale_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: boxoffice.catalog.v1.Event.ticket_classes:type_name -> boxoffice.catalog.v1.TicketClass
-	13, // 3: boxoffice.catalog.v1.Event.updated_at:type_name -> google.protobuf.Timestamp
-	14, // 4: boxoffice.catalog.v1.TicketClass.price:type_name -> boxoffice.common.v1.Money
+	15, // 3: boxoffice.catalog.v1.Event.updated_at:type_name -> google.protobuf.Timestamp
+	16, // 4: boxoffice.catalog.v1.TicketClass.price:type_name -> boxoffice.common.v1.Money
 	3,  // 5: boxoffice.catalog.v1.Venue.sections:type_name -> boxoffice.catalog.v1.Section
-	13, // 6: boxoffice.catalog.v1.EventFilter.from:type_name -> google.protobuf.Timestamp
-	13, // 7: boxoffice.catalog.v1.EventFilter.to:type_name -> google.protobuf.Timestamp
+	15, // 6: boxoffice.catalog.v1.EventFilter.from:type_name -> google.protobuf.Timestamp
+	15, // 7: boxoffice.catalog.v1.EventFilter.to:type_name -> google.protobuf.Timestamp
 	0,  // 8: boxoffice.catalog.v1.BatchGetEventsResponse.events:type_name -> boxoffice.catalog.v1.Event
 	4,  // 9: boxoffice.catalog.v1.ListEventsRequest.filter:type_name -> boxoffice.catalog.v1.EventFilter
-	15, // 10: boxoffice.catalog.v1.ListEventsRequest.page:type_name -> boxoffice.common.v1.PageRequest
+	17, // 10: boxoffice.catalog.v1.ListEventsRequest.page:type_name -> boxoffice.common.v1.PageRequest
 	0,  // 11: boxoffice.catalog.v1.ListEventsResponse.events:type_name -> boxoffice.catalog.v1.Event
-	16, // 12: boxoffice.catalog.v1.ListEventsResponse.page:type_name -> boxoffice.common.v1.PageResponse
+	18, // 12: boxoffice.catalog.v1.ListEventsResponse.page:type_name -> boxoffice.common.v1.PageResponse
 	2,  // 13: boxoffice.catalog.v1.BatchGetVenuesResponse.venues:type_name -> boxoffice.catalog.v1.Venue
-	5,  // 14: boxoffice.catalog.v1.Catalog.GetEvent:input_type -> boxoffice.catalog.v1.GetEventRequest
-	6,  // 15: boxoffice.catalog.v1.Catalog.BatchGetEvents:input_type -> boxoffice.catalog.v1.BatchGetEventsRequest
-	8,  // 16: boxoffice.catalog.v1.Catalog.ListEvents:input_type -> boxoffice.catalog.v1.ListEventsRequest
-	10, // 17: boxoffice.catalog.v1.Catalog.GetVenue:input_type -> boxoffice.catalog.v1.GetVenueRequest
-	11, // 18: boxoffice.catalog.v1.Catalog.BatchGetVenues:input_type -> boxoffice.catalog.v1.BatchGetVenuesRequest
-	0,  // 19: boxoffice.catalog.v1.Catalog.GetEvent:output_type -> boxoffice.catalog.v1.Event
-	7,  // 20: boxoffice.catalog.v1.Catalog.BatchGetEvents:output_type -> boxoffice.catalog.v1.BatchGetEventsResponse
-	9,  // 21: boxoffice.catalog.v1.Catalog.ListEvents:output_type -> boxoffice.catalog.v1.ListEventsResponse
-	2,  // 22: boxoffice.catalog.v1.Catalog.GetVenue:output_type -> boxoffice.catalog.v1.Venue
-	12, // 23: boxoffice.catalog.v1.Catalog.BatchGetVenues:output_type -> boxoffice.catalog.v1.BatchGetVenuesResponse
-	19, // [19:24] is the sub-list for method output_type
-	14, // [14:19] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	15, // 14: boxoffice.catalog.v1.EventChange.occurred_at:type_name -> google.protobuf.Timestamp
+	0,  // 15: boxoffice.catalog.v1.EventChange.event:type_name -> boxoffice.catalog.v1.Event
+	15, // 16: boxoffice.catalog.v1.VenueChange.occurred_at:type_name -> google.protobuf.Timestamp
+	2,  // 17: boxoffice.catalog.v1.VenueChange.venue:type_name -> boxoffice.catalog.v1.Venue
+	5,  // 18: boxoffice.catalog.v1.Catalog.GetEvent:input_type -> boxoffice.catalog.v1.GetEventRequest
+	6,  // 19: boxoffice.catalog.v1.Catalog.BatchGetEvents:input_type -> boxoffice.catalog.v1.BatchGetEventsRequest
+	8,  // 20: boxoffice.catalog.v1.Catalog.ListEvents:input_type -> boxoffice.catalog.v1.ListEventsRequest
+	10, // 21: boxoffice.catalog.v1.Catalog.GetVenue:input_type -> boxoffice.catalog.v1.GetVenueRequest
+	11, // 22: boxoffice.catalog.v1.Catalog.BatchGetVenues:input_type -> boxoffice.catalog.v1.BatchGetVenuesRequest
+	0,  // 23: boxoffice.catalog.v1.Catalog.GetEvent:output_type -> boxoffice.catalog.v1.Event
+	7,  // 24: boxoffice.catalog.v1.Catalog.BatchGetEvents:output_type -> boxoffice.catalog.v1.BatchGetEventsResponse
+	9,  // 25: boxoffice.catalog.v1.Catalog.ListEvents:output_type -> boxoffice.catalog.v1.ListEventsResponse
+	2,  // 26: boxoffice.catalog.v1.Catalog.GetVenue:output_type -> boxoffice.catalog.v1.Venue
+	12, // 27: boxoffice.catalog.v1.Catalog.BatchGetVenues:output_type -> boxoffice.catalog.v1.BatchGetVenuesResponse
+	23, // [23:28] is the sub-list for method output_type
+	18, // [18:23] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_boxoffice_catalog_v1_catalog_proto_init() }
@@ -1047,7 +1205,7 @@ func file_boxoffice_catalog_v1_catalog_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_boxoffice_catalog_v1_catalog_proto_rawDesc), len(file_boxoffice_catalog_v1_catalog_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
