@@ -2,8 +2,8 @@
 package main
 
 import (
-	"boxoffice.dev/services/auth"
 	"boxoffice.dev/platform/server"
+	"boxoffice.dev/services/auth"
 )
 
 func main() { server.Exec(auth.Run) }
