@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
@@ -51,7 +52,7 @@ type Spec struct {
 }
 
 // Build wires a component's own parts on a ready Server and returns its HTTP routes
-// (nil = only the platform endpoints). gRPC services are registered on s.GRPC().
+// (nil = only the platform endpoints). A nil Build serves only the platform endpoints. gRPC services are registered on s.GRPC().
 type Build func(ctx context.Context, s *Server) (http.Handler, error)
 
 // Main loads the configuration, builds the component and runs it until ctx is done.
@@ -67,9 +68,11 @@ func Main(ctx context.Context, spec Spec, getenv func(string) string, stdout io.
 		return err
 	}
 	defer s.Close()
-	h, err := build(ctx, s)
-	if err != nil {
-		return fmt.Errorf("%s: start: %w", spec.Name, err)
+	var h http.Handler
+	if build != nil {
+		if h, err = build(ctx, s); err != nil {
+			return fmt.Errorf("%s: start: %w", spec.Name, err)
+		}
 	}
 	return s.Run(ctx, h)
 }
@@ -98,15 +101,15 @@ func New(ctx context.Context, cfg config.Process, stdout io.Writer) (*Server, er
 		return nil, fmt.Errorf("%s: LOG_LEVEL: %w", cfg.Name, err)
 	}
 	s := &Server{
-		Config:  cfg,
-		Log:     logging.New(stdout, level, cfg.Name),
-		Health:  health.New(0),
-		Control: control.New(cfg.Name),
+		Config: cfg,
+		Log:    logging.New(stdout, level, cfg.Name),
+		Health: health.New(0),
 	}
 	s.Telemetry, err = telemetry.Setup(ctx, telemetry.Config{Service: cfg.Name, Instance: cfg.HTTPAddr, OTLPEndpoint: cfg.OTLPEndpoint})
 	if err != nil {
 		return nil, fmt.Errorf("%s: telemetry: %w", cfg.Name, err)
 	}
+	s.Control = control.New(cfg.Name, control.Options{MeterProvider: s.Telemetry.MeterProvider, Log: s.Log})
 	s.onClose(func() error { return s.Telemetry.Shutdown(context.WithoutCancel(ctx)) })
 
 	if cfg.NATSURL != "" {
@@ -117,7 +120,9 @@ func New(ctx context.Context, cfg config.Process, stdout io.Writer) (*Server, er
 		}
 		s.NATS = nc
 		s.onClose(func() error { return nc.Drain() })
-		stop, err := s.Control.Subscribe(ctx, nc)
+		subCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		stop, err := s.Control.Subscribe(subCtx, nc)
+		cancel()
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("%s: control hook: %w", cfg.Name, err)
@@ -218,7 +223,7 @@ func (s *Server) Handler(h http.Handler) http.Handler {
 	mux.Handle("GET /healthz", s.Health.LiveHandler())
 	mux.Handle("GET /readyz", s.Health.ReadyHandler())
 	mux.Handle("GET /metrics", s.Telemetry.MetricsHandler())
-	mux.Handle("/control", s.Control.Handler())
+	mux.Handle(control.Path, s.Control.Handler())
 	if h != nil {
 		app := httpserver.LimitBody(0)(s.Control.Middleware(h))
 		mux.Handle("/", s.Telemetry.HTTPMiddleware(s.Config.Name)(app))

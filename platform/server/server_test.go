@@ -1,0 +1,184 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"boxoffice.dev/platform/control"
+	"boxoffice.dev/platform/natsconn"
+	"boxoffice.dev/platform/server"
+	"boxoffice.dev/platform/testkit"
+)
+
+// startMain runs server.Main in-process the way a deployable's Run does and waits for
+// /healthz. It returns the base URL and a stop func that cancels and returns Main's error.
+func startMain(t *testing.T, env map[string]string, build server.Build) (string, func() error) {
+	t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
+	base := map[string]string{"HTTP_ADDR": addr, "DATA_DIR": t.TempDir(), "SHUTDOWN_TIMEOUT": "2s"}
+	for k, v := range env {
+		base[k] = v
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- server.Main(ctx, server.Spec{Name: "probe", HTTPAddr: ":0"}, func(k string) string { return base[k] }, tlog{t}, build)
+	}()
+	url := "http://" + addr
+	testkit.Eventually(t, 5*time.Second, "GET /healthz answers 200", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("Main returned before serving: %v", err)
+		default:
+		}
+		resp, err := http.Get(url + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(5 * time.Second):
+			t.Fatal("Main did not return within 5s of cancel")
+			return nil
+		}
+	}
+	t.Cleanup(func() { _ = stop() })
+	return url, stop
+}
+
+func TestMainServesPlatformEndpointsAndRoutes(t *testing.T) {
+	url, stop := startMain(t, nil, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") }), nil
+	})
+	tests := []struct {
+		path, want string
+		status     int
+	}{
+		{"/healthz", `"status":"ok"`, 200},
+		{"/readyz", `"ready":true`, 200},
+		{"/metrics", "go_goroutines", 200},
+		{"/control", `"max_concurrent"`, 200},
+		{"/anything", "hello", 200},
+	}
+	for _, tt := range tests {
+		resp, err := http.Get(url + tt.path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", tt.path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || !strings.Contains(string(b), tt.want) {
+			t.Errorf("GET %s = %d %q, want %d containing %q", tt.path, resp.StatusCode, b, tt.status, tt.want)
+		}
+	}
+	// The service's route was measured into its own registry.
+	resp, _ := http.Get(url + "/metrics")
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "http_server_request_duration_seconds") {
+		t.Errorf("/metrics has no http server duration after a request")
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Main after cancel = %v, want nil", err)
+	}
+}
+
+func TestMainFailsOnBadConfigNamingTheVariable(t *testing.T) {
+	err := server.Main(context.Background(), server.Spec{Name: "probe", HTTPAddr: ":0"},
+		func(k string) string { return map[string]string{"SHUTDOWN_TIMEOUT": "soon"}[k] }, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "SHUTDOWN_TIMEOUT") {
+		t.Fatalf("Main with a bad SHUTDOWN_TIMEOUT = %v, want an error naming it", err)
+	}
+}
+
+func TestMainDrainsInFlightRequest(t *testing.T) {
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	url, stop := startMain(t, nil, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			close(entered)
+			<-release
+			io.WriteString(w, "done")
+		}), nil
+	})
+	got := make(chan string, 1)
+	go func() {
+		resp, err := http.Get(url + "/slow")
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- string(b)
+	}()
+	<-entered
+	stopErr := make(chan error, 1)
+	go func() { stopErr <- stop() }()
+	// Shutdown has begun with the request still in its handler; it must still complete.
+	close(release)
+	if body := <-got; body != "done" {
+		t.Fatalf("in-flight request during shutdown = %q, want \"done\"", body)
+	}
+	if err := <-stopErr; err != nil {
+		t.Fatalf("Main = %v, want nil after draining", err)
+	}
+}
+
+func TestControlOverNATSReachesEveryReplica(t *testing.T) {
+	ns := testkit.StartNATS(t)
+	env := map[string]string{"NATS_URL": ns.ClientURL()}
+	build := func(ctx context.Context, s *server.Server) (http.Handler, error) { return nil, nil }
+	a, _ := startMain(t, env, build)
+	b, _ := startMain(t, env, build)
+
+	nc, err := natsconn.Connect(context.Background(), ns.ClientURL(), "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	want := control.Knobs{MaxConcurrent: 3, ServiceTime: 20 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := control.Publish(ctx, nc, "probe", want); err != nil {
+		t.Fatal(err)
+	}
+	for _, url := range []string{a, b} {
+		testkit.Eventually(t, 5*time.Second, url+" applies the published knobs", func() bool {
+			resp, err := http.Get(url + "/control")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			var got struct {
+				MaxConcurrent int `json:"max_concurrent"`
+			}
+			return json.NewDecoder(resp.Body).Decode(&got) == nil && got.MaxConcurrent == 3
+		})
+	}
+}
+
+// tlog sends a process's log lines to the test log, shown when a test fails.
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
