@@ -44,6 +44,12 @@ func (m *Memory) Allow(_ context.Context, reqs []Request) (Result, error) {
 	if err := validate(reqs); err != nil {
 		return Result{}, err
 	}
+	return m.decide(reqs, true, PathMemory), nil
+}
+
+// decide is Allow on valid requests. With spend false it only reports (the request was
+// denied elsewhere); path is recorded in the decisions.
+func (m *Memory) decide(reqs []Request, spend bool, path Path) Result {
 	now := m.now().UnixMicro()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -60,21 +66,21 @@ func (m *Memory) Allow(_ context.Context, reqs []Request) (Result, error) {
 			lease = "m" + strconv.FormatUint(m.leases, 10)
 		}
 		v, commit := e.st.try(q.Rule.params(), now, q.cost(), lease)
-		ds[i] = v.decision(q, PathMemory)
+		ds[i] = v.decision(q, path)
 		if v.allowed && lease != "" {
-			ds[i].Lease = &Lease{Rule: q.Rule.ID, Key: q.Key, ID: lease}
+			ds[i].Lease = &Lease{Rule: q.Rule.ID, Key: q.Key, ID: lease, local: true}
 		}
 		commits[i], ents[i] = commit, e
 	}
-	if !admitted(ds) {
+	if !spend || !admitted(ds) {
 		// Nothing is spent: report the budgets of the rules that allowed as they stand.
 		for i, q := range reqs {
 			if ds[i].Allowed {
 				v, _ := ents[i].st.try(q.Rule.params(), now, 0, "")
-				ds[i] = v.decision(q, PathMemory)
+				ds[i] = v.decision(q, path)
 			}
 		}
-		return combine(ds), nil
+		return combine(ds)
 	}
 	for i, q := range reqs {
 		if !ds[i].Allowed {
@@ -83,7 +89,7 @@ func (m *Memory) Allow(_ context.Context, reqs []Request) (Result, error) {
 		ents[i].expires = now + commits[i]()
 		m.keys[storageKey(q.Rule.ID, q.Key)] = ents[i]
 	}
-	return combine(ds), nil
+	return combine(ds)
 }
 
 // Release frees concurrency leases before they expire.

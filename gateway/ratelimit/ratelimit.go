@@ -261,6 +261,8 @@ type Lease struct {
 	Rule string
 	Key  string
 	ID   string
+	// local marks a lease taken from an in-memory limiter, such as Failsafe's fallback.
+	local bool
 }
 
 // Limiter decides requests against their rules.

@@ -1,0 +1,92 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// metrics are what Failsafe reports. Exported in Prometheus format they read:
+//
+//	ratelimit_decisions_total{rule, outcome, path}   outcome: allowed | denied | shadow_denied
+//	ratelimit_store_errors_total{kind}               kind: timeout | error | breaker_open
+//	ratelimit_fallback_decisions_total{rule}         decided locally at limit/N
+//	ratelimit_fail_closed_decisions_total{rule}      denied because the store was unreachable
+//	ratelimit_decision_duration_seconds              one request, all rules, any path
+//	ratelimit_breaker_open                           1 while the breaker skips the store
+type metrics struct {
+	decisions  metric.Int64Counter
+	storeErrs  metric.Int64Counter
+	fallbacks  metric.Int64Counter
+	failClosed metric.Int64Counter
+	latency    metric.Float64Histogram
+}
+
+// newMetrics creates the instruments on mp; nil means no metrics. breakerOpen is observed
+// at each collection.
+func newMetrics(mp metric.MeterProvider, breakerOpen func() bool) (*metrics, error) {
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	m := mp.Meter("boxoffice.dev/gateway/ratelimit")
+	var ms metrics
+	var err, e error
+	ms.decisions, e = m.Int64Counter("ratelimit.decisions", metric.WithDescription("Rule decisions by rule, outcome and path."))
+	err = errors.Join(err, e)
+	ms.storeErrs, e = m.Int64Counter("ratelimit.store.errors", metric.WithDescription("Failed or skipped store calls by kind."))
+	err = errors.Join(err, e)
+	ms.fallbacks, e = m.Int64Counter("ratelimit.fallback.decisions", metric.WithDescription("Rule decisions made by the local fallback limiter."))
+	err = errors.Join(err, e)
+	ms.failClosed, e = m.Int64Counter("ratelimit.fail_closed.decisions", metric.WithDescription("Rule decisions denied because the store was unavailable."))
+	err = errors.Join(err, e)
+	ms.latency, e = m.Float64Histogram("ratelimit.decision.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time to decide one request, all rules included."),
+		metric.WithExplicitBucketBoundaries(0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1))
+	err = errors.Join(err, e)
+	_, e = m.Int64ObservableGauge("ratelimit.breaker.open", metric.WithDescription("1 while the circuit breaker skips the store."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			if breakerOpen() {
+				o.Observe(1)
+			} else {
+				o.Observe(0)
+			}
+			return nil
+		}))
+	err = errors.Join(err, e)
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit metrics: %w", err)
+	}
+	return &ms, nil
+}
+
+// decided records one request's decisions and how long they took.
+func (m *metrics) decided(ctx context.Context, res Result, took time.Duration) {
+	for _, d := range res.Rules {
+		outcome := "allowed"
+		switch {
+		case !d.Allowed && d.Mode == Shadow:
+			outcome = "shadow_denied"
+		case !d.Allowed:
+			outcome = "denied"
+		}
+		rule := attribute.String("rule", d.Rule)
+		m.decisions.Add(ctx, 1, metric.WithAttributes(rule, attribute.String("outcome", outcome), attribute.String("path", string(d.Path))))
+		switch d.Path {
+		case PathFallback:
+			m.fallbacks.Add(ctx, 1, metric.WithAttributes(rule))
+		case PathFailClosed:
+			m.failClosed.Add(ctx, 1, metric.WithAttributes(rule))
+		}
+	}
+	m.latency.Record(ctx, took.Seconds())
+}
+
+// storeError records a store call that failed or was skipped.
+func (m *metrics) storeError(ctx context.Context, kind string) {
+	m.storeErrs.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
+}
