@@ -3,9 +3,9 @@ package auth
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"database/sql"
 	"embed"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
