@@ -1,0 +1,146 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Leases relieves hot keys by spending tokens locally. For a rule with Lease > 0, a replica
+// that has no tokens in hand asks the store for a batch of Lease tokens (in the same round
+// trip as the request's other rules) and spends the rest of the batch on later requests
+// without calling the store. A hot key then costs one store call per Lease requests.
+//
+// The price, stated and tested (TestLeasesOvershootBound):
+//
+//   - Overshoot ≤ replicas × Lease per rule and key. A replica holds at most Lease tokens of
+//     a rule and key at a time, for at most one Window; tokens taken from one window may be
+//     spent in the next, so over any period the requests allowed exceed what the store
+//     alone would allow by at most the tokens in hand: replicas × Lease.
+//   - Undershoot: a batch is taken whole or not at all, so near exhaustion a request may be
+//     denied while fewer than Lease tokens remain in the store.
+//
+// Concurrency rules are never leased: a slot must be released where it was taken.
+// Leases is safe for concurrent use.
+type Leases struct {
+	inner Limiter
+	now   func() time.Time
+
+	mu   sync.Mutex
+	held map[string]*inHand
+}
+
+// inHand is what a replica holds of one rule and key.
+type inHand struct {
+	tokens  int64
+	expires time.Time
+}
+
+// NewLeases wraps inner, usually a Failsafe or a Redis; now nil means time.Now.
+func NewLeases(inner Limiter, now func() time.Time) *Leases {
+	if now == nil {
+		now = time.Now
+	}
+	return &Leases{inner: inner, now: now, held: make(map[string]*inHand)}
+}
+
+var _ Limiter = (*Leases)(nil)
+
+// Allow decides leased rules on tokens in hand where it can and sends the rest, with batch
+// requests for leased rules that ran out, to the inner limiter in one call.
+func (l *Leases) Allow(ctx context.Context, reqs []Request) (Result, error) {
+	if err := validate(reqs); err != nil {
+		return Result{}, err
+	}
+	now := l.now()
+	ds := make([]Decision, len(reqs))
+	spent := l.spendInHand(reqs, now, ds)
+
+	var fwd []Request
+	var at []int
+	for i, q := range reqs {
+		if spent[i] {
+			continue
+		}
+		if leased(q.Rule) {
+			q.Cost = int(max(q.cost(), int64(q.Rule.Lease))) // ask for a whole batch
+		}
+		fwd = append(fwd, q)
+		at = append(at, i)
+	}
+	if len(fwd) == 0 {
+		return combine(ds), nil
+	}
+	res, err := l.inner.Allow(ctx, fwd)
+	if err != nil {
+		l.refund(reqs, spent)
+		return Result{}, err
+	}
+	for j, d := range res.Rules {
+		ds[at[j]] = d
+	}
+	if !res.Allowed {
+		l.refund(reqs, spent)
+		return combine(ds), nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, i := range at {
+		q := reqs[i]
+		if !leased(q.Rule) || !ds[i].Allowed {
+			continue
+		}
+		// The batch minus this request goes in hand, capped at one batch: tokens beyond it
+		// (two replicas' goroutines fetched at once) are dropped, never spent.
+		k := storageKey(q.Rule.ID, q.Key)
+		h := l.held[k]
+		if h == nil || !now.Before(h.expires) {
+			h = &inHand{}
+			l.held[k] = h
+		}
+		h.tokens = min(int64(q.Rule.Lease), h.tokens+max(0, int64(q.Rule.Lease)-q.cost()))
+		h.expires = now.Add(q.Rule.Window)
+	}
+	return combine(ds), nil
+}
+
+// Release passes leases of concurrency rules to the inner limiter.
+func (l *Leases) Release(ctx context.Context, leases ...Lease) error {
+	return l.inner.Release(ctx, leases...)
+}
+
+// spendInHand takes each leased request's cost from the tokens in hand, if enough are
+// there and not expired, and fills in its decision. It reports which requests it took.
+func (l *Leases) spendInHand(reqs []Request, now time.Time, ds []Decision) []bool {
+	spent := make([]bool, len(reqs))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, q := range reqs {
+		if !leased(q.Rule) {
+			continue
+		}
+		h := l.held[storageKey(q.Rule.ID, q.Key)]
+		if h == nil || !now.Before(h.expires) || h.tokens < q.cost() {
+			continue
+		}
+		h.tokens -= q.cost()
+		spent[i] = true
+		ds[i] = verdict{allowed: true, remaining: h.tokens}.decision(q, PathLease)
+	}
+	return spent
+}
+
+// refund puts back tokens spent in hand by a request that was denied after all.
+func (l *Leases) refund(reqs []Request, spent []bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, q := range reqs {
+		if spent[i] {
+			if h := l.held[storageKey(q.Rule.ID, q.Key)]; h != nil {
+				h.tokens += q.cost()
+			}
+		}
+	}
+}
+
+func leased(r Rule) bool { return r.Lease > 0 && r.Algorithm != Concurrency }

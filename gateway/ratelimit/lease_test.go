@@ -1,0 +1,184 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"boxoffice.dev/platform/testkit"
+)
+
+// leasedReplicas builds n gateway replicas, each with its own Redis client on clk's virtual
+// time, behind Leases.
+func leasedReplicas(t *testing.T, srv *testkit.Redis, clk *clock, hook *countingHook, n int) []*Leases {
+	t.Helper()
+	var ls []*Leases
+	for range n {
+		c := srv.Client()
+		c.AddHook(hook)
+		store := NewRedis(c)
+		store.now = clk.Now
+		ls = append(ls, NewLeases(store, clk.Now))
+	}
+	return ls
+}
+
+// TestLeasesOvershootBound: three replicas leasing batches of 10 from a 100-per-second
+// window, under concurrent load over five windows, never let more than 100 + 3×10 pass in
+// a window.
+func TestLeasesOvershootBound(t *testing.T) {
+	const replicas, batch, limit, windows = 3, 10, 100, 5
+	srv := testkit.StartRedis(t)
+	clk := newClock(epoch)
+	ls := leasedReplicas(t, srv, clk, &countingHook{}, replicas)
+	rule := Rule{ID: "hot", Algorithm: FixedWindow, Limit: limit, Window: time.Second, Lease: batch}
+	req := []Request{{Rule: rule, Key: "event:final"}}
+	for w := range windows {
+		var allowed atomic.Int64
+		for step := range 10 {
+			clk.Set(epoch.Add(time.Duration(w)*time.Second + time.Duration(step)*100*time.Millisecond))
+			var wg sync.WaitGroup
+			for _, l := range ls {
+				for range 2 {
+					wg.Go(func() {
+						for range 3 + w%3 { // demand varies so some windows end with tokens in hand
+							if res := mustAllow(t, l, req); res.Allowed {
+								allowed.Add(1)
+							}
+						}
+					})
+				}
+			}
+			wg.Wait()
+		}
+		if got, bound := allowed.Load(), int64(limit+replicas*batch); got > bound {
+			t.Errorf("window %d: allowed %d, want at most %d (limit + replicas × batch)", w, got, bound)
+		}
+	}
+}
+
+// TestLeasesCarryOverIsTheOvershoot shows where the overshoot comes from: tokens taken at
+// the end of one window and spent in the next.
+func TestLeasesCarryOverIsTheOvershoot(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	clk := newClock(epoch)
+	hook := &countingHook{}
+	ls := leasedReplicas(t, srv, clk, hook, 2)
+	rule := Rule{ID: "hot", Algorithm: FixedWindow, Limit: 100, Window: time.Second, Lease: 10}
+	req := []Request{{Rule: rule, Key: "event:final"}}
+
+	clk.Set(epoch.Add(900 * time.Millisecond))
+	if res := mustAllow(t, ls[0], req); !res.Allowed || res.Remaining != 90 {
+		t.Fatalf("first request: allowed %v, store remaining %d; want true 90 (a batch of 10 taken)", res.Allowed, res.Remaining)
+	}
+	clk.Set(epoch.Add(time.Second)) // next window: replica 1 drains the store
+	n := 0
+	for range 120 {
+		if mustAllow(t, ls[1], req).Allowed {
+			n++
+		}
+	}
+	for mustAllow(t, ls[0], req).Allowed { // replica 0 still holds 9 tokens from the last window
+		n++
+	}
+	if n != 109 {
+		t.Errorf("allowed in one window = %d, want 109 (100 from the store + 9 carried over ≤ limit + batch)", n)
+	}
+}
+
+func TestLeasesSaveRoundTrips(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	clk := newClock(epoch)
+	hook := &countingHook{}
+	l := leasedReplicas(t, srv, clk, hook, 1)[0]
+	rule := Rule{ID: "hot", Algorithm: TokenBucket, Limit: 1000, Window: time.Second, Lease: 25}
+	var before int64
+	for i := range 100 {
+		if i == 1 { // the first call also connects and loads the script
+			before = hook.trips.Load()
+		}
+		if res := mustAllow(t, l, []Request{{Rule: rule, Key: "k"}}); !res.Allowed {
+			t.Fatalf("denied with a 1000-token bucket")
+		}
+	}
+	// Requests 1-25 spend the first batch; 26, 51 and 76 fetch the next ones.
+	if got := hook.trips.Load() - before; got != 3 {
+		t.Errorf("requests 2-100 with batches of 25 took %d round trips, want 3", got)
+	}
+}
+
+func TestLeasesRefundWhenAnotherRuleDenies(t *testing.T) {
+	clk := newClock(epoch)
+	l := NewLeases(NewMemory(clk.Now), clk.Now)
+	hot := Request{Rule: Rule{ID: "hot", Algorithm: TokenBucket, Limit: 100, Window: time.Second, Lease: 10}, Key: "k"}
+	strict := Request{Rule: Rule{ID: "strict", Algorithm: FixedWindow, Limit: 1, Window: time.Minute}, Key: "k"}
+	if res := mustAllow(t, l, []Request{hot, strict}); !res.Allowed {
+		t.Fatalf("first request denied, want allowed")
+	}
+	if res := mustAllow(t, l, []Request{hot, strict}); res.Allowed {
+		t.Fatalf("second request allowed past the strict rule, want denied")
+	}
+	// 9 in hand after the first request, none spent by the denied one.
+	for i := range 9 {
+		if res := mustAllow(t, l, []Request{hot}); res.Path != PathLease {
+			t.Fatalf("request %d: path %s, want lease (tokens in hand)", i, res.Path)
+		}
+	}
+	if res := mustAllow(t, l, []Request{hot}); res.Path != PathMemory {
+		t.Errorf("request after the batch ran out: path %s, want memory (a new batch)", res.Path)
+	}
+}
+
+func TestShardKey(t *testing.T) {
+	tests := []struct{ key, want string }{
+		{"user:42", "user:42#3"},
+		{"{user:42}:route:holds", "{user:42#3}:route:holds"},
+		{"{}odd", "{}odd#3"},
+	}
+	for _, tt := range tests {
+		if got := shardKey(tt.key, 3); got != tt.want {
+			t.Errorf("shardKey(%q, 3) = %q, want %q", tt.key, got, tt.want)
+		}
+	}
+}
+
+// TestShardedSpreadsOverClusterNodes: a 100-token bucket in four shards on a three-node
+// cluster lets exactly 100 of 1,000 concurrent requests through, and its keys live on more
+// than one node.
+func TestShardedSpreadsOverClusterNodes(t *testing.T) {
+	rc := testkit.StartRedisCluster(t)
+	var next atomic.Int64
+	roundRobin := func(n int) int { return int(next.Add(1)) % n }
+	rule := Rule{ID: "hot", Algorithm: TokenBucket, Limit: 100, Window: time.Hour, Shards: 4}
+	var replicas []*Redis
+	var sharded []*Sharded
+	for range 3 {
+		r := NewRedis(rc.Client())
+		replicas = append(replicas, r)
+		sharded = append(sharded, NewSharded(r, roundRobin))
+	}
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 1000 {
+		wg.Go(func() {
+			if mustAllow(t, sharded[i%3], []Request{{Rule: rule, Key: "event:final"}}).Allowed {
+				allowed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if got := allowed.Load(); got != 100 {
+		t.Errorf("allowed %d of 1000 over 4 shards of a 100-token bucket, want 100", got)
+	}
+	nodes := 0
+	for _, n := range rc.Nodes {
+		if keys, err := n.Client().DBSize(context.Background()).Result(); err == nil && keys > 0 {
+			nodes++
+		}
+	}
+	if nodes < 2 {
+		t.Errorf("shard keys on %d node(s), want at least 2", nodes)
+	}
+}

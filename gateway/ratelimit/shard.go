@@ -1,0 +1,82 @@
+package ratelimit
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+)
+
+// Sharded splits the budget of a very hot key over Rule.Shards sub-keys, each with its own
+// hash tag, so that a Redis Cluster spreads one client's load over its nodes instead of one
+// slot. Each request goes to one shard picked at random, against Limit/Shards (the remainder
+// going to the first shards, so the sub-limits add up to Limit exactly).
+//
+// The price: never overshoot, since the shards' budgets add up to the limit, but undershoot
+// when traffic falls unevenly: a request may be denied by its shard while another shard
+// still has budget. With random picks and many requests the shards drain evenly.
+//
+// The decision a sharded rule returns is its shard's: Limit and Remaining are the shard's.
+// Sharded is safe for concurrent use if pick is.
+type Sharded struct {
+	inner Limiter
+	pick  func(n int) int
+}
+
+// NewSharded wraps inner. pick returns a shard in [0, n); nil means math/rand/v2's IntN.
+func NewSharded(inner Limiter, pick func(n int) int) *Sharded {
+	if pick == nil {
+		pick = rand.IntN
+	}
+	return &Sharded{inner: inner, pick: pick}
+}
+
+var _ Limiter = (*Sharded)(nil)
+
+// Allow sends reqs to the inner limiter with each sharded rule rewritten to one shard.
+func (s *Sharded) Allow(ctx context.Context, reqs []Request) (Result, error) {
+	out := make([]Request, len(reqs))
+	for i, q := range reqs {
+		if q.Rule.Shards > 1 {
+			q = shard(q, s.pick(q.Rule.Shards))
+		}
+		out[i] = q
+	}
+	return s.inner.Allow(ctx, out)
+}
+
+// Release passes leases to the inner limiter; they name their shard already.
+func (s *Sharded) Release(ctx context.Context, leases ...Lease) error {
+	return s.inner.Release(ctx, leases...)
+}
+
+// shard is q against shard i of its rule.
+func shard(q Request, i int) Request {
+	n := q.Rule.Shards
+	q.Key = shardKey(q.Key, i)
+	q.Rule.Limit = part(q.Rule.Limit, n, i)
+	if q.Rule.Burst > 0 {
+		q.Rule.Burst = part(q.Rule.Burst, n, i)
+	}
+	q.Rule.Shards = 0
+	return q
+}
+
+// part is shard i's share of total over n shards, at least 1.
+func part(total, n, i int) int {
+	p := total / n
+	if i < total%n {
+		p++
+	}
+	return max(1, p)
+}
+
+// shardKey gives shard i its own hash tag: "user:42" → "user:42#i",
+// "{user:42}:route" → "{user:42#i}:route".
+func shardKey(key string, i int) string {
+	suffix := "#" + strconv.Itoa(i)
+	if tag, ok := hashTag(key); ok {
+		return strings.Replace(key, "{"+tag+"}", "{"+tag+suffix+"}", 1)
+	}
+	return key + suffix
+}
