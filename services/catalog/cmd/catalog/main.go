@@ -2,8 +2,8 @@
 package main
 
 import (
-	"boxoffice.dev/services/catalog"
 	"boxoffice.dev/platform/server"
+	"boxoffice.dev/services/catalog"
 )
 
 func main() { server.Exec(catalog.Run) }

@@ -1,0 +1,107 @@
+package catalog
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"boxoffice.dev/platform/problem"
+)
+
+// ListEvents returns up to limit events matching f, soonest first (ties by id), after the
+// position cursor names ("" = from the start), and the cursor of the next page ("" = no
+// more). The cursor is a keyset position, so pages stay consistent while events are added.
+func (s *Store) ListEvents(ctx context.Context, f Filter, limit int, cursor string) ([]Event, string, error) {
+	if err := f.Validate(); err != nil {
+		return nil, "", err
+	}
+	limit, err := PageSize(limit)
+	if err != nil {
+		return nil, "", err
+	}
+	where, args := filterSQL(f)
+	if cursor != "" {
+		at, id, err := decodeCursor(cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		where = append(where, `(starts_at > ? OR (starts_at = ? AND id > ?))`)
+		args = append(args, at, at, id)
+	}
+	q := `SELECT ` + eventColumns + ` FROM events`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	q += ` ORDER BY starts_at, id LIMIT ?`
+	args = append(args, limit+1) // one more tells whether a next page exists
+	var out []Event
+	err = s.query(ctx, q, args, func(r scanner) error {
+		e, err := scanEvent(r)
+		out = append(out, e)
+		return err
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("list events: %w", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = encodeCursor(last.StartsAt.UnixMilli(), last.ID)
+	}
+	return out, next, nil
+}
+
+// filterSQL turns f into conditions on the folded key columns. LIKE patterns escape the
+// user's % and _ so they match literally.
+func filterSQL(f Filter) (where []string, args []any) {
+	add := func(cond string, arg any) {
+		where = append(where, cond)
+		args = append(args, arg)
+	}
+	if f.City != "" {
+		add(`city_key = ?`, Fold(f.City))
+	}
+	if !f.From.IsZero() {
+		add(`starts_at >= ?`, f.From.UnixMilli())
+	}
+	if !f.To.IsZero() {
+		add(`starts_at < ?`, f.To.UnixMilli())
+	}
+	if f.Query != "" {
+		add(`title_key LIKE ? ESCAPE '\'`, "%"+escapeLike(Fold(f.Query))+"%")
+	}
+	if f.Performer != "" {
+		add(`performers_key LIKE ? ESCAPE '\'`, "%"+escapeLike(Fold(f.Performer))+"%")
+	}
+	if f.MaxPrice > 0 {
+		add(`min_price <= ?`, f.MaxPrice)
+	}
+	if f.Tag != "" {
+		add(`tags_key LIKE ? ESCAPE '\'`, "%|"+escapeLike(Fold(f.Tag))+"|%")
+	}
+	return where, args
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// encodeCursor and decodeCursor make the keyset position (starts_at, id) opaque, so clients
+// pass it back rather than build it.
+func encodeCursor(startsAt int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(startsAt, 10) + "|" + id))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err == nil {
+		at, id, ok := strings.Cut(string(raw), "|")
+		if n, err := strconv.ParseInt(at, 10, 64); ok && err == nil && id != "" {
+			return n, id, nil
+		}
+	}
+	return 0, "", problem.InvalidField("cursor", "is not a cursor this API returned")
+}
