@@ -276,16 +276,16 @@ func CheckAdmission(key ed25519.PublicKey, token string, now time.Time, event, u
 // (sold) or gives back. Seated holds list Seats; GA holds name Class. Quantity counts the
 // tickets either way, and Tickets counts them per class so an order can price them.
 type Hold struct {
-	ID        string
-	EventID   string
-	Account   string
-	Status    HoldStatus
-	Seats     []string
-	Class     string
-	Quantity  int
-	Tickets   []TicketCount
-	CreatedAt time.Time
-	ExpiresAt time.Time
+	ID        string        `json:"id"`
+	EventID   string        `json:"event_id"`
+	Account   string        `json:"account"`
+	Status    HoldStatus    `json:"status"`
+	Seats     []string      `json:"seats,omitempty"`
+	Class     string        `json:"class,omitempty"`
+	Quantity  int           `json:"quantity"`
+	Tickets   []TicketCount `json:"tickets"`
+	CreatedAt time.Time     `json:"created_at"`
+	ExpiresAt time.Time     `json:"expires_at"`
 }
 
 // TicketCount is how many tickets of one class a hold has.
@@ -411,7 +411,7 @@ func buildSeatMap(eventID string, flashSale bool, seats []Seat, ga []GAAvailabil
 		}
 		row := &sec.Rows[len(sec.Rows)-1]
 		row.Seats = append(row.Seats, s)
-		m.Counts = m.Counts.Add(seatCounts(s.Status))
+		m.Counts = m.Counts.Add(seatCounts(s.Status, 1))
 	}
 	for _, g := range ga {
 		m.Counts = m.Counts.Add(g.Counts)
@@ -419,12 +419,13 @@ func buildSeatMap(eventID string, flashSale bool, seats []Seat, ga []GAAvailabil
 	return m
 }
 
-func seatCounts(s SeatStatus) Counts {
+// seatCounts is n seats of status s as Counts.
+func seatCounts(s SeatStatus, n int) Counts {
 	switch s {
 	case SeatHeld:
-		return Counts{Total: 1, Held: 1}
+		return Counts{Total: n, Held: n}
 	case SeatSold:
-		return Counts{Total: 1, Sold: 1}
+		return Counts{Total: n, Sold: n}
 	}
-	return Counts{Total: 1, Available: 1}
+	return Counts{Total: n, Available: n}
 }

@@ -133,7 +133,9 @@ func TestHoldRequestValidate(t *testing.T) {
 		{"bad event id", with(func(r *HoldRequest) { r.EventID = "evt/1"; r.Seats = []string{"A-1-1"} }), problem.Invalid, "event_id"},
 		{"nothing asked", base, problem.Invalid, "seats"},
 		{"both", with(func(r *HoldRequest) { r.Seats = []string{"A-1-1"}; r.Class = "ga" }), problem.Invalid, "seats"},
-		{"nine seats", with(func(r *HoldRequest) { r.Seats = strings.Split("A-1-1 A-1-2 A-1-3 A-1-4 A-1-5 A-1-6 A-1-7 A-1-8 A-1-9", " ") }), problem.Invalid, "seats"},
+		{"nine seats", with(func(r *HoldRequest) {
+			r.Seats = strings.Split("A-1-1 A-1-2 A-1-3 A-1-4 A-1-5 A-1-6 A-1-7 A-1-8 A-1-9", " ")
+		}), problem.Invalid, "seats"},
 		{"bad seat id", with(func(r *HoldRequest) { r.Seats = []string{"A-1-1", "A1"} }), problem.Invalid, "seats[1]"},
 		{"seat twice", with(func(r *HoldRequest) { r.Seats = []string{"A-1-1", "A-1-1"} }), problem.Invalid, "seats[1]"},
 		{"zero quantity", with(func(r *HoldRequest) { r.Class = "ga" }), problem.Invalid, "quantity"},

@@ -2,8 +2,8 @@
 package main
 
 import (
-	"boxoffice.dev/services/inventory"
 	"boxoffice.dev/platform/server"
+	"boxoffice.dev/services/inventory"
 )
 
 func main() { server.Exec(inventory.Run) }

@@ -1,0 +1,377 @@
+package inventory
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"time"
+
+	"boxoffice.dev/platform/outbox"
+	"boxoffice.dev/platform/problem"
+	"boxoffice.dev/platform/sqldb"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrations is inventory's schema, for sqldb.DB.Migrate (or server.Server.OpenDB).
+func Migrations() fs.FS {
+	sub, _ := fs.Sub(migrationFiles, "migrations") // cannot fail: the directory is embedded
+	return sub
+}
+
+// Store keeps seat maps and holds in a SQL database (SQLite or PostgreSQL) and writes the
+// events announcing hold changes into the same transactions (platform/outbox).
+//
+// Any number of Stores, in one process or many, may share one database: every claim of a
+// seat or a GA ticket is a single conditional UPDATE, and every change of a hold locks the
+// hold's row first (see PlaceHold and lockHold). Set the fields, call Init once, then use the
+// Store from any goroutine.
+type Store struct {
+	// DB holds the schema of Migrations. Required.
+	DB *sqldb.DB
+	// Now is the clock deciding expiry; nil means time.Now.
+	Now func() time.Time
+	// Rand supplies hold and event ids; nil means crypto/rand.
+	Rand io.Reader
+	// HoldTTL is how long a new hold lasts; 0 means DefaultHoldTTL.
+	HoldTTL time.Duration
+	// PassKey verifies waitroom admission passes for flash-sale events; nil refuses
+	// flash-sale holds (see CheckAdmission).
+	PassKey ed25519.PublicKey
+	// Committed, when set, is called after a transaction that added events commits, so a
+	// relay publishes them at once (outbox.Relay.Notify).
+	Committed func()
+}
+
+// Init prepares the database beside the migrations: the outbox table.
+func (s *Store) Init(ctx context.Context) error {
+	if err := outbox.EnsureTable(ctx, s.DB); err != nil {
+		return fmt.Errorf("inventory store: %w", err)
+	}
+	return nil
+}
+
+// maxAttempts bounds how often a transaction is retried after a transient failure (see
+// retryable). Five attempts over a few milliseconds ride out lock contention between
+// instances; beyond that the database is genuinely overloaded and the caller should hear so.
+const maxAttempts = 5
+
+// inTx runs fn in a transaction, retrying the whole of it when the database reports a
+// transient conflict. fn may run more than once and must not keep state from a failed run.
+// A *problem.Error from fn rolls back and is returned as is: it is an answer, not a failure.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.tryTx(ctx, fn)
+		if err == nil || attempt == maxAttempts || !retryable(err) {
+			return err
+		}
+		pause := time.NewTimer(time.Duration(attempt) * 2 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-pause.C:
+		}
+	}
+}
+
+func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// retryable reports whether err is a transient conflict worth running the transaction again
+// for: SQLITE_BUSY or SQLITE_LOCKED (another writer held the lock past the busy timeout), or
+// PostgreSQL's serialization failure and deadlock detection. The driver errors are matched
+// by method, so this package needs neither driver's types.
+func retryable(err error) bool {
+	if e, ok := errors.AsType[interface {
+		error
+		SQLState() string
+	}](err); ok {
+		switch e.SQLState() {
+		case "40001", "40P01": // serialization_failure, deadlock_detected
+			return true
+		}
+	}
+	if e, ok := errors.AsType[interface {
+		error
+		Code() int
+	}](err); ok {
+		switch e.Code() & 0xff { // the primary code; extended codes add high bits
+		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
+			return true
+		}
+	}
+	return false
+}
+
+// forUpdate and forShare lock the rows a SELECT reads until the transaction ends, on
+// PostgreSQL. SQLite has no row locks and needs none: every transaction begins IMMEDIATE
+// (see sqldb.Open) and so runs alone.
+func (s *Store) forUpdate() string { return s.lockClause(" FOR UPDATE") }
+func (s *Store) forShare() string  { return s.lockClause(" FOR SHARE") }
+
+func (s *Store) lockClause(c string) string {
+	if s.DB.Dialect == sqldb.Postgres {
+		return c
+	}
+	return ""
+}
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func (s *Store) holdTTL() time.Duration {
+	if s.HoldTTL > 0 {
+		return s.HoldTTL
+	}
+	return DefaultHoldTTL
+}
+
+// newID returns prefix + 24 hex digits of randomness: 96 bits, unguessable, so a hold id
+// in a URL grants nothing by being known.
+func (s *Store) newID(prefix string) (string, error) {
+	r := s.Rand
+	if r == nil {
+		r = rand.Reader
+	}
+	var b [12]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", fmt.Errorf("new id: %w", err)
+	}
+	return prefix + hex.EncodeToString(b[:]), nil
+}
+
+// placeholders returns "?, ?, …" for n values.
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// querier is what *sql.DB and *sql.Tx share, so reads run inside or outside a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+var (
+	_ querier = (*sql.Tx)(nil)
+	_ querier = (*sqldb.DB)(nil)
+)
+
+// PutSeatMap declares (or replaces) the seat map of eventID. Replacing is refused with
+// Conflict while any ticket of the event is held or sold: seats are not moved under a fan.
+func (s *Store) PutSeatMap(ctx context.Context, eventID string, l Layout) (SeatMap, error) {
+	if err := ValidateEventID("id", eventID); err != nil {
+		return SeatMap{}, err
+	}
+	if err := l.Validate(); err != nil {
+		return SeatMap{}, err
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// The event row is the seat map's lock: PlaceHold reads it FOR SHARE, so on
+		// PostgreSQL no hold lands between the check below and the replacement.
+		var flash bool
+		err := tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT flash_sale FROM events WHERE event_id = ?`+s.forUpdate()), eventID).Scan(&flash)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return fmt.Errorf("read event: %w", err)
+		default:
+			var busy int
+			if err := tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT
+				(SELECT count(*) FROM seats WHERE event_id = ? AND status <> 'available') +
+				(SELECT count(*) FROM ga_classes WHERE event_id = ? AND held + sold > 0)`), eventID, eventID).Scan(&busy); err != nil {
+				return fmt.Errorf("check seat map in use: %w", err)
+			}
+			if busy > 0 {
+				return problem.New(problem.Conflict, "event %s has held or sold tickets: its seat map cannot change", eventID)
+			}
+			for _, q := range []string{`DELETE FROM seats WHERE event_id = ?`, `DELETE FROM ga_classes WHERE event_id = ?`} {
+				if _, err := tx.ExecContext(ctx, s.DB.Rebind(q), eventID); err != nil {
+					return fmt.Errorf("clear seat map: %w", err)
+				}
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO events (event_id, flash_sale, updated_ms) VALUES (?, ?, ?)
+			ON CONFLICT (event_id) DO UPDATE SET flash_sale = excluded.flash_sale, updated_ms = excluded.updated_ms`),
+			eventID, l.FlashSale, s.now().UnixMilli()); err != nil {
+			return fmt.Errorf("write event: %w", err)
+		}
+		if err := s.insertSeats(ctx, tx, eventID, l); err != nil {
+			return err
+		}
+		for _, g := range l.GA {
+			if _, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO ga_classes (event_id, class_id, capacity) VALUES (?, ?, ?)`),
+				eventID, g.Class, g.Capacity); err != nil {
+				return fmt.Errorf("write GA class %s: %w", g.Class, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return SeatMap{}, err
+	}
+	return s.SeatMap(ctx, eventID)
+}
+
+// seatsPerInsert bounds one multi-row INSERT: 200 rows × 7 values stays far below both
+// engines' limits on bound parameters, and a 10,000-seat map takes 50 round trips, not 10,000.
+const seatsPerInsert = 200
+
+func (s *Store) insertSeats(ctx context.Context, tx *sql.Tx, eventID string, l Layout) error {
+	pos := map[string]int{}
+	for i, sec := range l.Sections {
+		pos[sec.ID] = i
+	}
+	seats := l.Seats()
+	for len(seats) > 0 {
+		n := min(len(seats), seatsPerInsert)
+		args := make([]any, 0, n*7)
+		for _, st := range seats[:n] {
+			args = append(args, eventID, st.ID, st.Section, pos[st.Section], st.Row, st.Number, st.Class)
+		}
+		q := `INSERT INTO seats (event_id, seat_id, section, section_pos, row_num, number, class_id) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", n), ", ")
+		if _, err := tx.ExecContext(ctx, s.DB.Rebind(q), args...); err != nil {
+			return fmt.Errorf("write seats: %w", err)
+		}
+		seats = seats[n:]
+	}
+	return nil
+}
+
+// SeatMap returns eventID's seat map with every seat's status, or NotFound.
+func (s *Store) SeatMap(ctx context.Context, eventID string) (SeatMap, error) {
+	var flash bool
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT flash_sale FROM events WHERE event_id = ?`), eventID).Scan(&flash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return SeatMap{}, problem.New(problem.NotFound, "event %s has no seat map", eventID)
+	}
+	if err != nil {
+		return SeatMap{}, fmt.Errorf("read event: %w", err)
+	}
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT seat_id, section, row_num, number, class_id, status
+		FROM seats WHERE event_id = ? ORDER BY section_pos, row_num, number`), eventID)
+	if err != nil {
+		return SeatMap{}, fmt.Errorf("read seats: %w", err)
+	}
+	defer rows.Close()
+	var seats []Seat
+	for rows.Next() {
+		var st Seat
+		if err := rows.Scan(&st.ID, &st.Section, &st.Row, &st.Number, &st.Class, &st.Status); err != nil {
+			return SeatMap{}, fmt.Errorf("read seats: %w", err)
+		}
+		seats = append(seats, st)
+	}
+	if err := rows.Err(); err != nil {
+		return SeatMap{}, fmt.Errorf("read seats: %w", err)
+	}
+	ga, err := s.gaClasses(ctx, eventID)
+	if err != nil {
+		return SeatMap{}, err
+	}
+	return buildSeatMap(eventID, flash, seats, ga), nil
+}
+
+func (s *Store) gaClasses(ctx context.Context, eventID string) ([]GAAvailability, error) {
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT class_id, capacity, held, sold FROM ga_classes WHERE event_id = ? ORDER BY class_id`), eventID)
+	if err != nil {
+		return nil, fmt.Errorf("read GA classes: %w", err)
+	}
+	defer rows.Close()
+	var out []GAAvailability
+	for rows.Next() {
+		var g GAAvailability
+		if err := rows.Scan(&g.Class, &g.Total, &g.Held, &g.Sold); err != nil {
+			return nil, fmt.Errorf("read GA classes: %w", err)
+		}
+		g.Available = g.Total - g.Held - g.Sold
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read GA classes: %w", err)
+	}
+	return out, nil
+}
+
+// MaxAvailabilityBatch bounds one Availability call, which a feed makes per page of events.
+const MaxAvailabilityBatch = 100
+
+// Availability counts the tickets of each event in eventIDs by state, in two queries
+// whatever the number of events. Events without a seat map are absent from the result.
+func (s *Store) Availability(ctx context.Context, eventIDs []string) (map[string]Counts, error) {
+	if len(eventIDs) > MaxAvailabilityBatch {
+		return nil, problem.InvalidField("event_ids", "want at most %d ids", MaxAvailabilityBatch)
+	}
+	out := map[string]Counts{}
+	if len(eventIDs) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(eventIDs))
+	for i, id := range eventIDs {
+		args[i] = id
+	}
+	in := placeholders(len(eventIDs))
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT event_id, status, count(*) FROM seats
+		WHERE event_id IN (`+in+`) GROUP BY event_id, status`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("count seats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var st SeatStatus
+		var n int
+		if err := rows.Scan(&id, &st, &n); err != nil {
+			return nil, fmt.Errorf("count seats: %w", err)
+		}
+		out[id] = out[id].Add(seatCounts(st, n))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count seats: %w", err)
+	}
+	ga, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT event_id, sum(capacity), sum(held), sum(sold) FROM ga_classes
+		WHERE event_id IN (`+in+`) GROUP BY event_id`), args...)
+	if err != nil {
+		return nil, fmt.Errorf("count GA tickets: %w", err)
+	}
+	defer ga.Close()
+	for ga.Next() {
+		var id string
+		var c Counts
+		if err := ga.Scan(&id, &c.Total, &c.Held, &c.Sold); err != nil {
+			return nil, fmt.Errorf("count GA tickets: %w", err)
+		}
+		c.Available = c.Total - c.Held - c.Sold
+		out[id] = out[id].Add(c)
+	}
+	if err := ga.Err(); err != nil {
+		return nil, fmt.Errorf("count GA tickets: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,535 @@
+package inventory
+
+import (
+	"context"
+	"encoding/base64"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"boxoffice.dev/platform/problem"
+)
+
+// PlaceHold claims the tickets req asks for, all or none, for HoldTTL, and records a
+// hold.placed event. It answers NotFound for an event without a seat map, Forbidden for a
+// flash-sale event without a valid admission pass, Invalid for seats or a class the event
+// does not have, and Conflict when any asked seat is taken or too few GA tickets are left.
+//
+// The claim is one conditional UPDATE whose row count is checked inside the transaction:
+//
+//	UPDATE seats SET status = 'held', hold_id = ? WHERE … seat_id IN (…) AND status = 'available'
+//	UPDATE ga_classes SET held = held + ? WHERE … AND capacity - sold - held >= ?
+//
+// Fewer rows than seats asked (or no GA row) rolls the whole transaction back. Why no two
+// holds can take one ticket, on each engine:
+//   - PostgreSQL (READ COMMITTED): UPDATE locks each row it changes until commit. A second
+//     UPDATE reaching a locked row waits, then re-evaluates its WHERE against the committed
+//     row, finds status = 'held' (or too little capacity left) and skips it: it sees one row
+//     fewer than it asked for and rolls back. No read-then-write window exists to race in.
+//   - SQLite: every transaction begins IMMEDIATE and takes the database's single write lock
+//     (sqldb.Open), so claims run one at a time, across connections and across processes
+//     sharing the file; the second simply finds the seat held.
+//
+// The schema's CHECKs (ga_classes.held + sold <= capacity; a seat's hold_id set exactly when
+// it is not available) are a last line the engine enforces whatever the code does.
+func (s *Store) PlaceHold(ctx context.Context, req HoldRequest) (Hold, error) {
+	if err := req.Validate(); err != nil {
+		return Hold{}, err
+	}
+	id, err := s.newID("hold-")
+	if err != nil {
+		return Hold{}, err
+	}
+	now := s.now()
+	h := Hold{ID: id, EventID: req.EventID, Account: req.Account, Status: HoldActive,
+		Class: req.Class, Quantity: req.Quantity, CreatedAt: now, ExpiresAt: now.Add(s.holdTTL())}
+	if len(req.Seats) > 0 {
+		h.Seats = slices.SortedFunc(slices.Values(req.Seats), CompareSeatIDs)
+		h.Quantity = len(h.Seats)
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		// FOR SHARE: many holds proceed together, a seat-map replacement waits for them.
+		var flash bool
+		err := tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT flash_sale FROM events WHERE event_id = ?`+s.forShare()), h.EventID).Scan(&flash)
+		if errors.Is(err, sql.ErrNoRows) {
+			return problem.New(problem.NotFound, "event %s has no seat map", h.EventID)
+		}
+		if err != nil {
+			return fmt.Errorf("read event: %w", err)
+		}
+		if flash {
+			if err := CheckAdmission(s.PassKey, req.Pass, now, h.EventID, h.Account); err != nil {
+				return err
+			}
+		}
+		if h.Class != "" {
+			if err := s.claimGA(ctx, tx, h); err != nil {
+				return err
+			}
+			h.Tickets = []TicketCount{{Class: h.Class, Quantity: h.Quantity}}
+		} else if err := s.claimSeats(ctx, tx, h); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO holds
+			(id, event_id, account, status, class_id, quantity, created_ms, expires_ms, updated_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+			h.ID, h.EventID, h.Account, h.Status, h.Class, h.Quantity, now.UnixMilli(), h.ExpiresAt.UnixMilli(), now.UnixMilli()); err != nil {
+			return fmt.Errorf("write hold: %w", err)
+		}
+		if h.Class == "" {
+			if _, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO hold_seats (hold_id, seat_id, class_id)
+				SELECT ?, seat_id, class_id FROM seats WHERE event_id = ? AND hold_id = ?`), h.ID, h.EventID, h.ID); err != nil {
+				return fmt.Errorf("write hold seats: %w", err)
+			}
+			seated := []Hold{{ID: h.ID}}
+			if err := s.readHoldSeats(ctx, tx, seated); err != nil {
+				return err
+			}
+			h.Tickets = seated[0].Tickets
+		}
+		return s.record(ctx, tx, verbPlaced, h, now)
+	})
+	if err != nil {
+		return Hold{}, err
+	}
+	s.committed()
+	return h, nil
+}
+
+// claimSeats marks h's seats held by h, or fails without changing any.
+func (s *Store) claimSeats(ctx context.Context, tx *sql.Tx, h Hold) error {
+	args := []any{h.ID, h.EventID}
+	for _, id := range h.Seats {
+		args = append(args, id)
+	}
+	res, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE seats SET status = 'held', hold_id = ?
+		WHERE event_id = ? AND status = 'available' AND seat_id IN (`+placeholders(len(h.Seats))+`)`), args...)
+	if err != nil {
+		return fmt.Errorf("claim seats: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("claim seats: %w", err)
+	} else if int(n) == len(h.Seats) {
+		return nil
+	}
+	return s.seatsUnavailable(ctx, tx, h)
+}
+
+// seatsUnavailable explains a failed claim: seats the event does not have are the client's
+// mistake (Invalid), seats someone else holds or bought are a Conflict. It runs before the
+// rollback, so the seats this hold did take still show as its own and are left out.
+func (s *Store) seatsUnavailable(ctx context.Context, tx *sql.Tx, h Hold) error {
+	args := []any{h.EventID}
+	for _, id := range h.Seats {
+		args = append(args, id)
+	}
+	rows, err := tx.QueryContext(ctx, s.DB.Rebind(`SELECT seat_id, status, COALESCE(hold_id, '') FROM seats
+		WHERE event_id = ? AND seat_id IN (`+placeholders(len(h.Seats))+`)`), args...)
+	if err != nil {
+		return fmt.Errorf("read seats: %w", err)
+	}
+	defer rows.Close()
+	free := map[string]bool{}
+	for rows.Next() {
+		var id, holder string
+		var st SeatStatus
+		if err := rows.Scan(&id, &st, &holder); err != nil {
+			return fmt.Errorf("read seats: %w", err)
+		}
+		free[id] = st == SeatAvailable || holder == h.ID
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read seats: %w", err)
+	}
+	var taken []string
+	for _, id := range h.Seats {
+		switch ok, known := free[id]; {
+		case !known:
+			return problem.InvalidField("seats", "event %s has no seat %s", h.EventID, id)
+		case !ok:
+			taken = append(taken, id)
+		}
+	}
+	return problem.New(problem.Conflict, "seats no longer available: %s", strings.Join(taken, ", "))
+}
+
+// claimGA counts h's tickets as held in its class, or fails without changing it.
+func (s *Store) claimGA(ctx context.Context, tx *sql.Tx, h Hold) error {
+	res, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE ga_classes SET held = held + ?
+		WHERE event_id = ? AND class_id = ? AND capacity - sold - held >= ?`), h.Quantity, h.EventID, h.Class, h.Quantity)
+	if err != nil {
+		return fmt.Errorf("claim GA tickets: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("claim GA tickets: %w", err)
+	} else if n == 1 {
+		return nil
+	}
+	var left int
+	err = tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT capacity - sold - held FROM ga_classes WHERE event_id = ? AND class_id = ?`),
+		h.EventID, h.Class).Scan(&left)
+	if errors.Is(err, sql.ErrNoRows) {
+		return problem.InvalidField("class", "event %s has no general-admission class %s", h.EventID, h.Class)
+	}
+	if err != nil {
+		return fmt.Errorf("read GA class: %w", err)
+	}
+	return problem.New(problem.Conflict, "only %d tickets of %s left", left, h.Class)
+}
+
+// ConfirmHold turns an active hold's tickets into sold ones and records hold.confirmed.
+// account "" is a trusted service call; otherwise it must own the hold. Confirming a
+// confirmed hold returns it unchanged. A hold past its expiry is expired on the spot (its
+// seats return to sale at once, not at the sweeper's next pass) and answered with Gone.
+func (s *Store) ConfirmHold(ctx context.Context, id, account string) (Hold, error) {
+	var h Hold
+	var answer error // an answer that must not roll back what the transaction did
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		answer = nil
+		var err error
+		if h, err = s.lockHold(ctx, tx, id); err != nil {
+			return err
+		}
+		if err := h.CheckOwner(account); err != nil {
+			return err
+		}
+		now := s.now()
+		if h.Due(now) {
+			answer = h.CanConfirm(now)
+			return s.endHold(ctx, tx, &h, HoldExpired, now)
+		}
+		if err := h.CanConfirm(now); err != nil || h.Status == HoldConfirmed {
+			return err
+		}
+		if err := s.setStatus(ctx, tx, &h, HoldConfirmed, now); err != nil {
+			return err
+		}
+		if h.Class != "" {
+			_, err = tx.ExecContext(ctx, s.DB.Rebind(`UPDATE ga_classes SET held = held - ?, sold = sold + ? WHERE event_id = ? AND class_id = ?`),
+				h.Quantity, h.Quantity, h.EventID, h.Class)
+		} else {
+			err = expectRows(h.Quantity)(tx.ExecContext(ctx, s.DB.Rebind(`UPDATE seats SET status = 'sold'
+				WHERE event_id = ? AND hold_id = ? AND status = 'held'`), h.EventID, h.ID))
+		}
+		if err != nil {
+			return fmt.Errorf("sell tickets of %s: %w", h.ID, err)
+		}
+		return s.record(ctx, tx, verbConfirmed, h, now)
+	})
+	if err != nil {
+		return Hold{}, err
+	}
+	s.committed()
+	if answer != nil {
+		return Hold{}, answer
+	}
+	return h, nil
+}
+
+// ReleaseHold gives an active hold's tickets back and records hold.released. account ""
+// is a trusted service call; otherwise it must own the hold. Releasing a released or
+// expired hold returns it unchanged; a confirmed hold is a Conflict.
+func (s *Store) ReleaseHold(ctx context.Context, id, account string) (Hold, error) {
+	var h Hold
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if h, err = s.lockHold(ctx, tx, id); err != nil {
+			return err
+		}
+		if err := h.CheckOwner(account); err != nil {
+			return err
+		}
+		if err := h.CanRelease(); err != nil || h.Status != HoldActive {
+			return err
+		}
+		return s.endHold(ctx, tx, &h, HoldReleased, s.now())
+	})
+	if err != nil {
+		return Hold{}, err
+	}
+	s.committed()
+	return h, nil
+}
+
+// ExpireDue expires up to limit active holds whose time has passed at Now, returning their
+// tickets to sale, and reports how many it expired. Several sweepers (one per instance) may
+// run at once: each hold is re-read under its row lock, so only one of them expires it.
+func (s *Store) ExpireDue(ctx context.Context, limit int) (int, error) {
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT id FROM holds
+		WHERE status = 'active' AND expires_ms <= ? ORDER BY expires_ms LIMIT ?`), s.now().UnixMilli(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("find due holds: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("find due holds: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("find due holds: %w", err)
+	}
+	expired := 0
+	for _, id := range ids {
+		var did bool
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			h, err := s.lockHold(ctx, tx, id)
+			if err != nil {
+				return err
+			}
+			now := s.now()
+			if did = h.Due(now); !did { // released, confirmed or expired by someone else meanwhile
+				return nil
+			}
+			return s.endHold(ctx, tx, &h, HoldExpired, now)
+		})
+		if err != nil {
+			return expired, fmt.Errorf("expire %s: %w", id, err)
+		}
+		if did {
+			expired++
+		}
+	}
+	if expired > 0 {
+		s.committed()
+	}
+	return expired, nil
+}
+
+// endHold releases an active hold's tickets, sets its final status (released or expired)
+// and records the matching event.
+func (s *Store) endHold(ctx context.Context, tx *sql.Tx, h *Hold, to HoldStatus, now time.Time) error {
+	if err := s.setStatus(ctx, tx, h, to, now); err != nil {
+		return err
+	}
+	var err error
+	if h.Class != "" {
+		_, err = tx.ExecContext(ctx, s.DB.Rebind(`UPDATE ga_classes SET held = held - ? WHERE event_id = ? AND class_id = ?`),
+			h.Quantity, h.EventID, h.Class)
+	} else {
+		err = expectRows(h.Quantity)(tx.ExecContext(ctx, s.DB.Rebind(`UPDATE seats SET status = 'available', hold_id = NULL
+			WHERE event_id = ? AND hold_id = ? AND status = 'held'`), h.EventID, h.ID))
+	}
+	if err != nil {
+		return fmt.Errorf("return tickets of %s: %w", h.ID, err)
+	}
+	verb := verbReleased
+	if to == HoldExpired {
+		verb = verbExpired
+	}
+	return s.record(ctx, tx, verb, *h, now)
+}
+
+// setStatus moves a locked active hold to status to.
+func (s *Store) setStatus(ctx context.Context, tx *sql.Tx, h *Hold, to HoldStatus, now time.Time) error {
+	err := expectRows(1)(tx.ExecContext(ctx, s.DB.Rebind(`UPDATE holds SET status = ?, updated_ms = ? WHERE id = ? AND status = 'active'`),
+		to, now.UnixMilli(), h.ID))
+	if err != nil {
+		return fmt.Errorf("set %s %s: %w", h.ID, to, err)
+	}
+	h.Status = to
+	return nil
+}
+
+// expectRows returns a check that a statement (its ExecContext results) changed exactly
+// want rows. Under the hold's row lock anything else means the tables disagree with each
+// other, which must never be committed.
+func expectRows(want int) func(res sql.Result, err error) error {
+	return func(res sql.Result, err error) error {
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if int(n) != want {
+			return fmt.Errorf("changed %d rows, want %d", n, want)
+		}
+		return nil
+	}
+}
+
+// lockHold reads hold id inside tx, locking its row on PostgreSQL until tx ends, so every
+// change to one hold (confirm, release, expire, from any instance) happens one at a time.
+func (s *Store) lockHold(ctx context.Context, tx *sql.Tx, id string) (Hold, error) {
+	hs, err := s.readHolds(ctx, tx, `WHERE id = ?`+s.forUpdate(), id)
+	if err != nil {
+		return Hold{}, err
+	}
+	if len(hs) == 0 {
+		return Hold{}, problem.New(problem.NotFound, "no hold %s", id)
+	}
+	return hs[0], nil
+}
+
+// Hold returns hold id in any state. account "" is a trusted service call; otherwise it
+// must own the hold.
+func (s *Store) Hold(ctx context.Context, id, account string) (Hold, error) {
+	hs, err := s.readHolds(ctx, s.DB, `WHERE id = ?`, id)
+	if err != nil {
+		return Hold{}, err
+	}
+	if len(hs) == 0 {
+		return Hold{}, problem.New(problem.NotFound, "no hold %s", id)
+	}
+	if err := hs[0].CheckOwner(account); err != nil {
+		return Hold{}, err
+	}
+	return hs[0], nil
+}
+
+// MaxHoldsPage bounds one page of ListHolds; DefaultHoldsPage is a page when none is asked.
+const (
+	MaxHoldsPage     = 100
+	DefaultHoldsPage = 20
+)
+
+// ListHolds returns account's holds, newest first, one page at a time. cursor is "" for the
+// first page, else a next cursor ListHolds returned; next is "" on the last page.
+func (s *Store) ListHolds(ctx context.Context, account string, limit int, cursor string) (holds []Hold, next string, err error) {
+	if limit == 0 {
+		limit = DefaultHoldsPage
+	}
+	if limit < 1 || limit > MaxHoldsPage {
+		return nil, "", problem.InvalidField("limit", "want 1 to %d", MaxHoldsPage)
+	}
+	where, args := `WHERE account = ?`, []any{account}
+	if cursor != "" {
+		c, err := decodeCursor(cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		where += ` AND (created_ms < ? OR (created_ms = ? AND id < ?))`
+		args = append(args, c.createdMS, c.createdMS, c.id)
+	}
+	// One row more than the page says whether another page follows.
+	holds, err = s.readHolds(ctx, s.DB, where+` ORDER BY created_ms DESC, id DESC LIMIT ?`, append(args, limit+1)...)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(holds) > limit {
+		holds = holds[:limit]
+		last := holds[limit-1]
+		next = encodeCursor(holdCursor{createdMS: last.CreatedAt.UnixMilli(), id: last.ID})
+	}
+	return holds, next, nil
+}
+
+// readHolds reads the holds a WHERE (and ORDER/LIMIT/lock) clause selects, with their seats
+// and ticket counts, in two queries.
+func (s *Store) readHolds(ctx context.Context, q querier, clause string, args ...any) ([]Hold, error) {
+	rows, err := q.QueryContext(ctx, s.DB.Rebind(`SELECT id, event_id, account, status, class_id, quantity, created_ms, expires_ms
+		FROM holds `+clause), args...)
+	if err != nil {
+		return nil, fmt.Errorf("read holds: %w", err)
+	}
+	defer rows.Close()
+	var holds []Hold
+	for rows.Next() {
+		var h Hold
+		var created, expires int64
+		if err := rows.Scan(&h.ID, &h.EventID, &h.Account, &h.Status, &h.Class, &h.Quantity, &created, &expires); err != nil {
+			return nil, fmt.Errorf("read holds: %w", err)
+		}
+		h.CreatedAt, h.ExpiresAt = time.UnixMilli(created).UTC(), time.UnixMilli(expires).UTC()
+		if h.Class != "" {
+			h.Tickets = []TicketCount{{Class: h.Class, Quantity: h.Quantity}}
+		}
+		holds = append(holds, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read holds: %w", err)
+	}
+	rows.Close() // before the next query: a transaction runs one statement at a time
+	return holds, s.readHoldSeats(ctx, q, holds)
+}
+
+// readHoldSeats fills in the seats and per-class counts of the seated holds among holds.
+func (s *Store) readHoldSeats(ctx context.Context, q querier, holds []Hold) error {
+	byID := map[string]*Hold{}
+	var args []any
+	for i := range holds {
+		if holds[i].Class == "" {
+			byID[holds[i].ID] = &holds[i]
+			args = append(args, holds[i].ID)
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	rows, err := q.QueryContext(ctx, s.DB.Rebind(`SELECT hold_id, seat_id, class_id FROM hold_seats
+		WHERE hold_id IN (`+placeholders(len(args))+`)`), args...)
+	if err != nil {
+		return fmt.Errorf("read hold seats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var holdID, seat, class string
+		if err := rows.Scan(&holdID, &seat, &class); err != nil {
+			return fmt.Errorf("read hold seats: %w", err)
+		}
+		h := byID[holdID]
+		h.Seats = append(h.Seats, seat)
+		h.Tickets = addTicket(h.Tickets, class)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read hold seats: %w", err)
+	}
+	for _, h := range byID {
+		slices.SortFunc(h.Seats, CompareSeatIDs)
+		slices.SortFunc(h.Tickets, func(a, b TicketCount) int { return strings.Compare(a.Class, b.Class) })
+	}
+	return nil
+}
+
+func addTicket(tickets []TicketCount, class string) []TicketCount {
+	for i := range tickets {
+		if tickets[i].Class == class {
+			tickets[i].Quantity++
+			return tickets
+		}
+	}
+	return append(tickets, TicketCount{Class: class, Quantity: 1})
+}
+
+func (s *Store) committed() {
+	if s.Committed != nil {
+		s.Committed()
+	}
+}
+
+// holdCursor is where a page of ListHolds ends: the last hold's creation time and id,
+// which order holds totally (two holds created in one millisecond differ by id).
+type holdCursor struct {
+	createdMS int64
+	id        string
+}
+
+// Cursors are opaque to clients: base64url of "<created_ms>:<id>". Nothing secret is in
+// them, and an account can only page its own holds whatever a cursor says.
+func encodeCursor(c holdCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.createdMS, 10) + ":" + c.id))
+}
+
+func decodeCursor(s string) (holdCursor, error) {
+	bad := problem.InvalidField("cursor", "want a next_cursor from a previous page")
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return holdCursor{}, bad
+	}
+	ms, id, ok := strings.Cut(string(b), ":")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || id == "" {
+		return holdCursor{}, bad
+	}
+	return holdCursor{createdMS: n, id: id}, nil
+}
