@@ -2,8 +2,8 @@ package inventory
 
 import (
 	"context"
-	"encoding/base64"
 	"database/sql"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
