@@ -54,7 +54,7 @@ type KeyPolicy struct {
 // Validate reports a policy under which rotation could not keep its promises.
 func (p KeyPolicy) Validate() error {
 	switch {
-	case p.RotateEvery <= 0 || p.TokenTTL <= 0 || p.PublishLead < 0:
+	case p.RotateEvery <= 0 || p.TokenTTL <= 0 || p.PublishLead <= 0:
 		return errors.New("key policy: durations must be positive")
 	case p.PublishLead >= p.RotateEvery:
 		return fmt.Errorf("key policy: publish lead %v must be shorter than the rotation period %v", p.PublishLead, p.RotateEvery)

@@ -147,7 +147,7 @@ func TestKeyPolicyValidate(t *testing.T) {
 		ok   bool
 	}{
 		{"default-like", testPolicy, true},
-		{"no lead", KeyPolicy{RotateEvery: time.Hour, TokenTTL: time.Minute}, true},
+		{"no lead", KeyPolicy{RotateEvery: time.Hour, TokenTTL: time.Minute}, false},
 		{"lead as long as the period", KeyPolicy{RotateEvery: time.Hour, PublishLead: time.Hour, TokenTTL: time.Minute}, false},
 		{"no period", KeyPolicy{TokenTTL: time.Minute}, false},
 		{"no ttl", KeyPolicy{RotateEvery: time.Hour}, false},

@@ -1,0 +1,59 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"boxoffice.dev/platform/natsconn"
+	"boxoffice.dev/platform/outbox"
+	"boxoffice.dev/platform/sqldb"
+)
+
+// The auth service's events: one stream, subjects boxoffice.auth.<entity>.<verb>; the type
+// in the payload is the subject without the "boxoffice." prefix.
+const (
+	Stream         = "AUTH"
+	StreamSubjects = "boxoffice.auth.>"
+
+	typeUserRegistered = "auth.user.registered"
+)
+
+// UserRegistered is the payload of boxoffice.auth.user.registered: a new account, for
+// services that greet or index users. It carries no secret.
+type UserRegistered struct {
+	ID         string    `json:"id"` // the event id, also its Nats-Msg-Id
+	Type       string    `json:"type"`
+	OccurredAt time.Time `json:"occurred_at"`
+	UserID     string    `json:"user_id"`
+	Email      string    `json:"email"`
+	Name       string    `json:"name"`
+}
+
+// userRegistered returns the outbox event announcing u.
+func userRegistered(random io.Reader, u User) (*outbox.Event, error) {
+	id, err := newID(random, "evt")
+	if err != nil {
+		return nil, fmt.Errorf("event id: %w", err)
+	}
+	body, err := json.Marshal(UserRegistered{ID: id, Type: typeUserRegistered, OccurredAt: u.CreatedAt,
+		UserID: u.ID, Email: u.Email, Name: u.Name})
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", typeUserRegistered, err)
+	}
+	return &outbox.Event{ID: id, Subject: "boxoffice." + typeUserRegistered, Payload: body, Time: u.CreatedAt}, nil
+}
+
+// newRelay makes sure the AUTH stream exists and returns the relay that publishes the
+// outbox to it; the caller runs it.
+func newRelay(ctx context.Context, db *sqldb.DB, js jetstream.JetStream, log *slog.Logger) (*outbox.Relay, error) {
+	if _, err := natsconn.EnsureStream(ctx, js, Stream, []string{StreamSubjects}); err != nil {
+		return nil, err
+	}
+	return &outbox.Relay{DB: db, JS: js, Log: log}, nil
+}

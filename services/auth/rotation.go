@@ -1,0 +1,167 @@
+package auth
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"io"
+	"time"
+
+	"boxoffice.dev/services/auth/token"
+)
+
+// Every instance keeps a copy of the keys (a Keyring) and reads the stored ones again every
+// keyCheck interval. The database is the source of truth: a key is added there first, with
+// its activation instant, and every instance derives "which key signs now" from the same
+// rows and the clock. An instance learns of a key another one added within one interval,
+// which is a fraction of the publish lead, so all of them switch to it at the same instant
+// (give or take their clocks' skew) without talking to each other.
+func (c Config) keyCheck() time.Duration {
+	return min(max(c.PublishLead/4, time.Second), time.Minute)
+}
+
+// refreshPruneEvery spaces the deletion of expired refresh tokens: housekeeping, not latency.
+const refreshPruneEvery = time.Hour
+
+// keyring returns this instance's copy of the keys (empty before the first RotateKeys).
+func (s *Service) keyring() *Keyring {
+	if r := s.ring.Load(); r != nil {
+		return r
+	}
+	return NewKeyring(nil, s.Config.keyPolicy())
+}
+
+// RotateKeys brings the stored keys up to date at Now and refreshes this instance's copy:
+// it adds the next key when one is due (at once when force is set, for the admin's "rotate
+// now"), and deletes keys whose last token has expired. Every instance calls it on its
+// schedule; when two add the same generation at once, one insert wins and both read the
+// winner's key.
+func (s *Service) RotateKeys(ctx context.Context, force bool) (*Keyring, error) {
+	keys, err := s.Store.SigningKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rotate keys: %w", err)
+	}
+	now := s.Now()
+	ring := NewKeyring(keys, s.Config.keyPolicy())
+	if at, due := ring.NextKey(now, force); due {
+		gen := int64(1)
+		if len(keys) > 0 {
+			gen = ring.keys[len(ring.keys)-1].Generation + 1
+		}
+		k, err := s.newSigningKey(gen, now, at)
+		if err != nil {
+			return nil, fmt.Errorf("rotate keys: %w", err)
+		}
+		added, err := s.Store.AddSigningKey(ctx, k)
+		if err != nil {
+			return nil, fmt.Errorf("rotate keys: %w", err)
+		}
+		if added {
+			s.Log.InfoContext(ctx, "signing key published", "kid", k.ID, "generation", k.Generation,
+				"signs_from", k.ActivatesAt, "forced", force)
+		}
+		if keys, err = s.Store.SigningKeys(ctx); err != nil {
+			return nil, fmt.Errorf("rotate keys: %w", err)
+		}
+		ring = NewKeyring(keys, s.Config.keyPolicy())
+	}
+	if expired := ring.Expired(now); len(expired) > 0 {
+		var ids []string
+		for _, k := range expired {
+			ids = append(ids, k.ID)
+		}
+		if err := s.Store.DeleteSigningKeys(ctx, ids); err != nil {
+			return nil, fmt.Errorf("rotate keys: %w", err)
+		}
+		s.Log.InfoContext(ctx, "signing keys removed", "kids", ids)
+		ring = NewKeyring(ring.Published(now), s.Config.keyPolicy())
+	}
+	s.ring.Store(ring)
+	return ring, nil
+}
+
+// newSigningKey makes generation gen's key. The kid carries the generation for people
+// reading logs, and random bytes so a database reset never reissues a kid a verifier may
+// still have cached with another key.
+func (s *Service) newSigningKey(gen int64, now, activates time.Time) (SigningKey, error) {
+	seed := make([]byte, ed25519.SeedSize)
+	if _, err := io.ReadFull(s.Random, seed); err != nil {
+		return SigningKey{}, fmt.Errorf("read random: %w", err)
+	}
+	suffix, err := newID(s.Random, "")
+	if err != nil {
+		return SigningKey{}, err
+	}
+	return SigningKey{
+		ID:          fmt.Sprintf("k%d%s", gen, suffix[:9]), // "_" + 8 hex digits
+		Generation:  gen,
+		Private:     ed25519.NewKeyFromSeed(seed),
+		CreatedAt:   now.UTC(),
+		ActivatesAt: activates.UTC(),
+	}, nil
+}
+
+// JWKS is the public key set verifiers need now: keys waiting for their turn, the one
+// signing, and retired ones whose tokens may still be live.
+func (s *Service) JWKS() token.JWKS {
+	set := token.JWKS{Keys: []token.JWK{}}
+	for _, k := range s.keyring().Published(s.Now()) {
+		set.Keys = append(set.Keys, token.PublicJWK(k.ID, k.Public()))
+	}
+	return set
+}
+
+// JWKSMaxAge is how long a verifier may cache the JWKS: half the publish lead, so a cache
+// filled just before a key was added still refreshes before that key signs.
+func (s *Service) JWKSMaxAge() time.Duration { return s.Config.PublishLead / 2 }
+
+// KeyInfo describes a signing key for operators; never its private half.
+type KeyInfo struct {
+	ID          string
+	Generation  int64
+	State       KeyState
+	CreatedAt   time.Time
+	ActivatesAt time.Time
+}
+
+// Keys lists this instance's copy of the published keys with their states now.
+func (s *Service) Keys() []KeyInfo {
+	ring, now := s.keyring(), s.Now()
+	var out []KeyInfo
+	for _, k := range ring.Published(now) {
+		st, _ := ring.State(k.ID, now)
+		out = append(out, KeyInfo{ID: k.ID, Generation: k.Generation, State: st, CreatedAt: k.CreatedAt, ActivatesAt: k.ActivatesAt})
+	}
+	return out
+}
+
+// Maintain runs the background work until ctx is done: RotateKeys every keyCheck interval
+// and pruning expired refresh tokens every refreshPruneEvery. Failures are logged and
+// retried at the next tick; the instance keeps signing with its copy of the keys meanwhile.
+// Call RotateKeys once before serving, so the first requests find a key.
+func (s *Service) Maintain(ctx context.Context) error {
+	tick := time.NewTicker(s.Config.keyCheck())
+	defer tick.Stop()
+	var pruned time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if _, err := s.RotateKeys(ctx, false); err != nil && ctx.Err() == nil {
+			s.Log.ErrorContext(ctx, "key rotation failed", "error", err)
+		}
+		if now := s.Now(); now.Sub(pruned) >= refreshPruneEvery {
+			n, err := s.Store.PruneRefresh(ctx, now)
+			if err != nil && ctx.Err() == nil {
+				s.Log.ErrorContext(ctx, "pruning refresh tokens failed", "error", err)
+				continue
+			}
+			pruned = now
+			if n > 0 {
+				s.Log.InfoContext(ctx, "expired refresh tokens pruned", "count", n)
+			}
+		}
+	}
+}
