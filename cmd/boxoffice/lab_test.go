@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var updateLab = flag.Bool("update-lab", false, "rewrite the golden files in testdata/lab")
+
+// TestLabGolden runs `boxoffice lab` on a trace and compares its output with golden files;
+// go test -run TestLab -update-lab rewrites them after a deliberate change.
+func TestLabGolden(t *testing.T) {
+	trace := filepath.Join("testdata", "lab", "boundary.trace")
+	tests := []struct {
+		name   string
+		args   []string
+		golden string
+	}{
+		{"table of every algorithm", []string{"--trace", trace, "--limit", "5", "--window", "1s"}, "all.table.golden"},
+		{"json of the buckets with a burst", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--burst", "3",
+			"--algorithms", "token_bucket,gcra", "--json"}, "buckets.json.golden"},
+		{"sliding_window names the sliding counter", []string{"--trace", trace, "--limit", "4", "--window", "500ms",
+			"--algorithms", "fixed_window, sliding_window"}, "sliding.table.golden"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if err := runLab(context.Background(), tt.args, &stdout, &stderr); err != nil {
+				t.Fatalf("runLab(%q) = %v, stderr:\n%s", tt.args, err, stderr.String())
+			}
+			golden := filepath.Join("testdata", "lab", tt.golden)
+			if *updateLab {
+				if err := os.WriteFile(golden, stdout.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := stdout.String(); got != string(want) {
+				t.Errorf("runLab(%q) printed\n%s\nwant (%s)\n%s", tt.args, got, golden, want)
+			}
+		})
+	}
+}
+
+func TestLabErrors(t *testing.T) {
+	trace := filepath.Join("testdata", "lab", "boundary.trace")
+	bad := filepath.Join(t.TempDir(), "bad.trace")
+	if err := os.WriteFile(bad, []byte("0.5,alice\n0.25,bob\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no trace", []string{"--limit", "5", "--window", "1s"}, "--trace, --limit and --window are required"},
+		{"missing file", []string{"--trace", "nope.trace", "--limit", "5", "--window", "1s"}, "no such file"},
+		{"unknown algorithm", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--algorithms", "leaky"}, `unknown algorithm "leaky"`},
+		{"time going back", []string{"--trace", bad, "--limit", "5", "--window", "1s"}, "trace line 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := runLab(context.Background(), tt.args, &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("runLab(%q) = %v, want an error containing %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}

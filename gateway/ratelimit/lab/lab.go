@@ -1,0 +1,132 @@
+// Package lab is the algorithm lab: it replays a request trace through every rate-limiting
+// algorithm side by side, on the very in-memory limiters the gateway falls back to, with a
+// virtual clock. `boxoffice lab` runs it from the command line; the playground shows it.
+package lab
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"boxoffice.dev/gateway/ratelimit"
+)
+
+// Request is one line of a trace.
+type Request struct {
+	// At is the time since the trace started.
+	At time.Duration
+	// Key is who sends it; requests with different keys have separate budgets.
+	Key string
+	// Cost is what the request spends; 1 when the trace gives none.
+	Cost int
+}
+
+// ParseTrace reads a trace: one request per line, "seconds[,key[,cost]]", seconds since the
+// trace start (fractions allowed, never going back), key and cost optional. Blank lines and
+// everything after a '#' are ignored.
+func ParseTrace(r io.Reader) ([]Request, error) {
+	var trace []Request
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		q, err := parseLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("trace line %d: %w", n, err)
+		}
+		if len(trace) > 0 && q.At < trace[len(trace)-1].At {
+			return nil, fmt.Errorf("trace line %d: time %v is before the previous request's", n, q.At)
+		}
+		trace = append(trace, q)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read trace: %w", err)
+	}
+	return trace, nil
+}
+
+func parseLine(line string) (Request, error) {
+	fields := strings.Split(line, ",")
+	if len(fields) > 3 {
+		return Request{}, fmt.Errorf("%d fields, want seconds[,key[,cost]]", len(fields))
+	}
+	for i := range fields {
+		fields[i] = strings.TrimSpace(fields[i])
+	}
+	// ParseDuration reads decimal fractions exactly, where a float would round.
+	at, err := time.ParseDuration(fields[0] + "s")
+	if err != nil || at < 0 {
+		return Request{}, fmt.Errorf("time %q: want seconds since the trace start, e.g. 1.25", fields[0])
+	}
+	q := Request{At: at.Truncate(time.Microsecond), Cost: 1}
+	if len(fields) > 1 {
+		q.Key = fields[1]
+	}
+	if len(fields) > 2 && fields[2] != "" {
+		if q.Cost, err = strconv.Atoi(fields[2]); err != nil || q.Cost < 1 {
+			return Request{}, fmt.Errorf("cost %q: want a whole number of at least 1", fields[2])
+		}
+	}
+	return q, nil
+}
+
+// Config is the limit every algorithm is given.
+type Config struct {
+	Limit  int
+	Window time.Duration
+	// Burst is the capacity of token_bucket and gcra; 0 means Limit. Their rate is always
+	// Limit per Window, and they start full.
+	Burst int
+	// Algorithms to compare, in order; nil means all of them.
+	Algorithms []ratelimit.Algorithm
+}
+
+// Result is one algorithm's replay of a trace.
+type Result struct {
+	Algorithm ratelimit.Algorithm `json:"algorithm"`
+	Allowed   int                 `json:"allowed"`
+	Denied    int                 `json:"denied"`
+	// Decisions holds each request's allowed flag, in trace order.
+	Decisions []bool `json:"decisions"`
+}
+
+// Replay runs trace through each algorithm on its own in-memory limiter and virtual clock.
+// Windows are aligned on the trace start. Requests never finish early in a trace, so under
+// concurrency each allowed request holds its slot for a whole Window.
+func Replay(trace []Request, cfg Config) ([]Result, error) {
+	algs := cfg.Algorithms
+	if len(algs) == 0 {
+		algs = ratelimit.Algorithms
+	}
+	results := make([]Result, 0, len(algs))
+	for _, a := range algs {
+		rule := ratelimit.Rule{ID: string(a), Algorithm: a, Limit: cfg.Limit, Window: cfg.Window, Burst: cfg.Burst}
+		if err := rule.Validate(); err != nil {
+			return nil, err
+		}
+		var now time.Time
+		mem := ratelimit.NewMemory(func() time.Time { return now })
+		res := Result{Algorithm: a, Decisions: make([]bool, len(trace))}
+		for i, q := range trace {
+			now = time.UnixMicro(0).Add(q.At)
+			d, err := mem.Allow(context.Background(), []ratelimit.Request{{Rule: rule, Key: q.Key, Cost: q.Cost}})
+			if err != nil {
+				return nil, fmt.Errorf("%s: request %d: %w", a, i+1, err)
+			}
+			res.Decisions[i] = d.Allowed
+			if d.Allowed {
+				res.Allowed++
+			} else {
+				res.Denied++
+			}
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
