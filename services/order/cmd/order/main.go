@@ -2,8 +2,8 @@
 package main
 
 import (
-	"boxoffice.dev/services/order"
 	"boxoffice.dev/platform/server"
+	"boxoffice.dev/services/order"
 )
 
 func main() { server.Exec(order.Run) }

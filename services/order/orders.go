@@ -1,0 +1,86 @@
+package order
+
+import (
+	"context"
+	"fmt"
+
+	"boxoffice.dev/platform/problem"
+)
+
+// Prices is what placing an order needs from the catalog: the price of each ticket class of
+// an event.
+type Prices interface {
+	Prices(ctx context.Context, eventID string) (map[string]Money, error)
+}
+
+// Orders is what both transports serve: placing, reading and listing a fan's orders. It is
+// safe for concurrent use.
+type Orders struct {
+	Store  *Store
+	Holds  Holds
+	Prices Prices
+	Saga   *Saga
+}
+
+// Place creates the order req asks for and starts its saga; created is false when req
+// replays an earlier request with the same idempotency key, which returns that request's
+// order as it is now.
+func (s *Orders) Place(ctx context.Context, req CreateRequest) (o Order, created bool, err error) {
+	if err := req.Validate(); err != nil {
+		return Order{}, false, err
+	}
+	if o, found, err := s.Store.Replay(ctx, req); err != nil || found {
+		return o, false, err
+	}
+	h, err := call(ctx, s.Saga, func(ctx context.Context) (Hold, error) { return s.Holds.GetHold(ctx, req.HoldID) })
+	switch problem.CodeOf(err) {
+	case problem.NotFound, problem.Forbidden:
+		return Order{}, false, &problem.Error{Code: problem.Unprocessable, Field: "hold_id", Message: "no such hold of yours", Err: err}
+	}
+	if err != nil {
+		return Order{}, false, fmt.Errorf("read hold %s: %w", req.HoldID, err)
+	}
+	if err := h.CheckOrderable(req.Account, s.Store.now()); err != nil {
+		return Order{}, false, err
+	}
+	prices, err := call(ctx, s.Saga, func(ctx context.Context) (map[string]Money, error) { return s.Prices.Prices(ctx, h.EventID) })
+	if err != nil {
+		return Order{}, false, fmt.Errorf("read prices of event %s: %w", h.EventID, err)
+	}
+	lines, total, err := Price(h, prices)
+	if err != nil {
+		return Order{}, false, err
+	}
+	o, created, err = s.Store.Create(ctx, req, s.Store.NewOrder(req.Account, h, lines, total))
+	if err != nil {
+		return Order{}, false, err
+	}
+	if created {
+		s.Saga.Start(o.ID)
+	}
+	return o, created, nil
+}
+
+// Get returns account's order id. Another fan's order is NotFound, as a missing one is:
+// order ids reveal nothing about other fans.
+func (s *Orders) Get(ctx context.Context, account, id string) (Order, error) {
+	if account == "" {
+		return Order{}, problem.New(problem.Unauthorized, "reading orders needs a signed-in user")
+	}
+	o, err := s.Store.Get(ctx, id)
+	if err != nil {
+		return Order{}, err
+	}
+	if o.Account != account {
+		return Order{}, problem.New(problem.NotFound, "no order %s", id)
+	}
+	return o, nil
+}
+
+// List returns account's order history, newest first.
+func (s *Orders) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
+	if account == "" {
+		return Page{}, problem.New(problem.Unauthorized, "reading orders needs a signed-in user")
+	}
+	return s.Store.List(ctx, account, limit, cursor)
+}

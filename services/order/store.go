@@ -1,0 +1,309 @@
+package order
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"boxoffice.dev/platform/outbox"
+	"boxoffice.dev/platform/problem"
+	"boxoffice.dev/platform/sqldb"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrations is the order schema, for server.OpenDB: the files at its root, as
+// sqldb.Migrate wants them. The outbox table is outbox.EnsureTable's.
+var migrations, _ = fs.Sub(migrationFiles, "migrations") // fails only on an invalid path name
+
+// errStale means another writer moved the order since it was read; the caller reloads.
+var errStale = errors.New("order changed meanwhile")
+
+// Store keeps orders, their idempotency records and their events (through the outbox) in
+// SQLite or PostgreSQL. It is safe for concurrent use, and several Stores (instances) may
+// share a database: every write is a transaction guarded by a unique key or a version.
+type Store struct {
+	DB *sqldb.DB
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// NewID makes order ids; nil means "ord_" and 16 random hex digits.
+	NewID func() string
+	// Committed is called after a transaction that added events commits (the outbox
+	// relay's Notify); nil means nothing to wake.
+	Committed func()
+}
+
+// NewStore returns a Store over db with the default clock and ids.
+func NewStore(db *sqldb.DB) *Store { return &Store{DB: db} }
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails: it crashes the program rather than return an error
+	return "ord_" + hex.EncodeToString(b[:])
+}
+
+func (s *Store) now() time.Time {
+	if s.Now == nil {
+		return time.Now().UTC()
+	}
+	return s.Now().UTC()
+}
+
+// NewOrder is a pending order of account for h, priced by lines and total; not yet stored.
+func (s *Store) NewOrder(account string, h Hold, lines []Line, total Money) Order {
+	id := randomID()
+	if s.NewID != nil {
+		id = s.NewID()
+	}
+	now := s.now()
+	return Order{ID: id, Account: account, HoldID: h.ID, EventID: h.EventID, Lines: lines, Amount: total,
+		State: Pending, CreatedAt: now, UpdatedAt: now}
+}
+
+// Replay returns the order an earlier request with req's key created, if any: found is false
+// when the key is new. The same key with another request is an Unprocessable problem.
+func (s *Store) Replay(ctx context.Context, req CreateRequest) (o Order, found bool, err error) {
+	var hash, id string
+	err = s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT request_hash, order_id FROM order_idempotency WHERE account = ? AND idempotency_key = ?`),
+		req.Account, req.IdempotencyKey).Scan(&hash, &id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Order{}, false, nil
+	case err != nil:
+		return Order{}, false, fmt.Errorf("read idempotency key: %w", err)
+	case hash != req.Hash():
+		return Order{}, false, &problem.Error{Code: problem.Unprocessable, Field: IdempotencyKeyHeader,
+			Message: "this key was used for another request; use a new key for a new order"}
+	}
+	o, err = s.Get(ctx, id)
+	return o, err == nil, err
+}
+
+// Create stores o with req's idempotency record and its created event, all in one
+// transaction, and returns it with created true. When req's key is already taken (a retry,
+// or a concurrent twin that won) it stores nothing and returns Replay's answer instead.
+// A hold that already has an order under another key is a Conflict.
+//
+// The key is inserted first with ON CONFLICT DO NOTHING: of concurrent twins exactly one
+// inserts it (PostgreSQL makes the others wait on the unique index until the first commits;
+// SQLite has one writer), and the others find its committed record.
+func (s *Store) Create(ctx context.Context, req CreateRequest, o Order) (Order, bool, error) {
+	lines, err := json.Marshal(o.Lines)
+	if err != nil {
+		return Order{}, false, fmt.Errorf("create order: %w", err)
+	}
+	o.Version = 1
+	taken := false
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO order_idempotency (account, idempotency_key, request_hash, order_id, created_us)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT (account, idempotency_key) DO NOTHING`),
+			req.Account, req.IdempotencyKey, req.Hash(), o.ID, o.CreatedAt.UnixMicro())
+		if taken, err = noRows(res, err); err != nil || taken {
+			return err
+		}
+		res, err = tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO orders (id, account, hold_id, event_id, lines, currency, amount_minor,
+			state, version, created_us, updated_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (hold_id) DO NOTHING`),
+			o.ID, o.Account, o.HoldID, o.EventID, string(lines), o.Amount.Currency, o.Amount.Minor, o.State, o.Version,
+			o.CreatedAt.UnixMicro(), o.UpdatedAt.UnixMicro())
+		if held, err := noRows(res, err); err != nil || held {
+			return errors.Join(err, boolErr(held, problem.New(problem.Conflict, "hold %s already has an order", o.HoldID)))
+		}
+		return outbox.Add(ctx, tx, s.DB, orderEvent(o, Created))
+	})
+	switch {
+	case err != nil:
+		return Order{}, false, fmt.Errorf("create order: %w", err)
+	case taken:
+		o, _, err := s.Replay(ctx, req)
+		return o, false, err
+	}
+	s.committed()
+	return o, true, nil
+}
+
+// Save writes o over the version it was read at (from), with its event when o's state is
+// final. It fails with errStale when another writer got there first.
+func (s *Store) Save(ctx context.Context, o Order) (Order, error) {
+	from := o.Version
+	o.Version++
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE orders SET state = ?, failure_reason = ?, charge_id = ?, attempts = ?,
+			version = ?, updated_us = ? WHERE id = ? AND version = ?`),
+			o.State, o.FailureReason, o.ChargeID, o.Attempts, o.Version, o.UpdatedAt.UnixMicro(), o.ID, from)
+		if stale, err := noRows(res, err); err != nil || stale {
+			return errors.Join(err, boolErr(stale, errStale))
+		}
+		if !o.State.Final() {
+			return nil
+		}
+		return outbox.Add(ctx, tx, s.DB, orderEvent(o, Verb(o.State)))
+	})
+	if err != nil {
+		return Order{}, fmt.Errorf("save order %s: %w", o.ID, err)
+	}
+	if o.State.Final() {
+		s.committed()
+	}
+	return o, nil
+}
+
+// Get returns the order with id, or NotFound.
+func (s *Store) Get(ctx context.Context, id string) (Order, error) {
+	o, err := scanOrder(s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT `+orderColumns+` FROM orders WHERE id = ?`), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Order{}, &problem.Error{Code: problem.NotFound, Message: "no order " + id, Err: err}
+	}
+	if err != nil {
+		return Order{}, fmt.Errorf("get order: %w", err)
+	}
+	return o, nil
+}
+
+// Page is one page of orders; Next is the cursor of the following page, "" on the last.
+type Page struct {
+	Orders []Order `json:"orders"`
+	Next   string  `json:"next_cursor,omitempty"`
+}
+
+// List returns account's orders newest first, limit at a time (clamped to 1..100), from
+// cursor ("" = the newest).
+func (s *Store) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
+	limit = min(max(limit, 1), 100)
+	beforeUS, beforeID, err := decodeCursor(cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT `+orderColumns+` FROM orders
+		WHERE account = ? AND (created_us < ? OR (created_us = ? AND id < ?))
+		ORDER BY created_us DESC, id DESC LIMIT ?`), account, beforeUS, beforeUS, beforeID, limit+1)
+	if err != nil {
+		return Page{}, fmt.Errorf("list orders: %w", err)
+	}
+	page := Page{Orders: []Order{}}
+	if page.Orders, err = collect(rows, page.Orders); err != nil {
+		return Page{}, fmt.Errorf("list orders: %w", err)
+	}
+	if len(page.Orders) > limit {
+		page.Orders = page.Orders[:limit]
+		last := page.Orders[limit-1]
+		page.Next = encodeCursor(last.CreatedAt.UnixMicro(), last.ID)
+	}
+	return page, nil
+}
+
+// Stalled returns up to limit orders in a non-final state not written since before: sagas
+// whose instance died or whose last step failed, for the recovery loop to resume.
+func (s *Store) Stalled(ctx context.Context, before time.Time, limit int) ([]Order, error) {
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT `+orderColumns+` FROM orders
+		WHERE state NOT IN (?, ?) AND updated_us < ? ORDER BY updated_us LIMIT ?`),
+		Confirmed, Failed, before.UnixMicro(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("stalled orders: %w", err)
+	}
+	out, err := collect(rows, nil)
+	if err != nil {
+		return nil, fmt.Errorf("stalled orders: %w", err)
+	}
+	return out, nil
+}
+
+const orderColumns = `id, account, hold_id, event_id, lines, currency, amount_minor, state, failure_reason, charge_id,
+	attempts, version, created_us, updated_us`
+
+func scanOrder(row interface{ Scan(...any) error }) (Order, error) {
+	var o Order
+	var lines string
+	var created, updated int64
+	err := row.Scan(&o.ID, &o.Account, &o.HoldID, &o.EventID, &lines, &o.Amount.Currency, &o.Amount.Minor, &o.State,
+		&o.FailureReason, &o.ChargeID, &o.Attempts, &o.Version, &created, &updated)
+	if err != nil {
+		return Order{}, err
+	}
+	if err := json.Unmarshal([]byte(lines), &o.Lines); err != nil {
+		return Order{}, fmt.Errorf("order %s lines: %w", o.ID, err)
+	}
+	o.CreatedAt, o.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
+	return o, nil
+}
+
+func collect(rows *sql.Rows, out []Order) ([]Order, error) {
+	defer rows.Close()
+	for rows.Next() {
+		o, err := scanOrder(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// noRows reports whether a write changed nothing (a DO NOTHING conflict, a stale version).
+func noRows(res sql.Result, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 0, err
+}
+
+func boolErr(b bool, err error) error {
+	if b {
+		return err
+	}
+	return nil
+}
+
+func (s *Store) committed() {
+	if s.Committed != nil {
+		s.Committed()
+	}
+}
+
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.DB.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+			return errors.Join(err, rerr)
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// encodeCursor and decodeCursor make the position after (created, id) opaque to clients.
+func encodeCursor(createdUS int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(createdUS, 10) + ":" + id))
+}
+
+func decodeCursor(cursor string) (int64, string, error) {
+	if cursor == "" {
+		return math.MaxInt64, "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err == nil {
+		us, id, ok := strings.Cut(string(b), ":")
+		if n, perr := strconv.ParseInt(us, 10, 64); ok && perr == nil {
+			return n, id, nil
+		}
+	}
+	return 0, "", problem.InvalidField("cursor", "not a cursor this list returned")
+}
