@@ -128,10 +128,20 @@ func TestStoreRejectsWithoutWriting(t *testing.T) {
 			code  problem.Code
 			field string
 		}{
-			{"unknown venue", func() error { x := validEvent(); x.ID = "evt-y"; x.VenueID = "nope"; _, err := s.CreateEvent(t.Context(), x); return err }, problem.Invalid, "venue_id"},
+			{"unknown venue", func() error {
+				x := validEvent()
+				x.ID = "evt-y"
+				x.VenueID = "nope"
+				_, err := s.CreateEvent(t.Context(), x)
+				return err
+			}, problem.Invalid, "venue_id"},
 			{"event id taken", func() error { _, err := s.CreateEvent(t.Context(), e); return err }, problem.Conflict, ""},
 			{"venue id taken", func() error { _, err := s.CreateVenue(t.Context(), sp); return err }, problem.Conflict, ""},
-			{"patch to unknown venue", func() error { v := "nope"; _, err := s.UpdateEvent(t.Context(), e.ID, EventPatch{VenueID: &v}); return err }, problem.Invalid, "venue_id"},
+			{"patch to unknown venue", func() error {
+				v := "nope"
+				_, err := s.UpdateEvent(t.Context(), e.ID, EventPatch{VenueID: &v})
+				return err
+			}, problem.Invalid, "venue_id"},
 			{"patch unknown event", func() error { _, err := s.UpdateEvent(t.Context(), "evt-none", EventPatch{Title: &title}); return err }, problem.NotFound, ""},
 		}
 		for _, tt := range tests {
