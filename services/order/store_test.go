@@ -15,6 +15,9 @@ import (
 	"boxoffice.dev/platform/testkit"
 )
 
+// testIDs numbers the orders of every test store, so stores sharing a database never clash.
+var testIDs atomic.Int64
+
 // newTestStore migrates db and returns a Store whose clock advances a millisecond a call
 // from t0 and whose ids count up.
 func newTestStore(t *testing.T, db *sqldb.DB) *Store {
@@ -28,7 +31,6 @@ func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 	}
 	var mu sync.Mutex
 	now := t0
-	var ids atomic.Int64
 	return &Store{
 		DB: db,
 		Now: func() time.Time {
@@ -37,7 +39,7 @@ func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 			now = now.Add(time.Millisecond)
 			return now
 		},
-		NewID: func() string { return fmt.Sprintf("ord_%04d", ids.Add(1)) },
+		NewID: func() string { return fmt.Sprintf("ord_%04d", testIDs.Add(1)) },
 	}
 }
 
