@@ -1,0 +1,106 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"boxoffice.dev/platform/config"
+	"boxoffice.dev/platform/outbox"
+	"boxoffice.dev/platform/server"
+	authv1 "boxoffice.dev/proto/boxoffice/auth/v1"
+)
+
+// Spec names the process and its default listen addresses.
+var Spec = server.Spec{Name: "auth", HTTPAddr: ":8101", GRPCAddr: ":9101"}
+
+// Run starts the process and serves until ctx is done. Its own variables, beside the
+// platform's:
+//
+//	AUTH_ISSUER            iss of access tokens (default boxoffice-auth)
+//	ACCESS_TOKEN_TTL       access token lifetime (default 15m)
+//	REFRESH_TOKEN_TTL      refresh token lifetime from each refresh (default 720h)
+//	AUTH_KEY_ROTATION      how long a signing key signs (default 24h)
+//	AUTH_KEY_PUBLISH_LEAD  how long a key is in the JWKS before it signs (default 10m)
+//	SEED_DEMO              store the demo fans and tenants when there are no users (default false)
+//	DEMO_SECRET            derives the demo tenants' API keys (default boxoffice-demo)
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	r := config.New(getenv)
+	cfg := loadConfig(r)
+	seed := r.Bool("SEED_DEMO", false)
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
+	}
+	// Key maintenance and the outbox relay run beside the server; Run returns only once they
+	// have stopped too.
+	ctx, cancel := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	defer background.Wait()
+	defer cancel()
+	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+		return build(ctx, s, cfg, seed, &background)
+	})
+}
+
+func loadConfig(r *config.Reader) Config {
+	c := DefaultConfig()
+	c.Issuer = r.String("AUTH_ISSUER", c.Issuer)
+	c.AccessTTL = r.Duration("ACCESS_TOKEN_TTL", c.AccessTTL)
+	c.RefreshTTL = r.Duration("REFRESH_TOKEN_TTL", c.RefreshTTL)
+	c.Rotation = r.Duration("AUTH_KEY_ROTATION", c.Rotation)
+	c.PublishLead = r.Duration("AUTH_KEY_PUBLISH_LEAD", c.PublishLead)
+	c.DemoSecret = r.String("DEMO_SECRET", c.DemoSecret)
+	return c
+}
+
+func build(ctx context.Context, s *server.Server, cfg Config, seed bool, background *sync.WaitGroup) (http.Handler, error) {
+	db, err := s.OpenDB(ctx, Migrations())
+	if err != nil {
+		return nil, err
+	}
+	if err := outbox.EnsureTable(ctx, db); err != nil {
+		return nil, err
+	}
+	svc, err := NewService(NewStore(db), cfg)
+	if err != nil {
+		return nil, err
+	}
+	svc.Log = s.Log
+	if s.NATS != nil {
+		js, err := jetstream.New(s.NATS)
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: %w", err)
+		}
+		relay, err := newRelay(ctx, db, js, s.Log)
+		if err != nil {
+			return nil, err
+		}
+		svc.Events, svc.Committed = true, relay.Notify
+		background.Go(func() { _ = relay.Run(ctx) }) // Run only ends, with nil, when ctx does
+	}
+	if _, err := svc.RotateKeys(ctx, false); err != nil {
+		return nil, err
+	}
+	// Ready only with a key to sign with; without one every login would answer 503.
+	s.Health.Add("signing-key", func(context.Context) error {
+		if _, ok := svc.keyring().Signer(svc.Now()); !ok {
+			return errors.New("no active signing key")
+		}
+		return nil
+	})
+	if seed {
+		seeded, err := svc.SeedDemo(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.Log.InfoContext(ctx, "demo accounts", "seeded", seeded)
+	}
+	background.Go(func() { _ = svc.Maintain(ctx) })
+	authv1.RegisterAuthServer(s.GRPC(), &grpcServer{svc: svc})
+	return routes(s.Log, svc), nil
+}
