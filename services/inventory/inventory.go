@@ -370,11 +370,11 @@ func (c Counts) Level() Level {
 // SeatMap is an event's seat map as served: every seat with its status and every GA class
 // with its counts.
 type SeatMap struct {
-	EventID   string
-	FlashSale bool
-	Sections  []Section
-	GA        []GAAvailability
-	Counts    Counts
+	EventID   string           `json:"event_id"`
+	FlashSale bool             `json:"flash_sale"`
+	Sections  []Section        `json:"sections"`
+	GA        []GAAvailability `json:"ga"`
+	Counts    Counts           `json:"counts"`
 }
 
 // Section is a seated section and its rows, as served.
@@ -399,7 +399,10 @@ type GAAvailability struct {
 // buildSeatMap groups seats, given in venue order (sections as declared, then rows and
 // numbers), into sections and rows and sums the counts.
 func buildSeatMap(eventID string, flashSale bool, seats []Seat, ga []GAAvailability) SeatMap {
-	m := SeatMap{EventID: eventID, FlashSale: flashSale, GA: ga}
+	m := SeatMap{EventID: eventID, FlashSale: flashSale, Sections: []Section{}, GA: ga}
+	if m.GA == nil {
+		m.GA = []GAAvailability{} // JSON [] rather than null: clients iterate without a check
+	}
 	for _, s := range seats {
 		if n := len(m.Sections); n == 0 || m.Sections[n-1].ID != s.Section {
 			m.Sections = append(m.Sections, Section{ID: s.Section, Class: s.Class})

@@ -2,15 +2,128 @@ package inventory
 
 import (
 	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"boxoffice.dev/platform/config"
+	"boxoffice.dev/platform/natsconn"
+	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/server"
+	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"
+	"boxoffice.dev/services/waitroom/pass"
 )
 
 // Spec names the process and its default listen addresses.
 var Spec = server.Spec{Name: "inventory", HTTPAddr: ":8104", GRPCAddr: ":9104"}
 
+// Config is inventory's own configuration, beside the platform's (config.Process).
+type Config struct {
+	HoldTTL       time.Duration     // HOLD_TTL: how long a hold keeps its seats; default 5m
+	SweepInterval time.Duration     // SWEEP_INTERVAL: how often expired holds are released; default 1s
+	PassKey       ed25519.PublicKey // WAITROOM_PUBLIC_KEY: base64 Ed25519 key; unset refuses flash-sale holds
+}
+
+// LoadConfig reads Config through r; problems are reported by r.Err, and by err for the
+// one variable the Reader cannot parse itself (the key).
+func LoadConfig(r *config.Reader) (c Config, err error) {
+	c = Config{
+		HoldTTL:       r.Duration("HOLD_TTL", DefaultHoldTTL),
+		SweepInterval: r.Duration("SWEEP_INTERVAL", time.Second),
+	}
+	if v := r.String("WAITROOM_PUBLIC_KEY", ""); v != "" {
+		if c.PassKey, err = pass.ParsePublicKey(v); err != nil {
+			return c, &config.Error{Name: "WAITROOM_PUBLIC_KEY", Value: v, Want: "a base64 32-byte Ed25519 public key"}
+		}
+	}
+	return c, nil
+}
+
 // Run starts the process and serves until ctx is done.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return server.Main(ctx, Spec, getenv, stdout, nil)
+	r := config.New(getenv)
+	cfg, err := LoadConfig(r)
+	if err := errors.Join(err, r.Err()); err != nil {
+		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
+	}
+	// The relay and the sweeper run beside the server; Run returns only once they stopped.
+	ctx, cancel := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	defer background.Wait()
+	defer cancel()
+	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+		return build(ctx, s, cfg, &background)
+	})
+}
+
+func build(ctx context.Context, s *server.Server, cfg Config, background *sync.WaitGroup) (http.Handler, error) {
+	db, err := s.OpenDB(ctx, Migrations())
+	if err != nil {
+		return nil, err
+	}
+	store := &Store{DB: db, HoldTTL: cfg.HoldTTL, PassKey: cfg.PassKey}
+	if err := store.Init(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.PassKey == nil {
+		s.Log.Warn("WAITROOM_PUBLIC_KEY is not set: holds on flash-sale events are refused")
+	}
+	if s.NATS != nil {
+		js, err := jetstream.New(s.NATS)
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: %w", err)
+		}
+		if _, err := natsconn.EnsureStream(ctx, js, Stream, []string{StreamSubjects}); err != nil {
+			return nil, err
+		}
+		relay := &outbox.Relay{DB: db, JS: js, Log: s.Log}
+		store.Committed = relay.Notify
+		background.Go(func() { _ = relay.Run(ctx) }) // Run only ends, with nil, when ctx does
+	} else {
+		s.Log.Warn("NATS_URL is not set: hold events stay in the outbox until a relay runs")
+	}
+	background.Go(func() { sweep(ctx, store, cfg.SweepInterval, s.Log) })
+	inventoryv1.RegisterInventoryServer(s.GRPC(), &grpcServer{store: store})
+	return routes(s.Log, store), nil
+}
+
+// sweepBatch is how many due holds one ExpireDue call takes; a sweep repeats it while
+// batches come back full, so a flash sale's worth of abandoned holds clears in one tick.
+const sweepBatch = 100
+
+// sweep expires due holds every interval until ctx is done. Every instance sweeps: the
+// work is idempotent (see ExpireDue), and no leader election is needed for a job whose
+// worst duplicate is a no-op.
+func sweep(ctx context.Context, store *Store, every time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for {
+			n, err := store.ExpireDue(ctx, sweepBatch)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.WarnContext(ctx, "expire holds", "error", err)
+				}
+				break
+			}
+			if n > 0 {
+				log.InfoContext(ctx, "expired holds", "count", n)
+			}
+			if n < sweepBatch {
+				break
+			}
+		}
+	}
 }

@@ -1,0 +1,166 @@
+package inventory
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"boxoffice.dev/platform/identity"
+	"boxoffice.dev/platform/problem"
+)
+
+// HeaderAdmissionPass carries the waitroom's pass on a flash-sale hold request.
+const HeaderAdmissionPass = "X-Admission-Pass"
+
+// handleGetSeats answers GET /v1/events/{id}/seats with the seat map and every seat's
+// status. Public: no account needed to look.
+func handleGetSeats(log *slog.Logger, store *Store) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m, err := store.SeatMap(r.Context(), r.PathValue("id"))
+		if err != nil {
+			problem.Write(w, r, log, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, m)
+	})
+}
+
+// holdBody is POST /v1/events/{id}/holds: seats, or a GA class and quantity.
+type holdBody struct {
+	Seats    []string `json:"seats"`
+	Class    string   `json:"class"`
+	Quantity int      `json:"quantity"`
+}
+
+// handlePlaceHold answers POST /v1/events/{id}/holds with 201 and the hold.
+func handlePlaceHold(log *slog.Logger, store *Store) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, ok := requireUser(w, r, log)
+		if !ok {
+			return
+		}
+		var body holdBody
+		if err := problem.DecodeJSON(r, &body); err != nil {
+			problem.Write(w, r, log, err)
+			return
+		}
+		h, err := store.PlaceHold(r.Context(), HoldRequest{
+			EventID: r.PathValue("id"), Account: user,
+			Seats: body.Seats, Class: body.Class, Quantity: body.Quantity,
+			Pass: r.Header.Get(HeaderAdmissionPass),
+		})
+		if err != nil {
+			problem.Write(w, r, log, err)
+			return
+		}
+		w.Header().Set("Location", "/v1/holds/"+h.ID)
+		writeJSON(w, http.StatusCreated, h)
+	})
+}
+
+// handleListHolds answers GET /v1/holds?limit=&cursor= with the caller's holds, newest first.
+func handleListHolds(log *slog.Logger, store *Store) http.Handler {
+	type page struct {
+		Holds      []Hold `json:"holds"`
+		NextCursor string `json:"next_cursor,omitempty"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, ok := requireUser(w, r, log)
+		if !ok {
+			return
+		}
+		q := r.URL.Query()
+		limit := 0
+		if v := q.Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				problem.Write(w, r, log, problem.InvalidField("limit", "want an integer from 1 to %d", MaxHoldsPage))
+				return
+			}
+			limit = n
+		}
+		holds, next, err := store.ListHolds(r.Context(), user, limit, q.Get("cursor"))
+		if err != nil {
+			problem.Write(w, r, log, err)
+			return
+		}
+		if holds == nil {
+			holds = []Hold{}
+		}
+		writeJSON(w, http.StatusOK, page{Holds: holds, NextCursor: next})
+	})
+}
+
+// handleGetHold answers GET /v1/holds/{id} for the hold's owner.
+func handleGetHold(log *slog.Logger, store *Store) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, ok := requireUser(w, r, log)
+		if !ok {
+			return
+		}
+		h, err := store.Hold(r.Context(), r.PathValue("id"), user)
+		if err != nil {
+			problem.Write(w, r, log, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, h)
+	})
+}
+
+// handleReleaseHold answers DELETE /v1/holds/{id} for the hold's owner with the released
+// hold. Repeating it answers the same; a confirmed hold is a 409.
+func handleReleaseHold(log *slog.Logger, store *Store) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, ok := requireUser(w, r, log)
+		if !ok {
+			return
+		}
+		h, err := store.ReleaseHold(r.Context(), r.PathValue("id"), user)
+		if err != nil {
+			problem.Write(w, r, log, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, h)
+	})
+}
+
+// handlePutSeatMap answers PUT /v1/admin/events/{id}/seatmap: declares or replaces the
+// event's seat map (a Layout) and answers with it.
+func handlePutSeatMap(log *slog.Logger, store *Store) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var l Layout
+		if err := problem.DecodeJSON(r, &l); err != nil {
+			problem.Write(w, r, log, err)
+			return
+		}
+		m, err := store.PutSeatMap(r.Context(), r.PathValue("id"), l)
+		if err != nil {
+			problem.Write(w, r, log, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, m)
+	})
+}
+
+// requireUser returns the account the gateway verified, or answers 401.
+func requireUser(w http.ResponseWriter, r *http.Request, log *slog.Logger) (string, bool) {
+	user := identity.FromRequest(r).User
+	if user == "" {
+		problem.Write(w, r, log, problem.New(problem.Unauthorized, "sign in to see or hold tickets"))
+		return "", false
+	}
+	return user, true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encode response", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
