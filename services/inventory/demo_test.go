@@ -28,7 +28,7 @@ func TestDemoLayout(t *testing.T) {
 			Sections: []SectionLayout{{ID: "A", Class: "class-2", Rows: 40, SeatsPerRow: 20}},
 			GA:       []GAClass{{Class: "class-1", Capacity: 1600}},
 		}},
-		{demoEvents[2], Layout{Sections: []SectionLayout{{ID: "A", Class: "class-1", Rows: 10, SeatsPerRow: 22}}}},
+		{demoEvents[2], Layout{Sections: []SectionLayout{{ID: "A", Class: "class-1", Rows: 11, SeatsPerRow: 20}}}},
 		{demoEvents[3], Layout{Sections: []SectionLayout{
 			{ID: "A", Class: "class-1", Rows: 10, SeatsPerRow: 25},
 			{ID: "B", Class: "class-2", Rows: 5, SeatsPerRow: 20},
