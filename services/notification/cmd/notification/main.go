@@ -2,8 +2,8 @@
 package main
 
 import (
-	"boxoffice.dev/services/notification"
 	"boxoffice.dev/platform/server"
+	"boxoffice.dev/services/notification"
 )
 
 func main() { server.Exec(notification.Run) }

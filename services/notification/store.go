@@ -1,0 +1,134 @@
+package notification
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"boxoffice.dev/platform/problem"
+	"boxoffice.dev/platform/sqldb"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrations is the notification schema, for server.OpenDB: the files at its root, as
+// sqldb.Migrate wants them.
+var migrations, _ = fs.Sub(migrationFiles, "migrations") // fails only on an invalid path name
+
+// Store keeps the inbox in SQLite or PostgreSQL. It is safe for concurrent use, and several
+// instances may share a database: the unique event id is the only guard they need.
+type Store struct {
+	DB *sqldb.DB
+	// Now stamps messages; nil means time.Now.
+	Now func() time.Time
+	// NewID makes message ids; nil means "msg_" and 16 random hex digits.
+	NewID func() string
+}
+
+func (s *Store) now() time.Time {
+	if s.Now == nil {
+		return time.Now().UTC()
+	}
+	return s.Now().UTC()
+}
+
+func (s *Store) newID() string {
+	if s.NewID != nil {
+		return s.NewID()
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails: it crashes the program rather than return an error
+	return "msg_" + hex.EncodeToString(b[:])
+}
+
+// Add stores m unless a message for its event exists, and reports whether it did. A repeat
+// of an event is therefore harmless: it adds nothing and the caller acknowledges it.
+func (s *Store) Add(ctx context.Context, m Message) (Message, bool, error) {
+	m.ID, m.CreatedAt = s.newID(), s.now()
+	res, err := s.DB.ExecContext(ctx, s.DB.Rebind(`INSERT INTO messages (id, event_id, account, kind, subject, body, push, created_us)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`),
+		m.ID, m.EventID, m.Account, m.Kind, m.Subject, m.Body, m.Push, m.CreatedAt.UnixMicro())
+	if err != nil {
+		return Message{}, false, fmt.Errorf("add message for %s: %w", m.EventID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return Message{}, false, fmt.Errorf("add message for %s: %w", m.EventID, err)
+	}
+	return m, n == 1, nil
+}
+
+// Page is one page of an inbox; Next is the cursor of the following page, "" on the last.
+type Page struct {
+	Messages []Message `json:"notifications"`
+	Next     string    `json:"next_cursor,omitempty"`
+}
+
+// List returns account's messages newest first, limit at a time (clamped to 1..100), from
+// cursor ("" = the newest).
+func (s *Store) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
+	limit = min(max(limit, 1), 100)
+	beforeUS, beforeID, err := decodeCursor(cursor)
+	if err != nil {
+		return Page{}, err
+	}
+	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT id, event_id, account, kind, subject, body, push, created_us
+		FROM messages WHERE account = ? AND (created_us < ? OR (created_us = ? AND id < ?))
+		ORDER BY created_us DESC, id DESC LIMIT ?`), account, beforeUS, beforeUS, beforeID, limit+1)
+	if err != nil {
+		return Page{}, fmt.Errorf("list messages: %w", err)
+	}
+	page := Page{Messages: []Message{}}
+	if page.Messages, err = collect(rows, page.Messages); err != nil {
+		return Page{}, fmt.Errorf("list messages: %w", err)
+	}
+	if len(page.Messages) > limit {
+		page.Messages = page.Messages[:limit]
+		last := page.Messages[limit-1]
+		page.Next = encodeCursor(last.CreatedAt.UnixMicro(), last.ID)
+	}
+	return page, nil
+}
+
+func collect(rows *sql.Rows, out []Message) ([]Message, error) {
+	defer rows.Close()
+	for rows.Next() {
+		var m Message
+		var created int64
+		if err := rows.Scan(&m.ID, &m.EventID, &m.Account, &m.Kind, &m.Subject, &m.Body, &m.Push, &created); err != nil {
+			return nil, err
+		}
+		m.CreatedAt = time.UnixMicro(created).UTC()
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// encodeCursor and decodeCursor make the position after (created, id) opaque to clients.
+func encodeCursor(createdUS int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(createdUS, 10) + ":" + id))
+}
+
+func decodeCursor(cursor string) (int64, string, error) {
+	if cursor == "" {
+		return math.MaxInt64, "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err == nil {
+		us, id, ok := strings.Cut(string(b), ":")
+		if n, perr := strconv.ParseInt(us, 10, 64); ok && perr == nil {
+			return n, id, nil
+		}
+	}
+	return 0, "", problem.InvalidField("cursor", "not a cursor this list returned")
+}
