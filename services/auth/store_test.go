@@ -93,15 +93,22 @@ func refreshAt(hash string, issued time.Time) RefreshToken {
 	return RefreshToken{Hash: hash, IssuedAt: issued, ExpiresAt: issued.Add(time.Hour)}
 }
 
+// startSession stores a user usr_1 and the first token h1 of its family fam_1, issued at
+// storeT0 and valid for an hour.
+func startSession(t *testing.T, s *Store) {
+	t.Helper()
+	addUser(t, s, "usr_1", "a@example.org")
+	first := refreshAt("h1", storeT0)
+	first.FamilyID, first.UserID = "fam_1", "usr_1"
+	if err := s.StartSession(context.Background(), first); err != nil {
+		t.Fatalf("StartSession: %v", err)
+	}
+}
+
 func TestStoreRefreshRotation(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s *Store, _ *sqldb.DB) {
 		ctx := context.Background()
-		addUser(t, s, "usr_1", "a@example.org")
-		first := refreshAt("h1", storeT0)
-		first.FamilyID, first.UserID = "fam_1", "usr_1"
-		if err := s.StartSession(ctx, first); err != nil {
-			t.Fatalf("StartSession: %v", err)
-		}
+		startSession(t, s)
 
 		now := storeT0.Add(time.Minute)
 		second, err := s.RotateRefresh(ctx, "h1", refreshAt("h2", now), now)
@@ -138,12 +145,7 @@ func TestStoreRefreshRotation(t *testing.T) {
 func TestStoreRefreshRefusals(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s *Store, _ *sqldb.DB) {
 		ctx := context.Background()
-		addUser(t, s, "usr_1", "a@example.org")
-		first := refreshAt("h1", storeT0)
-		first.FamilyID, first.UserID = "fam_1", "usr_1"
-		if err := s.StartSession(ctx, first); err != nil {
-			t.Fatal(err)
-		}
+		startSession(t, s)
 		tests := []struct {
 			name string
 			hash string
@@ -172,12 +174,7 @@ func TestStoreRefreshRefusals(t *testing.T) {
 func TestStoreRefreshConcurrentUse(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s *Store, _ *sqldb.DB) {
 		ctx := context.Background()
-		addUser(t, s, "usr_1", "a@example.org")
-		first := refreshAt("h1", storeT0)
-		first.FamilyID, first.UserID = "fam_1", "usr_1"
-		if err := s.StartSession(ctx, first); err != nil {
-			t.Fatal(err)
-		}
+		startSession(t, s)
 		const callers = 8
 		var wg sync.WaitGroup
 		errs := make([]error, callers)
