@@ -1,0 +1,119 @@
+package notification
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
+	notificationv1 "boxoffice.dev/proto/boxoffice/notification/v1"
+
+	"boxoffice.dev/platform/identity"
+	"boxoffice.dev/platform/natsconn"
+	"boxoffice.dev/platform/testkit"
+)
+
+func TestEndToEnd(t *testing.T) {
+	srv := testkit.StartNATS(t)
+	env := map[string]string{
+		"HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
+		"GRPC_ADDR": fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
+		"DATA_DIR":  t.TempDir(),
+		"NATS_URL":  srv.ClientURL(),
+		"LOG_LEVEL": "error",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, nil, func(k string) string { return env[k] }, io.Discard, io.Discard) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil after cancel", err)
+		}
+	}()
+	base := "http://" + env["HTTP_ADDR"]
+	testkit.Eventually(t, 10*time.Second, "notification /healthz answers 200", func() bool {
+		res, err := http.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+
+	// The producer's stream appears after notification started, as when order starts later.
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if _, err := natsconn.EnsureStream(ctx, js, "ORDER", []string{"boxoffice.order.>"}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, "boxoffice.order.order.confirmed", "ord_9.confirmed", orderEvent("ord_9.confirmed", "confirmed", "acc_9"))
+
+	inboxOf := func(user string) (int, Page) {
+		req, _ := http.NewRequest(http.MethodGet, base+"/v1/notifications?limit=10", nil)
+		if user != "" {
+			req.Header.Set(identity.HeaderUser, user)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var page Page
+		_ = json.NewDecoder(res.Body).Decode(&page)
+		return res.StatusCode, page
+	}
+	testkit.Eventually(t, 15*time.Second, "the confirmed order reaches acc_9's inbox over REST", func() bool {
+		code, page := inboxOf("acc_9")
+		return code == http.StatusOK && len(page.Messages) == 1 && page.Messages[0].Kind == OrderConfirmed
+	})
+	if code, _ := inboxOf(""); code != http.StatusUnauthorized {
+		t.Errorf("GET /v1/notifications without a user = %d, want 401", code)
+	}
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/notifications?limit=abc", nil)
+	req.Header.Set(identity.HeaderUser, "acc_9")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct{ Field string }
+	_ = json.NewDecoder(res.Body).Decode(&p)
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest || res.Header.Get("Content-Type") != "application/problem+json" || p.Field != "limit" {
+		t.Errorf("GET ?limit=abc = %d %s field %q, want 400 problem+json naming limit", res.StatusCode, res.Header.Get("Content-Type"), p.Field)
+	}
+
+	conn, err := grpc.NewClient(env["GRPC_ADDR"], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := notificationv1.NewNotificationClient(conn)
+	callCtx, callCancel := context.WithTimeout(identity.OutgoingContext(ctx, identity.Identity{User: "acc_9"}), 5*time.Second)
+	defer callCancel()
+	list, err := client.ListNotifications(callCtx, &notificationv1.ListNotificationsRequest{Page: &commonv1.PageRequest{PageSize: 5}})
+	if err != nil || len(list.GetNotifications()) != 1 || !strings.Contains(list.GetNotifications()[0].GetSubject(), "ord") {
+		t.Errorf("ListNotifications = %v, %v; want acc_9's one message", list, err)
+	}
+	anon, anonCancel := context.WithTimeout(ctx, 5*time.Second)
+	defer anonCancel()
+	if _, err := client.ListNotifications(anon, &notificationv1.ListNotificationsRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("ListNotifications without a user = %v, want Unauthenticated", err)
+	}
+}
