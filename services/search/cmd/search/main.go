@@ -2,8 +2,8 @@
 package main
 
 import (
-	"boxoffice.dev/services/search"
 	"boxoffice.dev/platform/server"
+	"boxoffice.dev/services/search"
 )
 
 func main() { server.Exec(search.Run) }

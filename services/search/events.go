@@ -1,0 +1,181 @@
+package search
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"boxoffice.dev/platform/natsconn"
+	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
+	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
+)
+
+// The catalog's stream and the subjects of its event changes; the catalog owns the stream.
+const (
+	catalogStream  = "CATALOG"
+	eventSubjects  = "boxoffice.catalog.event.>"
+	rebuildPage    = 100
+	callTimeout    = 5 * time.Second
+	consumerIdle   = time.Hour // the server deletes the durable of an instance gone this long
+	maxRetryPause  = 5 * time.Second
+	firstRetryWait = 100 * time.Millisecond
+)
+
+// EventLister pages through the catalog's events; catalogv1.CatalogClient is one.
+type EventLister interface {
+	ListEvents(ctx context.Context, in *catalogv1.ListEventsRequest, opts ...grpc.CallOption) (*catalogv1.ListEventsResponse, error)
+}
+
+var _ EventLister = catalogv1.CatalogClient(nil)
+
+// Feeder keeps an Index in step with the catalog: it follows the change events, rebuilds
+// from the catalog, and then reports Ready.
+type Feeder struct {
+	Index   *Index
+	Catalog EventLister
+	// JS and Consumer name this instance's durable consumer; nil JS means no events are
+	// followed and the index is only built once (NATS_URL unset).
+	JS       jetstream.JetStream
+	Consumer string
+	// Log receives progress and failures; nil discards them.
+	Log *slog.Logger
+
+	ready atomic.Bool
+}
+
+// Ready reports whether the first rebuild is done; until then results would be incomplete.
+func (f *Feeder) Ready() bool { return f.ready.Load() }
+
+// Run follows the catalog's events, then rebuilds the index, retrying either step until it
+// succeeds, and keeps following until ctx is done. It returns nil then.
+//
+// The consumer starts first: a change made while the rebuild pages through the catalog
+// arrives as an event, and one made before is in the pages. Both paths may bring the same
+// event, in any order; Index.Put keeps the highest version.
+func (f *Feeder) Run(ctx context.Context) error {
+	if f.Log == nil {
+		f.Log = slog.New(slog.DiscardHandler)
+	}
+	if f.JS != nil {
+		var cc jetstream.ConsumeContext
+		err := retry(ctx, f.Log, "follow catalog events", func() (err error) {
+			cc, err = f.follow(ctx)
+			return err
+		})
+		if err != nil {
+			return nil // ctx is done
+		}
+		defer cc.Stop()
+	}
+	err := retry(ctx, f.Log, "rebuild from catalog", func() error {
+		n, err := Rebuild(ctx, f.Catalog, f.Index)
+		if err == nil {
+			f.Log.InfoContext(ctx, "search index rebuilt", "events", n, "indexed", f.Index.Len())
+		}
+		return err
+	})
+	if err != nil {
+		return nil
+	}
+	f.ready.Store(true)
+	<-ctx.Done()
+	return nil
+}
+
+// follow creates or resumes this instance's durable consumer and applies every change.
+// Each instance has its own consumer, since each has its own index: instances sharing one
+// would split the events between them.
+func (f *Feeder) follow(ctx context.Context) (jetstream.ConsumeContext, error) {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	cons, err := f.JS.CreateOrUpdateConsumer(cctx, catalogStream, jetstream.ConsumerConfig{
+		Durable:           f.Consumer,
+		FilterSubject:     eventSubjects,
+		DeliverPolicy:     jetstream.DeliverNewPolicy, // earlier events are in the rebuild
+		AckPolicy:         jetstream.AckExplicitPolicy,
+		InactiveThreshold: consumerIdle,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s on %s: %w", f.Consumer, catalogStream, err)
+	}
+	return cons.Consume(func(m jetstream.Msg) { f.apply(ctx, m) })
+}
+
+func (f *Feeder) apply(ctx context.Context, m jetstream.Msg) {
+	ctx = natsconn.ExtractTrace(ctx, nats.Header(m.Headers()))
+	var change catalogv1.EventChange
+	if err := protojson.Unmarshal(m.Data(), &change); err != nil || change.GetEvent() == nil {
+		// A message that cannot be read never will be: drop it rather than redeliver it forever.
+		f.Log.ErrorContext(ctx, "unreadable catalog event", "subject", m.Subject(), "error", err)
+		_ = m.Term()
+		return
+	}
+	f.Index.Put(DocFrom(change.GetEvent()))
+	if err := m.Ack(); err != nil {
+		f.Log.WarnContext(ctx, "ack catalog event", "id", change.GetId(), "error", err)
+	}
+}
+
+// Rebuild puts every catalog event into ix, page by page, and returns how many it read.
+func Rebuild(ctx context.Context, catalog EventLister, ix *Index) (int, error) {
+	n, token := 0, ""
+	for {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		res, err := catalog.ListEvents(cctx, &catalogv1.ListEventsRequest{
+			Page: &commonv1.PageRequest{PageSize: rebuildPage, PageToken: token},
+		})
+		cancel()
+		if err != nil {
+			return n, fmt.Errorf("list catalog events after %d: %w", n, err)
+		}
+		for _, e := range res.GetEvents() {
+			ix.Put(DocFrom(e))
+		}
+		n += len(res.GetEvents())
+		if token = res.GetPage().GetNextPageToken(); token == "" {
+			return n, nil
+		}
+	}
+}
+
+// retry calls fn until it succeeds, pausing longer after each failure, and gives up only
+// when ctx is done: a search started before the catalog waits for it, unready.
+func retry(ctx context.Context, log *slog.Logger, what string, fn func() error) error {
+	wait := firstRetryWait
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		log.WarnContext(ctx, what, "error", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxRetryPause)
+	}
+}
+
+// ConsumerName is the durable consumer of one instance: stable across its restarts, distinct
+// from other instances' (two may run on one host, on different ports).
+func ConsumerName(host, httpAddr string) string {
+	name := "search-" + host + "-" + httpAddr[strings.LastIndex(httpAddr, ":")+1:]
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, name)
+}
