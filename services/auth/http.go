@@ -99,13 +99,13 @@ func handleRefresh(log *slog.Logger, svc *Service) http.Handler {
 
 // handleJWKS answers GET /.well-known/jwks.json with the published keys, cacheable for
 // half a publish lead (see Service.JWKSMaxAge).
-func handleJWKS(svc *Service) http.Handler {
+func handleJWKS(log *slog.Logger, svc *Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", int(svc.JWKSMaxAge()/time.Second)))
 		w.Header().Set("Content-Type", "application/jwk-set+json")
 		b, err := json.Marshal(svc.JWKS())
 		if err != nil {
-			problem.Write(w, r, nil, err)
+			problem.Write(w, r, log, err)
 			return
 		}
 		_, _ = w.Write(b)

@@ -19,7 +19,7 @@ func routeTable(log *slog.Logger, svc *Service) []route {
 		{"POST /v1/auth/signup", handleSignup(log, svc)},
 		{"POST /v1/auth/login", handleLogin(log, svc)},
 		{"POST /v1/auth/refresh", handleRefresh(log, svc)},
-		{"GET /.well-known/jwks.json", handleJWKS(svc)},
+		{"GET /.well-known/jwks.json", handleJWKS(log, svc)},
 		{"POST /v1/admin/tenants", admin(handleCreateTenant(log, svc))},
 		{"GET /v1/admin/keys", admin(handleListKeys(svc))},
 		{"POST /v1/admin/keys/rotate", admin(handleRotateKeys(log, svc))},

@@ -94,7 +94,9 @@ func NewService(store *Store, cfg Config) (*Service, error) {
 // errBadCredentials is the one answer to every failed login, whatever failed.
 var errBadCredentials = problem.New(problem.Unauthorized, "email or password is wrong")
 
-// Signup creates an account and returns it.
+// Signup creates an account and returns it. A taken email is a Conflict: unlike a login, a
+// sign-up cannot hide that an account exists, so the gateway's per-IP limits are what keep
+// it from being used to list accounts at scale.
 func (s *Service) Signup(ctx context.Context, email, password, name string) (User, error) {
 	a, err := ValidateSignup(email, password, name)
 	if err != nil {

@@ -144,7 +144,8 @@ func (v *Verifier) Verify(raw string) (Claims, error) {
 // classify maps the parser's error to one of this package's, keeping the parser's message.
 func classify(t *jwt.Token, err error) error {
 	if t != nil {
-		if alg, _ := t.Header["alg"].(string); alg != Algorithm && alg != "" || t.Method != nil && t.Method != jwt.SigningMethodEdDSA {
+		alg, _ := t.Header["alg"].(string)
+		if (alg != "" && alg != Algorithm) || (t.Method != nil && t.Method != jwt.SigningMethodEdDSA) {
 			return fmt.Errorf("%w: %q", ErrAlgorithm, alg)
 		}
 	}
