@@ -9,7 +9,7 @@ MODULES     := $(shell $(GO) list -m -f '{{.Path}}/...')
 RACE        := boxoffice.dev/platform/... boxoffice.dev/gateway/...
 PLAIN       := $(filter-out $(RACE),$(MODULES))
 
-.PHONY: up test test-race test-plain lint fmt vet staticcheck deps-check generate proto generate-check bench tidy build
+.PHONY: up test test-race test-plain lint fmt vet staticcheck deps-check deps-sync generate proto generate-check bench tidy build
 
 up: ## run every component in one process (Ctrl-C stops it)
 	$(GO) run ./cmd/boxoffice up
@@ -38,6 +38,9 @@ staticcheck:
 
 deps-check: ## every module requires the same version of a shared dependency
 	sh scripts/deps-check.sh
+
+deps-sync: ## raise every module to the highest version of each shared dependency
+	sh scripts/deps-sync.sh
 
 generate: proto ## regenerate all generated code
 
