@@ -304,13 +304,12 @@ func (r Rule) mode() Mode {
 // validate checks every request before anything is spent. A request names each rule and key
 // once: two checks of one state in one call would each see it unspent.
 func validate(reqs []Request) error {
-	seen := make(map[[2]string]bool, len(reqs))
-	for _, q := range reqs {
-		k := [2]string{q.Rule.ID, q.Key}
-		if seen[k] {
-			return fmt.Errorf("rule %s: key %q named twice", q.Rule.ID, q.Key)
+	for i, q := range reqs {
+		for _, earlier := range reqs[:i] { // a handful of rules: a scan beats a map
+			if earlier.Rule.ID == q.Rule.ID && earlier.Key == q.Key {
+				return fmt.Errorf("rule %s: key %q named twice", q.Rule.ID, q.Key)
+			}
 		}
-		seen[k] = true
 		if err := q.Rule.Validate(); err != nil {
 			return err
 		}
@@ -378,7 +377,10 @@ func combine(ds []Decision) Result {
 
 // storageKey is where a rule's state for a key lives: rl:{tag}:rule.
 func storageKey(ruleID, key string) string {
-	return "rl:" + tagged(key) + ":" + ruleID
+	if _, ok := hashTag(key); ok {
+		return "rl:" + key + ":" + ruleID
+	}
+	return "rl:{" + key + "}:" + ruleID
 }
 
 // tagged wraps key in braces unless it already holds a non-empty {tag}.

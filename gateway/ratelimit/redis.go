@@ -68,19 +68,25 @@ func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
 	if r.now != nil {
 		now = strconv.FormatInt(r.now().UnixMicro(), 10)
 	}
-	leases := make([]string, len(reqs))
+	var leases []string // lease ids of concurrency rules, by request
 	calls := r.split(reqs)
 	for c := range calls {
 		call := &calls[c]
-		call.args = append(call.args, now)
+		call.keys = make([]string, 0, len(call.reqs))
+		call.args = append(make([]any, 0, 1+7*len(call.reqs)), now)
 		for _, i := range call.reqs {
 			q := reqs[i]
+			lease := ""
 			if q.Rule.Algorithm == Concurrency {
-				leases[i] = rand.Text()
+				if leases == nil {
+					leases = make([]string, len(reqs))
+				}
+				lease = rand.Text()
+				leases[i] = lease
 			}
 			p := q.Rule.params()
 			call.keys = append(call.keys, storageKey(q.Rule.ID, q.Key))
-			call.args = append(call.args, string(q.Rule.Algorithm), p.limit, p.window, p.burst, q.cost(), string(q.Rule.mode()), leases[i])
+			call.args = append(call.args, string(q.Rule.Algorithm), p.limit, p.window, p.burst, q.cost(), string(q.Rule.mode()), lease)
 		}
 	}
 	replies, err := r.run(ctx, calls)
@@ -97,7 +103,7 @@ func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
 		for j, i := range call.reqs {
 			v := out[1+4*j:]
 			ds[i] = verdict{allowed: v[0] == 1, remaining: v[1], reset: v[2], retry: v[3]}.decision(reqs[i], PathStore)
-			if admitted && ds[i].Allowed && leases[i] != "" {
+			if admitted && ds[i].Allowed && leases != nil && leases[i] != "" {
 				ds[i].Lease = &Lease{Rule: reqs[i].Rule.ID, Key: reqs[i].Key, ID: leases[i]}
 			}
 		}

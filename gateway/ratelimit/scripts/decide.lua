@@ -10,6 +10,9 @@
 --          clock for every gateway. Tests pass a virtual time.
 -- then 7 arguments per rule: algorithm, limit, window (µs), burst, cost, mode, lease id.
 --
+-- Each algorithm returns its verdict and a commit function that spends the request and sets
+-- the key's TTL.
+--
 -- Two passes: check every rule first; commit every rule only if all enforced ones allow, so a
 -- request denied by one rule spends nothing from the others.
 --
@@ -32,7 +35,9 @@ local function ceildiv(a, b)
   return idiv(a + b - 1, b)
 end
 
-local function int(x) -- integers as plain digits: tostring would write 1.7e+15
+-- Numbers passed to redis.call are written by Redis as plain digits (below 1e17), but Lua's
+-- own tostring, used by '..', would write 1.7e+15: int is for building strings.
+local function int(x)
   return string.format('%d', x)
 end
 
@@ -49,9 +54,29 @@ else
 end
 
 -- Every key gets a TTL: once it passes, the state would decide like an absent key anyway, so
--- an idle client costs no memory.
-local function expire(key, ttl)
-  redis.call('PEXPIRE', key, int(math.max(1, ceildiv(ttl, 1000)) + slack))
+-- an idle client costs no memory. ttl_ms turns microseconds into a TTL for PEXPIRE or PX.
+local function ttl_ms(ttl)
+  return math.max(1, ceildiv(ttl, 1000)) + slack
+end
+
+-- The counters' state is a string of two or three numbers, "start count", rather than a
+-- HASH: SET writes it and its TTL in one command where HSET needs a PEXPIRE after it, one
+-- call fewer per rule and decision.
+local function get(key)
+  local s = redis.call('GET', key)
+  if not s then
+    return nil
+  end
+  local a, b, c = string.match(s, '^(%d+) (%d+) ?(%d*)$')
+  return tonumber(a), tonumber(b), tonumber(c)
+end
+
+local function set(key, ttl, a, b, c)
+  local s = int(a) .. ' ' .. int(b)
+  if c then
+    s = s .. ' ' .. int(c)
+  end
+  redis.call('SET', key, s, 'PX', ttl_ms(ttl))
 end
 
 -- A cost above what the key can ever hold never passes: come back after a full window.
@@ -64,13 +89,13 @@ end
 
 local algorithms = {}
 
--- fixed_window: HASH {start, count}; windows aligned on multiples of the window length.
+-- fixed_window: "start count"; windows aligned on multiples of the window length.
 algorithms.fixed_window = function(key, p, cost)
   local start = idiv(now, p.window) * p.window
-  local s = redis.call('HMGET', key, 'start', 'count')
+  local sstart, scount = get(key)
   local count = 0
-  if tonumber(s[1]) == start then
-    count = tonumber(s[2])
+  if sstart == start then
+    count = scount
   end
   local stop = start + p.window
   local v = {allowed = count + cost <= p.limit, remaining = 0, reset = 0, retry = 0}
@@ -86,15 +111,14 @@ algorithms.fixed_window = function(key, p, cost)
     v.retry = impossible(cost > p.limit, p, stop - now)
   end
   return v, function()
-    redis.call('HSET', key, 'start', int(start), 'count', int(count + cost))
-    return stop - now
+    set(key, stop - now, start, count + cost)
   end
 end
 
 -- sliding_log: ZSET of one member per unit spent, scored by its time. An entry at t counts
 -- while now < t + window.
 algorithms.sliding_log = function(key, p, cost)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now - p.window))
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - p.window)
   local n = redis.call('ZCARD', key)
   local v = {allowed = n + cost <= p.limit, remaining = p.limit - n, reset = 0, retry = 0}
   if v.allowed and cost > 0 then
@@ -126,21 +150,20 @@ algorithms.sliding_log = function(key, p, cost)
         args = {}
       end
     end
-    return p.window
+    redis.call('PEXPIRE', key, ttl_ms(p.window))
   end
 end
 
--- sliding_counter: HASH {start, cur, prev}. estimate = cur + floor(prev × share of the
--- previous window still inside the sliding window).
+-- sliding_counter: "start cur prev". estimate = cur + floor(prev × share of the previous
+-- window still inside the sliding window).
 algorithms.sliding_counter = function(key, p, cost)
   local start = idiv(now, p.window) * p.window
-  local s = redis.call('HMGET', key, 'start', 'cur', 'prev')
+  local sstart, scur, sprev = get(key)
   local cur, prev = 0, 0
-  local sstart = tonumber(s[1])
   if sstart == start then
-    cur, prev = tonumber(s[2]), tonumber(s[3])
+    cur, prev = scur, sprev
   elseif sstart == start - p.window then
-    prev = tonumber(s[2])
+    prev = scur
   end
   local function est(c, pr)
     return c + idiv(pr * (p.window - (now - start)), p.window)
@@ -170,18 +193,16 @@ algorithms.sliding_counter = function(key, p, cost)
     end
   end
   return v, function()
-    redis.call('HSET', key, 'start', int(start), 'cur', int(cur + cost), 'prev', int(prev))
-    return start + 2 * p.window - now
+    set(key, start + 2 * p.window - now, start, cur + cost, prev)
   end
 end
 
--- token_bucket: HASH {tokens, last}. One token every interval, refilled lazily; last is when
--- the bucket started counting toward its next token. An absent key is a full bucket.
+-- token_bucket: "tokens last". One token every interval, refilled lazily; last is when the
+-- bucket started counting toward its next token. An absent key is a full bucket.
 algorithms.token_bucket = function(key, p, cost)
-  local s = redis.call('HMGET', key, 'tokens', 'last')
-  local tokens, last = p.burst, now
-  if s[1] then
-    tokens, last = tonumber(s[1]), tonumber(s[2])
+  local tokens, last = get(key)
+  if not tokens then
+    tokens, last = p.burst, now
   end
   local n = idiv(now - last, p.interval)
   if tokens < p.burst and n > 0 then
@@ -204,8 +225,7 @@ algorithms.token_bucket = function(key, p, cost)
     v.retry = impossible(cost > p.burst, p, last + (cost - tokens) * p.interval - now)
   end
   return v, function()
-    redis.call('HSET', key, 'tokens', int(tokens - cost), 'last', int(last))
-    return v.reset
+    set(key, v.reset, tokens - cost, last)
   end
 end
 
@@ -225,15 +245,14 @@ algorithms.gcra = function(key, p, cost)
     v.retry = impossible(cost > p.burst, p, allow_at - now)
   end
   return v, function()
-    redis.call('SET', key, int(nxt))
-    return nxt - now
+    redis.call('SET', key, nxt, 'PX', ttl_ms(nxt - now))
   end
 end
 
 -- concurrency: ZSET of lease ids scored by when each expires if never released. Expired
 -- leases are purged on every call: a gateway that crashed holding a slot frees it by itself.
 algorithms.concurrency = function(key, p, cost, lease)
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', int(now))
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
   local n = redis.call('ZCARD', key)
   local v = {allowed = n + cost <= p.limit, remaining = p.limit - n, reset = 0, retry = 0}
   if v.allowed and cost > 0 then
@@ -248,8 +267,8 @@ algorithms.concurrency = function(key, p, cost, lease)
     v.retry = tonumber(first[2]) - now -- a release may free a slot sooner
   end
   return v, function()
-    redis.call('ZADD', key, int(now + p.window), lease)
-    return p.window
+    redis.call('ZADD', key, now + p.window, lease)
+    redis.call('PEXPIRE', key, ttl_ms(p.window))
   end
 end
 
@@ -286,7 +305,7 @@ for i = 1, #KEYS do
   local v = verdicts[i]
   if v.allowed then
     if admitted then
-      expire(KEYS[i], commits[i]())
+      commits[i]()
     else
       v = algorithms[rules[i].algorithm](KEYS[i], rules[i], 0, '')
     end

@@ -1,0 +1,127 @@
+package ratelimit
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"boxoffice.dev/platform/testkit"
+	"github.com/go-redis/redis_rate/v10"
+)
+
+// BenchmarkDecision measures decisions per second and the p50/p99 latency of one decision:
+// in memory, on Redis with one and three rules, behind Failsafe, and — against the same
+// redis-server in the same run — github.com/go-redis/redis_rate (GCRA, one call per limit)
+// as the peer baseline. Limits are high so every request passes: the cost measured is the
+// decision's, not a denial shortcut. Run with `make bench`.
+func BenchmarkDecision(b *testing.B) {
+	srv := testkit.StartRedis(b)
+	client := srv.Client()
+	ctx := context.Background()
+
+	gcra := Rule{ID: "rate", Algorithm: GCRA, Limit: 1_000_000, Window: time.Second}
+	three := []Rule{
+		gcra,
+		{ID: "minute", Algorithm: TokenBucket, Limit: 1_000_000, Window: time.Minute},
+		{ID: "quota", Algorithm: FixedWindow, Limit: 100_000_000, Window: 30 * 24 * time.Hour},
+	}
+	requests := func(rules []Rule, key string) []Request {
+		reqs := make([]Request, len(rules))
+		for i, r := range rules {
+			reqs[i] = Request{Rule: r, Key: key}
+		}
+		return reqs
+	}
+	store := NewRedis(client)
+	failsafe, err := NewFailsafe(NewRedis(client), FailsafeOptions{Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	mem := NewMemory(nil)
+	peer := redis_rate.NewLimiter(client)
+	peerLimits := []redis_rate.Limit{
+		redis_rate.PerSecond(1_000_000),
+		redis_rate.PerMinute(1_000_000),
+		{Rate: 100_000_000, Burst: 100_000_000, Period: 30 * 24 * time.Hour},
+	}
+	limiter := func(l Limiter, rules []Rule) func(key string) error {
+		return func(key string) error {
+			_, err := l.Allow(ctx, requests(rules, key))
+			return err
+		}
+	}
+	peerCalls := func(limits []redis_rate.Limit) func(key string) error {
+		return func(key string) error {
+			for i, lim := range limits {
+				// One key per limit, as a redis_rate user would name them.
+				res, err := peer.Allow(ctx, key+":"+strconv.Itoa(i), lim)
+				if err != nil {
+					return err
+				}
+				if res.Allowed == 0 {
+					return nil
+				}
+			}
+			return nil
+		}
+	}
+	for _, bc := range []struct {
+		name   string
+		decide func(key string) error
+	}{
+		{"memory/1-rule", limiter(mem, three[:1])},
+		{"memory/3-rules", limiter(mem, three)},
+		{"redis/1-rule", limiter(store, three[:1])},
+		{"redis/3-rules", limiter(store, three)},
+		{"failsafe-redis/3-rules", limiter(failsafe, three)},
+		{"redis_rate/1-limit", peerCalls(peerLimits[:1])},
+		{"redis_rate/3-limits", peerCalls(peerLimits)},
+	} {
+		b.Run(bc.name, func(b *testing.B) { measure(b, bc.decide) })
+	}
+}
+
+// measure runs b.N decisions from 4×GOMAXPROCS goroutines over 1,000 client keys and
+// reports throughput and latency percentiles.
+func measure(b *testing.B, decide func(key string) error) {
+	b.Helper()
+	var (
+		mu        sync.Mutex
+		latencies = make([]time.Duration, 0, b.N)
+		next      atomic.Int64
+		failures  atomic.Int64
+	)
+	b.SetParallelism(4)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		var mine []time.Duration
+		for pb.Next() {
+			key := "user:" + strconv.FormatInt(next.Add(1)%1000, 10)
+			t0 := time.Now()
+			if err := decide(key); err != nil {
+				failures.Add(1)
+			}
+			mine = append(mine, time.Since(t0))
+		}
+		mu.Lock()
+		latencies = append(latencies, mine...)
+		mu.Unlock()
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if f := failures.Load(); f > 0 {
+		b.Fatalf("%d of %d decisions failed", f, b.N)
+	}
+	slices.Sort(latencies)
+	pct := func(p float64) float64 {
+		return float64(latencies[int(p*float64(len(latencies)-1))].Microseconds())
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "decisions/s")
+	b.ReportMetric(pct(0.50), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+}
