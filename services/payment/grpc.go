@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/grpc/status"
+
 	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
 	paymentv1 "boxoffice.dev/proto/boxoffice/payment/v1"
 
@@ -14,6 +16,7 @@ import (
 type grpcServer struct {
 	paymentv1.UnimplementedPaymentServer
 	store *Store
+	late  *LateAnswers // nil = always answer at once
 }
 
 var _ paymentv1.PaymentServer = (*grpcServer)(nil)
@@ -25,6 +28,9 @@ func (g *grpcServer) Charge(ctx context.Context, req *paymentv1.ChargeRequest) (
 	})
 	if err != nil {
 		return nil, problem.GRPC(err)
+	}
+	if err := g.late.Wait(ctx); err != nil {
+		return nil, status.FromContextError(err).Err()
 	}
 	pb := chargeToProto(c)
 	return &paymentv1.ChargeResponse{ChargeId: c.ID, Status: pb.Status, Charge: pb}, nil

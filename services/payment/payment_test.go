@@ -1,6 +1,8 @@
 package payment
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -131,5 +133,18 @@ func TestMatches(t *testing.T) {
 				t.Errorf("Matches = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestLateAnswers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	late := NewLateAnswers(1, time.Hour, 1)
+	if err := late.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Wait(rate 1, an hour) = %v, want the caller's deadline", err)
+	}
+	var never *LateAnswers
+	if err := never.Wait(context.Background()); err != nil {
+		t.Errorf("nil Wait = %v, want nil", err)
 	}
 }

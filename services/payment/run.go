@@ -2,29 +2,53 @@ package payment
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	paymentv1 "boxoffice.dev/proto/boxoffice/payment/v1"
 
+	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/server"
 )
 
 // Spec names the process and its default listen addresses.
 var Spec = server.Spec{Name: "payment", HTTPAddr: ":8107", GRPCAddr: ":9107"}
 
-// Run starts the process and serves until ctx is done. Payment has no variables of its own:
-// its misbehaviour (latency, errors, outage, capacity) is the control hook's, set at run time.
-func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return server.Main(ctx, Spec, getenv, stdout, build)
+// Config is payment's own configuration. Latency, errors, outages and capacity come from
+// the control hook at run time; these set what the hook cannot: answers that come late
+// after the money was taken (see LateAnswers).
+type Config struct {
+	LateRate    float64       // PAYMENT_LATE_RATE: share of charges answered late, 0..1; default 0
+	LateLatency time.Duration // PAYMENT_LATE_LATENCY: how late; default 5s
+	Seed        uint64        // PAYMENT_SEED: seeds the draw, for reproducible runs; default 1
 }
 
-func build(ctx context.Context, s *server.Server) (http.Handler, error) {
-	db, err := s.OpenDB(ctx, migrations)
-	if err != nil {
-		return nil, err
+// LoadConfig reads payment's variables.
+func LoadConfig(r *config.Reader) Config {
+	return Config{
+		LateRate:    r.Float("PAYMENT_LATE_RATE", 0, 0, 1),
+		LateLatency: r.Duration("PAYMENT_LATE_LATENCY", 5*time.Second),
+		Seed:        uint64(r.Int("PAYMENT_SEED", 1, 0, 1<<31-1)),
 	}
-	store := NewStore(db)
-	paymentv1.RegisterPaymentServer(s.GRPC(), &grpcServer{store: store})
-	return routes(s.Log, store), nil
+}
+
+// Run starts the process and serves until ctx is done.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	r := config.New(getenv)
+	cfg := LoadConfig(r)
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
+	}
+	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+		db, err := s.OpenDB(ctx, migrations)
+		if err != nil {
+			return nil, err
+		}
+		store := NewStore(db)
+		late := NewLateAnswers(cfg.LateRate, cfg.LateLatency, cfg.Seed)
+		paymentv1.RegisterPaymentServer(s.GRPC(), &grpcServer{store: store, late: late})
+		return routes(s.Log, store), nil
+	})
 }
