@@ -1,0 +1,338 @@
+package waitroom
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"boxoffice.dev/platform/problem"
+	"boxoffice.dev/services/waitroom/pass"
+)
+
+// Queue keeps every event's queue in Redis and admits from it at each event's rate.
+//
+// Per event, all keys share the hash tag {<event id>}, so each script touches one Redis
+// Cluster slot, and every key carries a TTL (QueueTTL, refreshed by joins and admissions):
+//
+//	wr:{evt}:seq       INCR counter: the order of arrival
+//	wr:{evt}:waiting   ZSET account → arrival number; rank + 1 is the position
+//	wr:{evt}:admitted  HASH account → admission time (ms); the pass expires PassTTL later
+//	wr:{evt}:rate      admissions per second, when an admin set one
+//	wr:{evt}:slot      HASH {slot, count}: the current second and how many it admitted
+//
+// and one key outside any event, wr:events, the SET of events the admitter visits.
+//
+// Every read-modify-write is one Lua script, so replicas never interleave inside one.
+// Set the fields, then use the Queue from any goroutine.
+type Queue struct {
+	// Redis stores the queues. Required.
+	Redis redis.UniversalClient
+	// Key signs admission passes. Required.
+	Key ed25519.PrivateKey
+	// Now is the clock admissions and pass expiry are measured by; nil means the Redis
+	// server's TIME, one clock for every replica. Tests inject a clock to step through
+	// seconds; replicas with their own clocks should leave it nil.
+	Now func() time.Time
+	// DefaultRate is the admissions per second of an event no admin has set; 0 means
+	// DefaultAdmitPerSecond.
+	DefaultRate int
+	// PassTTL is how long an admission (and its pass) lasts; 0 means DefaultPassTTL.
+	PassTTL time.Duration
+	// QueueTTL is how long an idle event's keys live; 0 means DefaultQueueTTL.
+	QueueTTL time.Duration
+}
+
+// eventsKey lists the events with a queue, for the admitter; see AdmitAll.
+const eventsKey = "wr:events"
+
+type keys struct{ seq, waiting, admitted, rate, slot string }
+
+func keysFor(event string) keys {
+	p := "wr:{" + event + "}:"
+	return keys{seq: p + "seq", waiting: p + "waiting", admitted: p + "admitted", rate: p + "rate", slot: p + "slot"}
+}
+
+// luaNow is the clock every script reads: the caller's milliseconds, or the server's TIME
+// when the caller passes -1 (Queue.Now is nil).
+const luaNow = `
+local function now_ms(arg)
+  local n = tonumber(arg)
+  if n >= 0 then return n end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`
+
+// The scripts answer {state, position, admitted_at_ms, rate}; state 0 is "not in the queue".
+const (
+	stateNone = iota
+	stateWaiting
+	stateAdmitted
+	stateExpired
+)
+
+// joinScript puts ARGV[1] at the back of the queue unless already in it (same position when
+// joining twice) or admitted with a live pass. A lapsed admission goes to the back again.
+// KEYS: waiting, admitted, seq, rate. ARGV: account, now, pass TTL ms, queue TTL s, default rate.
+var joinScript = redis.NewScript(luaNow + `
+local now = now_ms(ARGV[2])
+local rate = tonumber(redis.call('GET', KEYS[4]) or ARGV[5])
+local at = redis.call('HGET', KEYS[2], ARGV[1])
+if at then
+  if tonumber(at) + tonumber(ARGV[3]) > now then
+    return {2, 0, tonumber(at), rate}
+  end
+  redis.call('HDEL', KEYS[2], ARGV[1])
+end
+if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[3]), ARGV[1])
+end
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[4]) end
+return {1, redis.call('ZRANK', KEYS[1], ARGV[1]) + 1, 0, rate}
+`)
+
+// statusScript reads ARGV[1]'s place without changing anything.
+// KEYS: waiting, admitted, rate. ARGV: account, now, pass TTL ms, default rate.
+var statusScript = redis.NewScript(luaNow + `
+local rate = tonumber(redis.call('GET', KEYS[3]) or ARGV[4])
+local at = redis.call('HGET', KEYS[2], ARGV[1])
+if at then
+  local state = 2
+  if tonumber(at) + tonumber(ARGV[3]) <= now_ms(ARGV[2]) then state = 3 end
+  return {state, 0, tonumber(at), rate}
+end
+local r = redis.call('ZRANK', KEYS[1], ARGV[1])
+if r then return {1, r + 1, 0, rate} end
+return {0, 0, 0, rate}
+`)
+
+// admitScript admits the head of the queue, up to the rate per second, and answers how many
+// it admitted (-1 when the event's queue is gone).
+//
+// The budget is kept per one-second slot in Redis, not per replica: whichever replica runs
+// the script first in a second admits up to the rate, the others find the slot spent. So N
+// replicas admit at the rate, not N times it. The slot only moves forward: a replica whose
+// clock lags cannot reopen a second another has already closed, so clock skew between
+// replicas can add at most one extra slot's worth over any stretch, never a multiple.
+// KEYS: waiting, admitted, slot, rate. ARGV: now, default rate, queue TTL s.
+var admitScript = redis.NewScript(luaNow + `
+if redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then return -1 end
+local now = now_ms(ARGV[1])
+local slot = math.floor(now / 1000)
+local rate = tonumber(redis.call('GET', KEYS[4]) or ARGV[2])
+local cur = redis.call('HMGET', KEYS[3], 'slot', 'count')
+local cur_slot, count = tonumber(cur[1]) or -1, tonumber(cur[2]) or 0
+if slot > cur_slot then cur_slot, count = slot, 0 end
+local room = rate - count
+if room <= 0 then return 0 end
+local popped = redis.call('ZPOPMIN', KEYS[1], room)
+local n = #popped / 2
+if n == 0 then return 0 end
+for i = 1, #popped, 2 do redis.call('HSET', KEYS[2], popped[i], now) end
+redis.call('HSET', KEYS[3], 'slot', cur_slot, 'count', count + n)
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
+return n
+`)
+
+// Join puts user in event's queue, or answers their place if already in it.
+func (q *Queue) Join(ctx context.Context, event, user string) (Status, error) {
+	if err := q.check(event, user); err != nil {
+		return Status{}, err
+	}
+	k := keysFor(event)
+	res, err := joinScript.Run(ctx, q.Redis, []string{k.waiting, k.admitted, k.seq, k.rate},
+		user, q.nowArg(), q.passTTL().Milliseconds(), seconds(q.queueTTL()), q.defaultRate()).Int64Slice()
+	if err != nil {
+		return Status{}, fmt.Errorf("join %s: %w", event, err)
+	}
+	// Outside the script: wr:events lives in another cluster slot. Adding on every join
+	// keeps the event listed even if the admitter pruned it a moment ago (see AdmitAll).
+	if err := q.Redis.SAdd(ctx, eventsKey, event).Err(); err != nil {
+		return Status{}, fmt.Errorf("join %s: list event: %w", event, err)
+	}
+	return q.status(event, user, res)
+}
+
+// Status answers user's place in event's queue, with a pass when admitted; NotFound when
+// user has not joined.
+func (q *Queue) Status(ctx context.Context, event, user string) (Status, error) {
+	if err := q.check(event, user); err != nil {
+		return Status{}, err
+	}
+	k := keysFor(event)
+	res, err := statusScript.Run(ctx, q.Redis, []string{k.waiting, k.admitted, k.rate},
+		user, q.nowArg(), q.passTTL().Milliseconds(), q.defaultRate()).Int64Slice()
+	if err != nil {
+		return Status{}, fmt.Errorf("queue status %s: %w", event, err)
+	}
+	if res[0] == stateNone {
+		return Status{}, problem.New(problem.NotFound, "not in the queue of %s: join it first", event)
+	}
+	return q.status(event, user, res)
+}
+
+// status turns a script's answer into a Status, signing the pass of an admitted fan.
+func (q *Queue) status(event, user string, res []int64) (Status, error) {
+	if len(res) != 4 {
+		return Status{}, fmt.Errorf("queue %s: script answered %v", event, res)
+	}
+	st := Status{EventID: event, Position: res[1]}
+	switch res[0] {
+	case stateWaiting:
+		st.State = Waiting
+		if wait, ok := EstimateWait(res[1], int(res[3])); ok {
+			st.EstimatedWait = &wait
+		}
+	case stateAdmitted:
+		expires := time.UnixMilli(res[2] + q.passTTL().Milliseconds()).UTC()
+		st.State, st.PassExpiresAt = Admitted, &expires
+		st.Pass = pass.Sign(q.Key, pass.Pass{EventID: event, User: user, ExpiresAt: expires})
+	case stateExpired:
+		st.State = Expired
+	default:
+		return Status{}, fmt.Errorf("queue %s: unknown state %d", event, res[0])
+	}
+	return st, nil
+}
+
+// Admit admits the head of event's queue within this second's budget and reports how many
+// it admitted; -1 when the event has no queue any more.
+func (q *Queue) Admit(ctx context.Context, event string) (int, error) {
+	k := keysFor(event)
+	n, err := admitScript.Run(ctx, q.Redis, []string{k.waiting, k.admitted, k.slot, k.rate},
+		q.nowArg(), q.defaultRate(), seconds(q.queueTTL())).Int()
+	if err != nil {
+		return 0, fmt.Errorf("admit %s: %w", event, err)
+	}
+	return n, nil
+}
+
+// AdmitAll runs Admit for every listed event and reports how many fans it admitted in all.
+// An event whose queue expired is dropped from the list; a join re-lists it, so a join
+// racing the drop costs its event at most the time until that join's own SADD lands.
+func (q *Queue) AdmitAll(ctx context.Context) (int, error) {
+	events, err := q.Redis.SMembers(ctx, eventsKey).Result()
+	if err != nil {
+		return 0, fmt.Errorf("list queued events: %w", err)
+	}
+	total := 0
+	for _, event := range events {
+		n, err := q.Admit(ctx, event)
+		if err != nil {
+			return total, err
+		}
+		if n < 0 {
+			if err := q.Redis.SRem(ctx, eventsKey, event).Err(); err != nil {
+				return total, fmt.Errorf("unlist %s: %w", event, err)
+			}
+			continue
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// Run admits every interval until ctx is done. Every replica runs it; the scripts' shared
+// per-second budget keeps the total at the rate (see admitScript).
+func (q *Queue) Run(ctx context.Context, interval time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, err := q.AdmitAll(ctx); err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "admit", "error", err)
+		}
+	}
+}
+
+// Settings is an event's queue as an admin sees it.
+type Settings struct {
+	EventID        string `json:"event_id"`
+	AdmitPerSecond int    `json:"admit_per_second"`
+	Waiting        int64  `json:"waiting"`
+	Admitted       int64  `json:"admitted"`
+}
+
+// SetRate sets event's admissions per second (0 pauses admission).
+func (q *Queue) SetRate(ctx context.Context, event string, rate int) error {
+	if err := ValidateEventID("id", event); err != nil {
+		return err
+	}
+	if err := ValidateRate("admit_per_second", rate); err != nil {
+		return err
+	}
+	if err := q.Redis.Set(ctx, keysFor(event).rate, rate, q.queueTTL()).Err(); err != nil {
+		return fmt.Errorf("set rate of %s: %w", event, err)
+	}
+	return nil
+}
+
+// Settings reads event's rate and how many fans wait and are admitted.
+func (q *Queue) Settings(ctx context.Context, event string) (Settings, error) {
+	if err := ValidateEventID("id", event); err != nil {
+		return Settings{}, err
+	}
+	k := keysFor(event)
+	var rate *redis.StringCmd
+	var waiting, admitted *redis.IntCmd
+	_, err := q.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
+		rate = p.Get(ctx, k.rate)
+		waiting = p.ZCard(ctx, k.waiting)
+		admitted = p.HLen(ctx, k.admitted)
+		return nil
+	})
+	if err != nil && err != redis.Nil {
+		return Settings{}, fmt.Errorf("queue settings of %s: %w", event, err)
+	}
+	s := Settings{EventID: event, AdmitPerSecond: q.defaultRate(), Waiting: waiting.Val(), Admitted: admitted.Val()}
+	if v, err := rate.Int(); err == nil {
+		s.AdmitPerSecond = v
+	}
+	return s, nil
+}
+
+func (q *Queue) check(event, user string) error {
+	if user == "" {
+		return problem.New(problem.Unauthorized, "sign in to join the queue")
+	}
+	return ValidateEventID("event_id", event)
+}
+
+func (q *Queue) nowArg() int64 {
+	if q.Now == nil {
+		return -1
+	}
+	return q.Now().UnixMilli()
+}
+
+func (q *Queue) defaultRate() int {
+	if q.DefaultRate > 0 {
+		return q.DefaultRate
+	}
+	return DefaultAdmitPerSecond
+}
+
+func (q *Queue) passTTL() time.Duration {
+	if q.PassTTL > 0 {
+		return q.PassTTL
+	}
+	return DefaultPassTTL
+}
+
+func (q *Queue) queueTTL() time.Duration {
+	if q.QueueTTL > 0 {
+		return q.QueueTTL
+	}
+	return DefaultQueueTTL
+}
+
+func seconds(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }
