@@ -11,6 +11,7 @@ import (
 
 	"boxoffice.dev/platform/testkit"
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
 )
 
 // BenchmarkDecision measures decisions per second and the p50/p99 latency of one decision:
@@ -37,7 +38,11 @@ func BenchmarkDecision(b *testing.B) {
 		return reqs
 	}
 	store := NewRedis(client)
-	failsafe, err := NewFailsafe(NewRedis(client), FailsafeOptions{Timeout: time.Second})
+	// Failsafe as a gateway would run it: a client that ends calls at their deadline, and a
+	// timeout that on this loaded two-core machine only a stall would reach.
+	bound := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	b.Cleanup(func() { _ = bound.Close() })
+	failsafe, err := NewFailsafe(NewRedis(bound), FailsafeOptions{Timeout: 100 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}

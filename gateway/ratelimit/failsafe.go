@@ -25,6 +25,9 @@ import (
 //   - FailClosed rules deny (the gateway answers 503): for login or OTP, guessing freely
 //     while the limiter is blind is worse than a short refusal.
 //
+// Give the Redis client ContextTimeoutEnabled: its calls then end at the deadline by
+// themselves and Failsafe makes them directly. Otherwise each call runs on a goroutine of its
+// own so that the timeout holds anyway, at some cost per decision (see docs/benchmarks.md).
 // A store call abandoned at the timeout may still complete in Redis; that request is then
 // counted by both the store and the fallback, erring on the side of limiting.
 //
@@ -35,10 +38,16 @@ type Failsafe struct {
 	replicas ReplicaCount
 	timeout  time.Duration
 	openFor  time.Duration
+	direct   bool // the store ends its calls at the deadline by itself
 	breaker  *gobreaker.CircuitBreaker[Result]
 	metrics  *metrics
 	now      func() time.Time
 }
+
+// deadlineBound is a store that can tell whether its calls end at their context's deadline.
+type deadlineBound interface{ boundByDeadline() bool }
+
+var _ deadlineBound = (*Redis)(nil)
 
 // ReplicaCount tells how many gateway replicas share the limits; *Replicas is one.
 type ReplicaCount interface{ Count() int }
@@ -64,6 +73,9 @@ type FailsafeOptions struct {
 // NewFailsafe wraps store, usually a *Redis.
 func NewFailsafe(store Limiter, opts FailsafeOptions) (*Failsafe, error) {
 	f := &Failsafe{store: store, replicas: opts.Replicas, timeout: opts.Timeout, openFor: opts.Breaker.openFor(), now: opts.Now}
+	if d, ok := store.(deadlineBound); ok {
+		f.direct = d.boundByDeadline()
+	}
 	if f.timeout <= 0 {
 		f.timeout = 5 * time.Millisecond
 	}
@@ -130,11 +142,19 @@ func (f *Failsafe) Release(ctx context.Context, leases ...Lease) error {
 // BreakerOpen reports whether store calls are being skipped.
 func (f *Failsafe) BreakerOpen() bool { return f.breaker.State() == gobreaker.StateOpen }
 
-// ask calls the store within the timeout. The call runs on its own goroutine so that the
-// timeout holds even if the client ignores context deadlines on its sockets.
+// ask calls the store within the timeout: directly if the store ends its calls at the
+// deadline, else on a goroutine of its own so the timeout holds even if the client ignores
+// context deadlines on its sockets.
 func (f *Failsafe) ask(ctx context.Context, reqs []Request) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
+	if f.direct {
+		res, err := f.store.Allow(ctx, reqs)
+		if err != nil {
+			return Result{}, fmt.Errorf("ratelimit: store: %w", err)
+		}
+		return res, nil
+	}
 	type answer struct {
 		res Result
 		err error

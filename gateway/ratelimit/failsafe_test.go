@@ -17,8 +17,22 @@ import (
 // through the fallback at limit/N with no error and within the timeout, fail-closed rules
 // deny, the breaker opens, and decisions return to Redis soon after it restarts.
 func TestFailsafeSurvivesRedisCrash(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		deadlines bool
+	}{
+		{"client ignores deadlines: calls on their own goroutine", false},
+		{"client honours deadlines: direct calls", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) { survivesCrash(t, tt.deadlines) })
+	}
+}
+
+func survivesCrash(t *testing.T, deadlines bool) {
 	srv := testkit.StartRedis(t)
 	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: deadlines})
+	t.Cleanup(func() { _ = client.Close() })
 	// Two replicas announce themselves: each one's fallback share is limit/2.
 	self := NewReplicas(srv.Client(), "gw-1", time.Minute)
 	if _, err := NewReplicas(srv.Client(), "gw-2", time.Minute).Announce(ctx); err != nil {
@@ -28,7 +42,11 @@ func TestFailsafeSurvivesRedisCrash(t *testing.T) {
 		t.Fatalf("Announce = %d, %v; want 2 replicas", n, err)
 	}
 	reader := sdkmetric.NewManualReader()
-	f, err := NewFailsafe(NewRedis(srv.Client()), FailsafeOptions{
+	store := NewRedis(client)
+	if store.boundByDeadline() != deadlines {
+		t.Fatalf("boundByDeadline() = %v, want %v", store.boundByDeadline(), deadlines)
+	}
+	f, err := NewFailsafe(store, FailsafeOptions{
 		Breaker:  Breaker{Failures: 3, OpenFor: 200 * time.Millisecond},
 		Replicas: self,
 		Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),

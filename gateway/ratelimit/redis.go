@@ -49,6 +49,18 @@ func NewRedis(client redis.UniversalClient) *Redis {
 
 var _ Limiter = (*Redis)(nil)
 
+// boundByDeadline reports whether the client ends calls at their context's deadline by
+// itself (ContextTimeoutEnabled): Failsafe then need not run them on a goroutine of their own.
+func (r *Redis) boundByDeadline() bool {
+	switch c := r.client.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
 // scriptCall is one run of decide.lua: the requests it decides, by index, and its arguments.
 type scriptCall struct {
 	reqs []int
