@@ -97,15 +97,15 @@ func (d Doc) terms() map[string]field {
 	return out
 }
 
-// fold strips accents and case: NFD splits "ã" into "a" and a combining tilde, the filter
-// drops combining marks (category Mn), NFC puts back what remains. German ß has no
-// decomposition and is spelt out.
-var fold = transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
-
+// spellOut writes out letters that have no decomposition into a base letter and a mark.
 var spellOut = strings.NewReplacer("ß", "ss", "æ", "ae", "ø", "o", "œ", "oe", "ł", "l")
 
-// Fold returns s in the form text is compared in: lower case, without accents.
+// Fold returns s in the form text is compared in: lower case, without accents. NFD splits
+// "ã" into "a" and a combining tilde, the filter drops combining marks (category Mn), NFC
+// puts back what remains; letters such as ß, which do not decompose, are spelt out.
 func Fold(s string) string {
+	// A chain keeps state between calls, so each call makes its own.
+	fold := transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
 	folded, _, err := transform.String(fold, strings.ToLower(s))
 	if err != nil {
 		folded = strings.ToLower(s) // only on invalid UTF-8; matching then degrades, never fails
