@@ -141,7 +141,7 @@ func handleCreateTenant(log *slog.Logger, svc *Service) http.Handler {
 		writeJSON(w, http.StatusCreated, struct {
 			Tenant tenantJSON `json:"tenant"`
 			APIKey string     `json:"api_key"`
-		}{tenantJSON{t.ID, t.Name, t.Plan, t.CreatedAt}, key})
+		}{tenantJSON(t), key})
 	})
 }
 
