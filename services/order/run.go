@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,12 +54,18 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("order: configuration: %w", err)
 	}
+	// The relay and the saga run beside the server; Run returns only once they stopped, so a
+	// restarted instance never overlaps with the tail of the previous one.
+	ctx, cancel := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	defer background.Wait()
+	defer cancel()
 	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, cfg)
+		return build(ctx, s, cfg, &background)
 	})
 }
 
-func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, error) {
+func build(ctx context.Context, s *server.Server, cfg Config, background *sync.WaitGroup) (http.Handler, error) {
 	db, err := s.OpenDB(ctx, migrations)
 	if err != nil {
 		return nil, err
@@ -77,7 +84,7 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 		}
 		relay := &outbox.Relay{DB: db, JS: js, Log: s.Log}
 		store.Committed = relay.Notify
-		go relay.Run(ctx) //nolint:errcheck // returns nil once ctx ends; failures are logged and retried
+		background.Go(func() { _ = relay.Run(ctx) }) // returns nil once ctx ends; failures are logged and retried
 	} else {
 		s.Log.Warn("NATS_URL is not set: order events stay in the outbox until a relay runs")
 	}
@@ -106,7 +113,7 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 	holds := newInventoryHolds(inventory)
 	saga := &Saga{Store: store, Holds: holds, Payments: newPaymentClient(payment), Log: s.Log,
 		CallTimeout: cfg.CallTimeout, MaxAttempts: cfg.MaxAttempts, StallAfter: cfg.StallAfter, Workers: cfg.Workers}
-	go saga.Run(ctx) //nolint:errcheck // returns nil once ctx ends
+	background.Go(func() { _ = saga.Run(ctx) }) // returns nil once ctx ends
 	orders := &Orders{Store: store, Holds: holds, Prices: newCatalogPrices(catalog), Saga: saga}
 	orderv1.RegisterOrderServer(s.GRPC(), &grpcServer{orders: orders})
 	return routes(s.Log, orders), nil

@@ -1,0 +1,208 @@
+package order
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"boxoffice.dev/platform/identity"
+	"boxoffice.dev/platform/server"
+	"boxoffice.dev/platform/testkit"
+	"boxoffice.dev/services/catalog"
+	"boxoffice.dev/services/inventory"
+	"boxoffice.dev/services/notification"
+	"boxoffice.dev/services/payment"
+)
+
+// system is the part of BoxOffice an order touches, each service a real process in-process
+// on free loopback ports, sharing one embedded NATS server: catalog (prices), inventory
+// (holds), payment, notification and order itself.
+type system struct {
+	nats                                      string
+	catalog, inventory, payment, notification *process
+	order                                     *process
+}
+
+// process is one running service: its addresses and how to stop it.
+type process struct {
+	name     string
+	http     string // base URL
+	grpcAddr string
+	env      map[string]string
+	run      server.RunFunc
+	stop     func()
+}
+
+// start runs p until stopped or the test ends, and waits for its /healthz.
+func (p *process) start(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.run(ctx, []string{p.name}, func(k string) string { return p.env[k] }, io.Discard, io.Discard) }()
+	stopped := false
+	p.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("%s: Run = %v, want nil after cancel", p.name, err)
+		}
+	}
+	t.Cleanup(p.stop)
+	testkit.Eventually(t, 15*time.Second, p.name+" /healthz answers 200", func() bool {
+		res, err := http.Get(p.http + "/healthz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+}
+
+func newProcess(t *testing.T, name string, run server.RunFunc, nats string, extra map[string]string) *process {
+	t.Helper()
+	httpAddr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
+	grpcAddr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
+	env := map[string]string{"HTTP_ADDR": httpAddr, "GRPC_ADDR": grpcAddr, "DATA_DIR": t.TempDir(), "NATS_URL": nats, "LOG_LEVEL": "error"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return &process{name: name, http: "http://" + httpAddr, grpcAddr: grpcAddr, env: env, run: run}
+}
+
+// startSystem starts every service; orderEnv and paymentEnv add to those two's variables.
+func startSystem(t *testing.T, orderEnv, paymentEnv map[string]string) *system {
+	t.Helper()
+	s := &system{nats: testkit.StartNATS(t).ClientURL()}
+	s.catalog = newProcess(t, "catalog", catalog.Run, s.nats, nil)
+	s.inventory = newProcess(t, "inventory", inventory.Run, s.nats, nil)
+	s.payment = newProcess(t, "payment", payment.Run, s.nats, paymentEnv)
+	s.notification = newProcess(t, "notification", notification.Run, s.nats, nil)
+	for _, p := range []*process{s.catalog, s.inventory, s.payment, s.notification} {
+		p.start(t)
+	}
+	env := map[string]string{"PAYMENT_GRPC_ADDR": s.payment.grpcAddr, "INVENTORY_GRPC_ADDR": s.inventory.grpcAddr,
+		"CATALOG_GRPC_ADDR": s.catalog.grpcAddr}
+	for k, v := range orderEnv {
+		env[k] = v
+	}
+	s.order = newProcess(t, "order", Run, s.nats, env)
+	s.order.start(t)
+	return s
+}
+
+// Ticket classes of the test event: one priced to succeed, one whose amount payment declines
+// (minor units ending in 13).
+const (
+	classOK      = "ga-floor"
+	classDecline = "ga-decline"
+)
+
+// addEvent creates an event in catalog with the two GA classes of capacity seats each, and
+// its seat map in inventory, and returns its id.
+func (s *system) addEvent(t *testing.T, seats int) string {
+	t.Helper()
+	var venue struct{ ID string }
+	s.catalog.do(t, http.MethodPost, "/v1/admin/venues", "", map[string]any{
+		"name": "Sala Teste", "city": "São Paulo", "country": "BR", "capacity": 2 * seats,
+	}, http.StatusCreated, &venue)
+	starts := time.Now().Add(30 * 24 * time.Hour).UTC()
+	var event struct{ ID string }
+	s.catalog.do(t, http.MethodPost, "/v1/admin/events", "", map[string]any{
+		"title": "Order saga test", "venue_id": venue.ID,
+		"starts_at": starts.Format(time.RFC3339), "on_sale_at": starts.Add(-60 * 24 * time.Hour).Format(time.RFC3339),
+		"ticket_classes": []map[string]any{
+			{"id": classOK, "name": "Pista", "price": Money{"BRL", 12550}, "capacity": seats},
+			{"id": classDecline, "name": "Pista (declined)", "price": Money{"BRL", 9913}, "capacity": seats},
+		},
+	}, http.StatusCreated, &event)
+	s.inventory.do(t, http.MethodPut, "/v1/admin/events/"+event.ID+"/seatmap", "", map[string]any{
+		"ga": []map[string]any{{"class": classOK, "capacity": seats}, {"class": classDecline, "capacity": seats}},
+	}, http.StatusOK, nil)
+	return event.ID
+}
+
+// hold places a one-ticket hold of class for account through inventory's REST API.
+func (s *system) hold(t *testing.T, eventID, account, class string) string {
+	t.Helper()
+	var h struct{ ID string }
+	s.inventory.do(t, http.MethodPost, "/v1/events/"+eventID+"/holds", account,
+		map[string]any{"class": class, "quantity": 1}, http.StatusCreated, &h)
+	return h.ID
+}
+
+// do sends a JSON request as account ("" = anonymous), checks the status and decodes the
+// answer into out (nil = discard).
+func (p *process) do(t testing.TB, method, path, account string, body any, want int, out any) http.Header {
+	t.Helper()
+	code, h, raw := p.send(t, method, path, account, nil, body)
+	if code != want {
+		t.Fatalf("%s %s %s = %d %s, want %d", p.name, method, path, code, raw, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s %s: decode %s: %v", p.name, method, path, raw, err)
+		}
+	}
+	return h
+}
+
+// send is do without the checks: it returns the status, headers and body.
+func (p *process) send(t testing.TB, method, path, account string, headers map[string]string, body any) (int, http.Header, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, p.http+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if account != "" {
+		req.Header.Set(identity.HeaderUser, account)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s %s: %v", p.name, method, path, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, raw
+}
+
+// dial opens a gRPC connection to p, closed when the test ends.
+func (p *process) dial(t *testing.T) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(p.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// order fetches account's order id over REST.
+func (s *system) orderOf(t testing.TB, account, id string) Order {
+	t.Helper()
+	var o Order
+	s.order.do(t, http.MethodGet, "/v1/orders/"+id, account, nil, http.StatusOK, &o)
+	return o
+}
