@@ -2,8 +2,8 @@
 package main
 
 import (
-	"boxoffice.dev/services/waitroom"
 	"boxoffice.dev/platform/server"
+	"boxoffice.dev/services/waitroom"
 )
 
 func main() { server.Exec(waitroom.Run) }

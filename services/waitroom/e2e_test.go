@@ -1,0 +1,205 @@
+package waitroom
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"boxoffice.dev/platform/identity"
+	"boxoffice.dev/platform/testkit"
+	waitroomv1 "boxoffice.dev/proto/boxoffice/waitroom/v1"
+	"boxoffice.dev/services/waitroom/pass"
+)
+
+// process is one waitroom Run on free loopback ports.
+type process struct {
+	base, grpcAddr string
+	stop           func() // cancels Run and checks it returned nil
+}
+
+// startWaitroom runs the whole waitroom process in-process against redisURL.
+func startWaitroom(t *testing.T, redisURL, natsURL string) *process {
+	t.Helper()
+	env := map[string]string{
+		"HTTP_ADDR":            fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
+		"GRPC_ADDR":            fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
+		"DATA_DIR":             t.TempDir(),
+		"LOG_LEVEL":            "error",
+		"REDIS_URL":            redisURL,
+		"NATS_URL":             natsURL,
+		"WAITROOM_SIGNING_KEY": pass.EncodePrivateKey(testKey),
+		"ADMIT_INTERVAL":       "20ms",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, nil, func(k string) string { return env[k] }, io.Discard, io.Discard) }()
+	stopped := false
+	stop := func() {
+		t.Helper()
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil after cancel", err)
+		}
+	}
+	t.Cleanup(stop)
+	p := &process{base: "http://" + env["HTTP_ADDR"], grpcAddr: env["GRPC_ADDR"], stop: stop}
+	testkit.Eventually(t, 10*time.Second, "waitroom /readyz answers 200", func() bool {
+		res, err := http.Get(p.base + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+	return p
+}
+
+// call makes one REST request as user ("" = anonymous) and decodes the answer into out.
+func call(t *testing.T, method, url, user string, body any, out any) int {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if user != "" {
+		req.Header.Set(identity.HeaderUser, user)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	if out != nil {
+		if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+			t.Fatalf("%s %s: decode: %v", method, url, err)
+		}
+	}
+	return res.StatusCode
+}
+
+func TestEndToEnd(t *testing.T) {
+	rds := testkit.StartRedis(t)
+	nats := testkit.StartNATS(t)
+	wr := startWaitroom(t, rds.URL(), nats.ClientURL())
+	queue := wr.base + "/v1/events/evt-flash/queue"
+	admin := wr.base + "/v1/admin/events/evt-flash/queue"
+
+	// Doors closed while the crowd arrives.
+	var settings Settings
+	if code := call(t, http.MethodPut, admin, "", map[string]int{"admit_per_second": 0}, &settings); code != http.StatusOK || settings.AdmitPerSecond != 0 {
+		t.Fatalf("PUT queue settings = %d %+v, want 200 with rate 0", code, settings)
+	}
+	fans := []string{"acc-1", "acc-2", "acc-3", "acc-4", "acc-5"}
+	for i, fan := range fans {
+		var st Status
+		if code := call(t, http.MethodPost, queue, fan, nil, &st); code != http.StatusOK || st.Position != int64(i+1) || st.State != Waiting {
+			t.Fatalf("join %s = %d %+v, want 200 waiting at %d", fan, code, st, i+1)
+		}
+	}
+	var again Status
+	if call(t, http.MethodPost, queue, "acc-2", nil, &again); again.Position != 2 {
+		t.Errorf("join acc-2 again = position %d, want 2", again.Position)
+	}
+
+	t.Run("bad requests", func(t *testing.T) {
+		var p struct {
+			Status int    `json:"status"`
+			Field  string `json:"field"`
+		}
+		tests := []struct {
+			name, method, url, user string
+			body                    any
+			want                    int
+			field                   string
+		}{
+			{"anonymous join", http.MethodPost, queue, "", nil, 401, ""},
+			{"not joined", http.MethodGet, wr.base + "/v1/events/evt-001/queue/me", "acc-1", nil, 404, ""},
+			{"bad event id", http.MethodPost, wr.base + "/v1/events/evt%7Bx%7D/queue", "acc-1", nil, 400, "event_id"},
+			{"negative rate", http.MethodPut, admin, "", map[string]int{"admit_per_second": -1}, 400, "admit_per_second"},
+			{"rate missing", http.MethodPut, admin, "", map[string]int{}, 400, "admit_per_second"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				p.Field = ""
+				if code := call(t, tt.method, tt.url, tt.user, tt.body, &p); code != tt.want || p.Field != tt.field {
+					t.Errorf("%s %s = %d naming %q, want %d naming %q", tt.method, tt.url, code, p.Field, tt.want, tt.field)
+				}
+			})
+		}
+	})
+
+	// The queue survives a restart: it lives in Redis, not in the process.
+	wr.stop()
+	wr = startWaitroom(t, rds.URL(), nats.ClientURL())
+	queue = wr.base + "/v1/events/evt-flash/queue"
+	for i, fan := range fans {
+		var st Status
+		if code := call(t, http.MethodGet, queue+"/me", fan, nil, &st); code != http.StatusOK || st.Position != int64(i+1) {
+			t.Errorf("after restart, %s = %d %+v, want position %d", fan, code, st, i+1)
+		}
+	}
+
+	// gRPC speaks for the user in the metadata.
+	conn, err := grpc.NewClient(wr.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := waitroomv1.NewWaitroomClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	asFan := identity.OutgoingContext(ctx, identity.Identity{User: "acc-6"})
+	joined, err := client.Join(asFan, &waitroomv1.JoinRequest{EventId: "evt-flash"})
+	if err != nil || joined.GetPosition() != 6 || joined.GetState() != waitroomv1.QueueState_QUEUE_STATE_WAITING || joined.GetEstimatedWaitS() != -1 {
+		t.Fatalf("gRPC Join = %v, %v, want waiting at 6, no estimate while paused", joined, err)
+	}
+	if _, err := client.Join(ctx, &waitroomv1.JoinRequest{EventId: "evt-flash"}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("gRPC Join without a user = %v, want Unauthenticated", err)
+	}
+
+	// Doors open: everyone is admitted within a few ticks and gets a pass inventory accepts.
+	admin = wr.base + "/v1/admin/events/evt-flash/queue"
+	call(t, http.MethodPut, admin, "", map[string]int{"admit_per_second": 100}, nil)
+	testkit.Eventually(t, 5*time.Second, "acc-6 admitted", func() bool {
+		st, err := client.Status(asFan, &waitroomv1.StatusRequest{EventId: "evt-flash"})
+		return err == nil && st.GetState() == waitroomv1.QueueState_QUEUE_STATE_ADMITTED
+	})
+	st, err := client.Status(asFan, &waitroomv1.StatusRequest{EventId: "evt-flash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := testKey.Public().(ed25519.PublicKey)
+	if _, err := pass.Check(pub, st.GetPass(), time.Now(), "evt-flash", "acc-6"); err != nil {
+		t.Errorf("gRPC pass: %v", err)
+	}
+	var rest Status
+	if code := call(t, http.MethodGet, queue+"/me", "acc-1", nil, &rest); code != http.StatusOK || rest.State != Admitted {
+		t.Fatalf("acc-1 = %d %+v, want admitted", code, rest)
+	}
+	if _, err := pass.Check(pub, rest.Pass, time.Now(), "evt-flash", "acc-1"); err != nil {
+		t.Errorf("REST pass: %v", err)
+	}
+	if call(t, http.MethodGet, admin, "", nil, &settings); settings.Admitted != 6 || settings.Waiting != 0 {
+		t.Errorf("queue settings = %+v, want 6 admitted, 0 waiting", settings)
+	}
+}

@@ -1,0 +1,101 @@
+package waitroom
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"boxoffice.dev/platform/config"
+	"boxoffice.dev/platform/server"
+	waitroomv1 "boxoffice.dev/proto/boxoffice/waitroom/v1"
+	"boxoffice.dev/services/waitroom/pass"
+)
+
+// Spec names the process and its default listen addresses.
+var Spec = server.Spec{Name: "waitroom", HTTPAddr: ":8105", GRPCAddr: ":9105"}
+
+// Config is the waitroom's own configuration, beside the platform's (config.Process).
+type Config struct {
+	// SigningKey signs admission passes (WAITROOM_SIGNING_KEY, the base64 32-byte seed; see
+	// package pass for how to make one). nil generates a key at start.
+	SigningKey     ed25519.PrivateKey
+	AdmitPerSecond int           // WAITROOM_ADMIT_PER_SECOND: default rate per event; default 50
+	PassTTL        time.Duration // WAITROOM_PASS_TTL: how long a pass lasts; default 5m
+	QueueTTL       time.Duration // WAITROOM_QUEUE_TTL: how long an idle queue lives; default 6h
+	AdmitInterval  time.Duration // ADMIT_INTERVAL: how often the admitter runs; default 100ms
+}
+
+// LoadConfig reads Config through r; problems are reported by r.Err, and by err for the
+// one variable the Reader cannot parse itself (the key).
+func LoadConfig(r *config.Reader) (c Config, err error) {
+	c = Config{
+		AdmitPerSecond: r.Int("WAITROOM_ADMIT_PER_SECOND", DefaultAdmitPerSecond, 1, MaxAdmitPerSecond),
+		PassTTL:        r.Duration("WAITROOM_PASS_TTL", DefaultPassTTL),
+		QueueTTL:       r.Duration("WAITROOM_QUEUE_TTL", DefaultQueueTTL),
+		AdmitInterval:  r.Duration("ADMIT_INTERVAL", 100*time.Millisecond),
+	}
+	if v := r.String("WAITROOM_SIGNING_KEY", ""); v != "" {
+		if c.SigningKey, err = pass.ParsePrivateKey(v); err != nil {
+			return c, &config.Error{Name: "WAITROOM_SIGNING_KEY", Value: "(hidden)", Want: "a base64 32-byte Ed25519 seed"}
+		}
+	}
+	return c, nil
+}
+
+// Run starts the process and serves until ctx is done.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	r := config.New(getenv)
+	cfg, err := LoadConfig(r)
+	if err := errors.Join(err, r.Err()); err != nil {
+		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
+	}
+	// The admitter runs beside the server; Run returns only once it has stopped too.
+	ctx, cancel := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	defer background.Wait()
+	defer cancel()
+	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+		return build(ctx, s, cfg, &background)
+	})
+}
+
+func build(ctx context.Context, s *server.Server, cfg Config, background *sync.WaitGroup) (http.Handler, error) {
+	rdb, err := s.Redis(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key := cfg.SigningKey
+	if key == nil {
+		if key, err = generateKey(s.Log); err != nil {
+			return nil, err
+		}
+	}
+	q := &Queue{Redis: rdb, Key: key, DefaultRate: cfg.AdmitPerSecond, PassTTL: cfg.PassTTL, QueueTTL: cfg.QueueTTL}
+	background.Go(func() { q.Run(ctx, cfg.AdmitInterval, s.Log) })
+	waitroomv1.RegisterWaitroomServer(s.GRPC(), &grpcServer{queue: q})
+	return routes(s.Log, q), nil
+}
+
+// generateKey makes a signing key for a process started without WAITROOM_SIGNING_KEY and
+// logs its public half, so a developer can hand it to inventory (WAITROOM_PUBLIC_KEY).
+//
+// Fine for one process on a laptop, wrong anywhere else: inventory verifies passes with ONE
+// public key, so every waitroom replica must sign with the same private key, and the key
+// must survive restarts, or the passes of fans admitted before a restart (or by another
+// replica) are refused at the very moment they try to buy.
+func generateKey(log *slog.Logger) (ed25519.PrivateKey, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate signing key: %w", err)
+	}
+	log.Warn("WAITROOM_SIGNING_KEY is not set: signing passes with a key generated for this process only; give inventory its public key",
+		"WAITROOM_PUBLIC_KEY", pass.EncodePublicKey(pub))
+	return priv, nil
+}
