@@ -86,13 +86,16 @@ func BenchmarkDecision(b *testing.B) {
 		{"redis_rate/1-limit", peerCalls(peerLimits[:1])},
 		{"redis_rate/3-limits", peerCalls(peerLimits)},
 	} {
-		b.Run(bc.name, func(b *testing.B) { measure(b, bc.decide) })
+		// serial: one decision in flight, so latency is the round trips'; parallel: many, as
+		// in a busy gateway, so throughput is bound by the CPU of client and server.
+		b.Run("serial/"+bc.name, func(b *testing.B) { measure(b, 0, bc.decide) })
+		b.Run("parallel/"+bc.name, func(b *testing.B) { measure(b, 4, bc.decide) })
 	}
 }
 
-// measure runs b.N decisions from 4×GOMAXPROCS goroutines over 1,000 client keys and
-// reports throughput and latency percentiles.
-func measure(b *testing.B, decide func(key string) error) {
+// measure runs b.N decisions over 1,000 client keys, from one goroutine, or from
+// parallelism×GOMAXPROCS goroutines, and reports throughput and latency percentiles.
+func measure(b *testing.B, parallelism int, decide func(key string) error) {
 	b.Helper()
 	var (
 		mu        sync.Mutex
@@ -100,23 +103,34 @@ func measure(b *testing.B, decide func(key string) error) {
 		next      atomic.Int64
 		failures  atomic.Int64
 	)
-	b.SetParallelism(4)
 	b.ResetTimer()
 	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		var mine []time.Duration
-		for pb.Next() {
-			key := "user:" + strconv.FormatInt(next.Add(1)%1000, 10)
+	if parallelism == 0 {
+		for i := range b.N {
 			t0 := time.Now()
-			if err := decide(key); err != nil {
+			if err := decide("user:" + strconv.Itoa(i%1000)); err != nil {
 				failures.Add(1)
 			}
-			mine = append(mine, time.Since(t0))
+			latencies = append(latencies, time.Since(t0))
 		}
-		mu.Lock()
-		latencies = append(latencies, mine...)
-		mu.Unlock()
-	})
+	}
+	if parallelism > 0 {
+		b.SetParallelism(parallelism)
+		b.RunParallel(func(pb *testing.PB) {
+			var mine []time.Duration
+			for pb.Next() {
+				key := "user:" + strconv.FormatInt(next.Add(1)%1000, 10)
+				t0 := time.Now()
+				if err := decide(key); err != nil {
+					failures.Add(1)
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			latencies = append(latencies, mine...)
+			mu.Unlock()
+		})
+	}
 	elapsed := time.Since(start)
 	b.StopTimer()
 	if f := failures.Load(); f > 0 {
@@ -124,7 +138,7 @@ func measure(b *testing.B, decide func(key string) error) {
 	}
 	slices.Sort(latencies)
 	pct := func(p float64) float64 {
-		return float64(latencies[int(p*float64(len(latencies)-1))].Microseconds())
+		return float64(latencies[int(p*float64(len(latencies)-1))]) / float64(time.Microsecond)
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "decisions/s")
 	b.ReportMetric(pct(0.50), "p50-µs")
