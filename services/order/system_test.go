@@ -46,7 +46,9 @@ func (p *process) start(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- p.run(ctx, []string{p.name}, func(k string) string { return p.env[k] }, io.Discard, io.Discard) }()
+	go func() {
+		done <- p.run(ctx, []string{p.name}, func(k string) string { return p.env[k] }, io.Discard, io.Discard)
+	}()
 	stopped := false
 	p.stop = func() {
 		if stopped {
