@@ -1,3 +1,5 @@
 module boxoffice.dev/services/order
 
 go 1.26.0
+
+require go.yaml.in/yaml/v3 v3.0.6 // indirect
