@@ -2,8 +2,8 @@
 package main
 
 import (
-	"boxoffice.dev/services/assistant"
 	"boxoffice.dev/platform/server"
+	"boxoffice.dev/services/assistant"
 )
 
 func main() { server.Exec(assistant.Run) }
