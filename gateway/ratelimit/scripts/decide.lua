@@ -55,8 +55,13 @@ end
 
 -- Every key gets a TTL: once it passes, the state would decide like an absent key anyway, so
 -- an idle client costs no memory. ttl_ms turns microseconds into a TTL for PEXPIRE or PX.
+-- A second at least: a fast bucket's state matters for a millisecond, and keys expiring by
+-- the thousand every second keep Redis's expiry cycle busy and stall other commands; a
+-- second of memory per idle client is the cheaper price.
+local min_ttl_ms = 1000
+
 local function ttl_ms(ttl)
-  return math.max(1, ceildiv(ttl, 1000)) + slack
+  return math.max(min_ttl_ms, ceildiv(ttl, 1000)) + slack
 end
 
 -- The counters' state is a string of two or three numbers, "start count", rather than a
