@@ -1,0 +1,148 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/platform/testkit"
+)
+
+func newLive(t *testing.T, doc string) *Live {
+	t.Helper()
+	p, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLive(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestLiveAdminEditsSurviveFileReload(t *testing.T) {
+	l := newLive(t, base)
+	var swaps int
+	l.OnChange(func(*Snapshot) { swaps++ })
+
+	if err := l.PutLimit(Limit{ID: "holds-per-account", Key: "user", Rate: "2/1m", Mode: "shadow"}); err != nil {
+		t.Fatalf("PutLimit: %v", err)
+	}
+	if got := l.Current().Limit("holds-per-account").Rule; got.Limit != 2 || got.Mode != ratelimit.Shadow {
+		t.Errorf("after PutLimit, rule = %+v, want 2/1m in shadow", got)
+	}
+	// The file changes something else; the admin edit stays on top.
+	if err := l.ReplaceFileData([]byte(strings.Replace(base, "rate: 10/1m", "rate: 20/1m", 1))); err != nil {
+		t.Fatalf("ReplaceFileData: %v", err)
+	}
+	s := l.Current()
+	if s.Limit("holds-per-account").Rule.Limit != 2 || s.Limit("login-per-ip").Rule.Limit != 20 {
+		t.Errorf("after file reload, holds %d login %d, want 2 (admin) and 20 (file)", s.Limit("holds-per-account").Rule.Limit, s.Limit("login-per-ip").Rule.Limit)
+	}
+	// Deleting a limit takes it off the routes that listed it.
+	if ok, err := l.DeleteLimit("login-per-ip"); !ok || err != nil {
+		t.Fatalf("DeleteLimit = %v, %v; want true, nil", ok, err)
+	}
+	if s := l.Current(); s.Limit("login-per-ip") != nil || len(s.Route("login").Limits) != 0 {
+		t.Errorf("after DeleteLimit, limit %v, route limits %v; want both gone", s.Limit("login-per-ip"), s.Route("login").Limits)
+	}
+	if ok, _ := l.DeleteLimit("login-per-ip"); ok {
+		t.Errorf("DeleteLimit(deleted) = true, want false")
+	}
+	if swaps != 3 {
+		t.Errorf("OnChange ran %d times, want 3", swaps)
+	}
+}
+
+func TestLiveRejectsBadChanges(t *testing.T) {
+	l := newLive(t, base)
+	before := l.Current()
+	tests := []struct {
+		name   string
+		change func() error
+		field  string
+	}{
+		{"limit with a bad rate", func() error { return l.PutLimit(Limit{ID: "x", Key: "ip", Rate: "lots"}) }, "rate"},
+		{"route to no service", func() error {
+			return l.PutRoute(Route{ID: "r", Match: Match{Path: "/r"}, Service: "nope", Auth: AuthNone})
+		}, "routes[r].service"},
+		{"file that does not validate", func() error { return l.ReplaceFileData([]byte(strings.Replace(base, "auth: user", "auth: maybe", 1))) }, "routes[holds].auth"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.change()
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.field {
+				t.Errorf("change = %v, want an error naming %s", err, tt.field)
+			}
+			if l.Current() != before {
+				t.Errorf("the running snapshot changed after a rejected change")
+			}
+			if l.Rejected() == nil {
+				t.Errorf("Rejected() = nil, want the error")
+			}
+		})
+	}
+	// A rejected admin edit leaves nothing behind: a later good change does not bring it in.
+	if err := l.PutService(Service{Name: "extra", Instances: []string{"http://127.0.0.1:9"}}); err != nil {
+		t.Fatalf("PutService: %v", err)
+	}
+	if l.Current().Route("r") != nil || l.Current().Limit("x") != nil {
+		t.Errorf("a rejected edit came back with a later change")
+	}
+}
+
+func TestWatchFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(path, []byte(base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLive(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- WatchFile(ctx, path, l, l.log) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	// The watch is set up asynchronously: rewrite until the change is seen.
+	changed := strings.Replace(base, "rate: 5/1m", "rate: 7/1m", 1)
+	polls := 0
+	testkit.Eventually(t, 5*time.Second, "an edited policy file is applied", func() bool {
+		// Save as editors do: write a new file and rename it over the old one. Saving again
+		// every half second covers a watch not yet set up, without resetting its settle
+		// delay on every poll.
+		if polls%50 == 0 {
+			tmp := filepath.Join(dir, ".policy.yaml.tmp")
+			_ = os.WriteFile(tmp, []byte(changed+fmt.Sprintf("# save %d\n", polls)), 0o644)
+			_ = os.Rename(tmp, path)
+		}
+		polls++
+		return l.Current().Limit("holds-per-account").Rule.Limit == 7
+	})
+
+	good := l.Current()
+	if err := os.WriteFile(path, []byte(strings.Replace(changed, "service: inventory", "service: nowhere", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 5*time.Second, "a bad policy file is rejected", func() bool { return l.Rejected() != nil })
+	if l.Current() != good {
+		t.Errorf("a bad policy file replaced the running policy")
+	}
+	if err := l.Rejected(); !strings.Contains(err.Error(), "routes[holds].service") {
+		t.Errorf("Rejected() = %v, want it to name routes[holds].service", err)
+	}
+}

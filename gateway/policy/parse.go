@@ -1,0 +1,377 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"boxoffice.dev/gateway/ratelimit"
+)
+
+// Parse decodes a policy file. Unknown fields are errors, so a misspelt knob is reported
+// instead of silently ignored. Parse does not validate: Compile does.
+func Parse(data []byte) (*Policy, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var p Policy
+	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("parse policy: %w", err)
+	}
+	return &p, nil
+}
+
+// FieldError is a policy that does not validate, naming the field at fault the way the file
+// spells it: routes[holds].match.path, limits[login-per-ip].rate.
+type FieldError struct {
+	Field   string
+	Problem string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
+// Defaults of the settings.
+const (
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultConnectTimeout  = time.Second
+	DefaultResponseTimeout = 30 * time.Second
+	DefaultPlan            = "free"
+)
+
+// withDefaults returns a copy of p with every zero setting given its default.
+func (p *Policy) withDefaults() *Policy {
+	c := p.Clone()
+	s := &c.Settings
+	if s.MaxBodyBytes == 0 {
+		s.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if s.ConnectTimeout == 0 {
+		s.ConnectTimeout = Duration(DefaultConnectTimeout)
+	}
+	if s.ResponseTimeout == 0 {
+		s.ResponseTimeout = Duration(DefaultResponseTimeout)
+	}
+	if s.DefaultPlan == "" {
+		s.DefaultPlan = DefaultPlan
+	}
+	for i := range c.Services {
+		sv := &c.Services[i]
+		if sv.DNS != "" && sv.DNSInterval == 0 {
+			sv.DNSInterval = Duration(5 * time.Second)
+		}
+		if sv.EjectAfter == 0 {
+			sv.EjectAfter = 3
+		}
+		pr := &sv.Probe
+		if pr.Path == "" {
+			pr.Path = "/readyz"
+		}
+		if pr.Interval == 0 {
+			pr.Interval = Duration(2 * time.Second)
+		}
+		if pr.Timeout == 0 {
+			pr.Timeout = Duration(time.Second)
+		}
+		if pr.HealthyAfter == 0 {
+			pr.HealthyAfter = 1
+		}
+		if pr.UnhealthyAfter == 0 {
+			pr.UnhealthyAfter = 2
+		}
+	}
+	for i := range c.Limits {
+		l := &c.Limits[i]
+		if l.Algorithm == "" {
+			l.Algorithm = string(ratelimit.TokenBucket)
+		}
+		if l.Mode == "" {
+			l.Mode = string(ratelimit.Enforce)
+		}
+		if l.OnStoreFailure == "" {
+			l.OnStoreFailure = string(ratelimit.FailOpen)
+		}
+	}
+	return c
+}
+
+// name is what ids of routes, limits, services and plans may hold: they appear in header
+// values, metric labels and Redis keys.
+var name = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+func checkName(field, v string) error {
+	if !name.MatchString(v) {
+		return fieldErr(field, "%q: want lower-case letters, digits, '.', '_' or '-', at most 64", v)
+	}
+	return nil
+}
+
+// ref names an element of a list by its id, or by index when it has none.
+func ref(list string, i int, id string) string {
+	if name.MatchString(id) {
+		return list + "[" + id + "]"
+	}
+	return list + "[" + strconv.Itoa(i) + "]"
+}
+
+// validate checks a policy with its defaults applied and returns the first problem.
+func (p *Policy) validate() error {
+	s := p.Settings
+	switch {
+	case s.MaxBodyBytes < 0:
+		return fieldErr("settings.max_body_bytes", "%d: want 0 or more", s.MaxBodyBytes)
+	case s.ConnectTimeout < 0:
+		return fieldErr("settings.connect_timeout", "want a positive duration")
+	case s.ResponseTimeout < 0:
+		return fieldErr("settings.response_timeout", "want a positive duration")
+	}
+	if _, ok := p.Plans[s.DefaultPlan]; len(p.Plans) > 0 && !ok {
+		return fieldErr("settings.default_plan", "plan %q is not defined under plans", s.DefaultPlan)
+	}
+	services := map[string]bool{}
+	for i, sv := range p.Services {
+		at := ref("services", i, sv.Name)
+		if err := validateService(at, sv); err != nil {
+			return err
+		}
+		if services[sv.Name] {
+			return fieldErr(at+".name", "%q appears twice", sv.Name)
+		}
+		services[sv.Name] = true
+	}
+	for name, pl := range p.Plans {
+		if err := validatePlan("plans."+name, name, pl); err != nil {
+			return err
+		}
+	}
+	limits := map[string]bool{}
+	for i, l := range p.Limits {
+		at := ref("limits", i, l.ID)
+		if err := ValidateLimit(at, l); err != nil {
+			return err
+		}
+		if limits[l.ID] {
+			return fieldErr(at+".id", "%q appears twice", l.ID)
+		}
+		limits[l.ID] = true
+	}
+	routes := map[string]bool{}
+	for i, r := range p.Routes {
+		at := ref("routes", i, r.ID)
+		if err := p.validateRoute(at, r, services, limits); err != nil {
+			return err
+		}
+		if routes[r.ID] {
+			return fieldErr(at+".id", "%q appears twice", r.ID)
+		}
+		routes[r.ID] = true
+	}
+	return nil
+}
+
+func validateService(at string, sv Service) error {
+	if err := checkName(at+".name", sv.Name); err != nil {
+		return err
+	}
+	for j, inst := range sv.Instances {
+		u, err := url.Parse(inst)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fieldErr(fmt.Sprintf("%s.instances[%d]", at, j), "%q: want a base URL such as http://127.0.0.1:8102", inst)
+		}
+	}
+	if sv.DNS != "" {
+		if host, port, err := net.SplitHostPort(sv.DNS); err != nil || host == "" || port == "" {
+			return fieldErr(at+".dns", "%q: want host:port", sv.DNS)
+		}
+	}
+	switch {
+	case sv.DNSInterval < 0:
+		return fieldErr(at+".dns_interval", "want a positive duration")
+	case sv.MaxInFlight < 0:
+		return fieldErr(at+".max_in_flight", "%d: want 0 (unlimited) or more", sv.MaxInFlight)
+	case sv.EjectAfter < 0:
+		return fieldErr(at+".eject_after", "%d: want 1 or more", sv.EjectAfter)
+	case !strings.HasPrefix(sv.Probe.Path, "/"):
+		return fieldErr(at+".probe.path", "%q: want a path starting with /", sv.Probe.Path)
+	case sv.Probe.Interval <= 0:
+		return fieldErr(at+".probe.interval", "want a positive duration")
+	case sv.Probe.Timeout <= 0:
+		return fieldErr(at+".probe.timeout", "want a positive duration")
+	case sv.Probe.HealthyAfter < 1:
+		return fieldErr(at+".probe.healthy_after", "%d: want 1 or more", sv.Probe.HealthyAfter)
+	case sv.Probe.UnhealthyAfter < 1:
+		return fieldErr(at+".probe.unhealthy_after", "%d: want 1 or more", sv.Probe.UnhealthyAfter)
+	}
+	return nil
+}
+
+func validatePlan(at, plan string, pl Plan) error {
+	if err := checkName(at, plan); err != nil {
+		return err
+	}
+	if pl.Unlimited {
+		return nil
+	}
+	if pl.API == "" && pl.Quota == "" {
+		return fieldErr(at, "want api, quota or both, or \"unlimited\"")
+	}
+	for _, f := range []struct{ field, rate string }{{"api", pl.API}, {"quota", pl.Quota}} {
+		if f.rate == "" {
+			continue
+		}
+		if _, _, err := ParseRate(f.rate); err != nil {
+			return fieldErr(at+"."+f.field, "%v", err)
+		}
+	}
+	return nil
+}
+
+// ValidateLimit checks one limit on its own; at prefixes the field names of its errors
+// (at "" names the bare fields, as the admin API's PUT /admin/limits/{id} does).
+func ValidateLimit(at string, l Limit) error {
+	field := func(f string) string {
+		if at == "" {
+			return f
+		}
+		return at + "." + f
+	}
+	if err := checkName(field("id"), l.ID); err != nil {
+		return err
+	}
+	if _, err := ParseKey(l.Key); err != nil {
+		return fieldErr(field("key"), "%v", err)
+	}
+	alg, err := ratelimit.ParseAlgorithm(l.Algorithm)
+	if err != nil {
+		return fieldErr(field("algorithm"), "%q: want one of %v", l.Algorithm, ratelimit.Algorithms)
+	}
+	limit, window, err := ParseRate(l.Rate)
+	if err != nil {
+		return fieldErr(field("rate"), "%v", err)
+	}
+	switch {
+	case l.Burst < 0:
+		return fieldErr(field("burst"), "%d: want 0 (the limit) or more", l.Burst)
+	case l.Cost < 0:
+		return fieldErr(field("cost"), "%d: want 0 (one) or more", l.Cost)
+	case l.CostHeader != "" && !validHeaderName(l.CostHeader):
+		return fieldErr(field("cost_header"), "%q is not a header name", l.CostHeader)
+	case l.CostHeader != "" && alg == ratelimit.Concurrency:
+		return fieldErr(field("cost_header"), "a concurrency limit counts requests in flight, not a cost")
+	}
+	switch ratelimit.FailureMode(l.OnStoreFailure) {
+	case ratelimit.FailOpen, ratelimit.FailClosed:
+	default:
+		return fieldErr(field("on_store_failure"), "%q: want open or closed", l.OnStoreFailure)
+	}
+	switch ratelimit.Mode(l.Mode) {
+	case ratelimit.Enforce, ratelimit.Shadow:
+	default:
+		return fieldErr(field("mode"), "%q: want enforce or shadow", l.Mode)
+	}
+	rule := ratelimit.Rule{ID: l.ID, Algorithm: alg, Limit: limit, Window: window, Burst: l.Burst, Cost: l.Cost}
+	if err := rule.Validate(); err != nil {
+		return fieldErr(field("rate"), "%v", err)
+	}
+	return nil
+}
+
+func (p *Policy) validateRoute(at string, r Route, services, limits map[string]bool) error {
+	if err := checkName(at+".id", r.ID); err != nil {
+		return err
+	}
+	if r.Match.Method != "" && r.Match.Method != "*" && !validMethod(r.Match.Method) {
+		return fieldErr(at+".match.method", "%q: want an upper-case method such as GET, or * for any", r.Match.Method)
+	}
+	pat, err := parsePattern(r.Match.Path)
+	if err != nil {
+		return fieldErr(at+".match.path", "%v", err)
+	}
+	if !services[r.Service] {
+		return fieldErr(at+".service", "%q is not one of the services", r.Service)
+	}
+	switch r.Auth {
+	case AuthUser, AuthAPIKey, AuthOptional, AuthNone:
+	default:
+		return fieldErr(at+".auth", "%q: want user, apikey, optional or none", r.Auth)
+	}
+	for j, plan := range r.Plans {
+		if _, ok := p.Plans[plan]; !ok {
+			return fieldErr(fmt.Sprintf("%s.plans[%d]", at, j), "plan %q is not defined under plans", plan)
+		}
+	}
+	if len(r.Plans) > 0 && (r.Auth == AuthUser || r.Auth == AuthNone) {
+		return fieldErr(at+".plans", "plans come from API keys: use auth apikey or optional")
+	}
+	if r.StripPrefix != "" && (!strings.HasPrefix(pat.literalPrefix(), r.StripPrefix) || !strings.HasPrefix(r.StripPrefix, "/") || strings.HasSuffix(r.StripPrefix, "/")) {
+		return fieldErr(at+".strip_prefix", "%q: want a leading part of the path without a trailing /", r.StripPrefix)
+	}
+	for j, id := range r.Limits {
+		if !limits[id] {
+			return fieldErr(fmt.Sprintf("%s.limits[%d]", at, j), "limit %q is not defined under limits", id)
+		}
+		if slices.Index(r.Limits, id) != j {
+			return fieldErr(fmt.Sprintf("%s.limits[%d]", at, j), "limit %q is listed twice", id)
+		}
+	}
+	switch {
+	case r.ConnectTimeout < 0:
+		return fieldErr(at+".connect_timeout", "want a positive duration")
+	case r.ResponseTimeout < 0:
+		return fieldErr(at+".response_timeout", "want a positive duration")
+	}
+	return nil
+}
+
+var methodToken = regexp.MustCompile(`^[A-Z]+$`)
+
+func validMethod(m string) bool { return methodToken.MatchString(m) }
+
+func validHeaderName(h string) bool {
+	return h != "" && !strings.ContainsAny(h, " \t\r\n:") && http.CanonicalHeaderKey(h) != ""
+}
+
+// ParseRate reads "<limit>/<window>": "5/1m", "100/s", "1000000/30d". The window is a Go
+// duration, with "d" for days allowed, and a bare unit means one of it.
+func ParseRate(s string) (limit int, window time.Duration, err error) {
+	n, w, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok {
+		return 0, 0, fmt.Errorf("%q: want <limit>/<window> such as 5/1m", s)
+	}
+	limit, err = strconv.Atoi(n)
+	if err != nil || limit < 1 {
+		return 0, 0, fmt.Errorf("%q: the limit must be a whole number of at least 1", s)
+	}
+	window, err = parseWindow(w)
+	if err != nil || window <= 0 {
+		return 0, 0, fmt.Errorf("%q: the window must be a positive duration such as 1s, 1m, 30d", s)
+	}
+	return limit, window, nil
+}
+
+func parseWindow(w string) (time.Duration, error) {
+	if w != "" && (w[0] < '0' || w[0] > '9') {
+		w = "1" + w
+	}
+	if days, ok := strings.CutSuffix(w, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil {
+			return 0, err
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	return time.ParseDuration(w)
+}

@@ -1,0 +1,213 @@
+package policy
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"boxoffice.dev/gateway/ratelimit"
+)
+
+// base is a small valid policy that the cases below break one field at a time.
+const base = `
+services:
+  - {name: inventory, instances: ["http://127.0.0.1:8104"]}
+  - {name: auth, dns: "auth:8101"}
+routes:
+  - id: holds
+    match: {method: POST, path: "/v1/events/{id}/holds"}
+    service: inventory
+    auth: user
+    limits: [holds-per-account]
+  - id: login
+    match: {method: POST, path: /v1/auth/login}
+    service: auth
+    auth: none
+    limits: [login-per-ip]
+limits:
+  - {id: holds-per-account, key: user, rate: 5/1m, burst: 5}
+  - {id: login-per-ip, key: ip, algorithm: gcra, rate: 10/1m, on_store_failure: closed}
+plans:
+  free: {api: 60/1m}
+  partner: {api: 10000/1m, quota: 1000000/30d}
+  internal: unlimited
+`
+
+func mustCompile(t *testing.T, doc string) *Snapshot {
+	t.Helper()
+	p, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	s, err := Compile(p, nil)
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	return s
+}
+
+func TestCompileDefaults(t *testing.T) {
+	s := mustCompile(t, base)
+	set := s.Policy.Settings
+	if set.MaxBodyBytes != DefaultMaxBodyBytes || set.ConnectTimeout.D() != time.Second || set.ResponseTimeout.D() != 30*time.Second || set.DefaultPlan != "free" {
+		t.Errorf("settings = %+v, want the defaults", set)
+	}
+	holds := s.Route("holds")
+	if holds.ConnectTimeout != time.Second || !holds.Retry || len(holds.Limits) != 1 {
+		t.Errorf("route holds = %+v, want default timeouts, retry on, one limit", holds)
+	}
+	want := ratelimit.Rule{ID: "holds-per-account", Algorithm: ratelimit.TokenBucket, Limit: 5, Window: time.Minute, Burst: 5, Mode: ratelimit.Enforce, OnStoreFailure: ratelimit.FailOpen}
+	if got := holds.Limits[0].Rule; got != want {
+		t.Errorf("holds-per-account rule = %+v, want %+v", got, want)
+	}
+	if got := s.Limit("login-per-ip").Rule.OnStoreFailure; got != ratelimit.FailClosed {
+		t.Errorf("login-per-ip on_store_failure = %q, want closed", got)
+	}
+	sv := s.Policy.Services[1]
+	if sv.DNSInterval.D() != 5*time.Second || sv.Probe.Path != "/readyz" || sv.EjectAfter != 3 || sv.Probe.UnhealthyAfter != 2 {
+		t.Errorf("service auth = %+v, want probe and DNS defaults", sv)
+	}
+	if p := s.Plan("internal"); p == nil || !p.Unlimited {
+		t.Errorf("Plan(internal) = %+v, want unlimited", p)
+	}
+	partner := s.Plan("partner")
+	if len(partner.Rules) != 2 || partner.Rules[1].Window != 30*24*time.Hour || partner.Rules[1].Algorithm != ratelimit.FixedWindow {
+		t.Errorf("Plan(partner) = %+v, want an api bucket and a 30d fixed-window quota", partner)
+	}
+	if p := s.Plan("enterprise"); p == nil || p.Name != "free" {
+		t.Errorf("Plan(enterprise) = %+v, want the default plan free", p)
+	}
+}
+
+func TestCompileNamesTheField(t *testing.T) {
+	tests := []struct {
+		name      string
+		old, new  string
+		wantField string
+	}{
+		{"unknown limit on a route", "limits: [holds-per-account]", "limits: [nope]", "routes[holds].limits[0]"},
+		{"unknown service", "service: inventory", "service: invntory", "routes[holds].service"},
+		{"bad auth mode", "auth: user", "auth: jwt", "routes[holds].auth"},
+		{"bad rate", "rate: 5/1m", "rate: five/1m", "limits[holds-per-account].rate"},
+		{"zero window", "rate: 5/1m", "rate: 5/0s", "limits[holds-per-account].rate"},
+		{"bad algorithm", "algorithm: gcra", "algorithm: leaky", "limits[login-per-ip].algorithm"},
+		{"bad failure mode", "on_store_failure: closed", "on_store_failure: maybe", "limits[login-per-ip].on_store_failure"},
+		{"bad key", "key: user,", "key: users,", "limits[holds-per-account].key"},
+		{"bad path", `path: "/v1/events/{id}/holds"`, `path: "v1/events"`, "routes[holds].match.path"},
+		{"dot segment", `path: "/v1/events/{id}/holds"`, `path: "/v1/../holds"`, "routes[holds].match.path"},
+		{"lower-case method", "method: POST, path: \"/v1", "method: post, path: \"/v1", "routes[holds].match.method"},
+		{"bad instance", `"http://127.0.0.1:8104"`, `"127.0.0.1:8104"`, "services[inventory].instances[0]"},
+		{"duplicate route", "id: login", "id: holds", "routes[holds].id"},
+		{"same pattern", "path: /v1/auth/login", `path: "/v1/events/{x}/holds"`, "routes[login].match"},
+		{"plan on a user route", "auth: user", "auth: user\n    plans: [internal]", "routes[holds].plans"},
+		{"bad plan rate", "api: 60/1m", "api: 60", "plans.free.api"},
+		{"bad strip prefix", "auth: none", "auth: none\n    strip_prefix: /partner", "routes[login].strip_prefix"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := strings.Replace(base, tt.old, tt.new, 1)
+			if doc == base {
+				t.Fatalf("case does not change the policy: %q not found", tt.old)
+			}
+			p, err := Parse([]byte(doc))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			_, err = Compile(p, nil)
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.wantField {
+				t.Errorf("Compile() = %v, want an error naming %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+func TestParseRejectsUnknownFields(t *testing.T) {
+	_, err := Parse([]byte(strings.Replace(base, "burst: 5", "brust: 5", 1)))
+	if err == nil || !strings.Contains(err.Error(), "brust") {
+		t.Errorf("Parse(misspelt field) = %v, want an error naming brust", err)
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	tests := []struct {
+		in     string
+		limit  int
+		window time.Duration
+		ok     bool
+	}{
+		{"5/1m", 5, time.Minute, true},
+		{"100/s", 100, time.Second, true},
+		{"1000000/30d", 1000000, 30 * 24 * time.Hour, true},
+		{"10/500ms", 10, 500 * time.Millisecond, true},
+		{"0/1m", 0, 0, false},
+		{"5", 0, 0, false},
+		{"5/-1s", 0, 0, false},
+	}
+	for _, tt := range tests {
+		limit, window, err := ParseRate(tt.in)
+		if (err == nil) != tt.ok || limit != tt.limit || window != tt.window {
+			t.Errorf("ParseRate(%q) = %d, %v, %v; want %d, %v, ok %v", tt.in, limit, window, err, tt.limit, tt.window, tt.ok)
+		}
+	}
+}
+
+func TestRefillRate(t *testing.T) {
+	tests := []struct {
+		perSecond float64
+		limit     int
+		window    time.Duration
+	}{
+		{10, 10, time.Second},
+		{0.5, 30, time.Minute},
+		{1.0 / 120, 30, time.Hour},
+		{0.0001, 1, time.Hour},
+	}
+	for _, tt := range tests {
+		if limit, window := refillRate(tt.perSecond); limit != tt.limit || window != tt.window {
+			t.Errorf("refillRate(%g) = %d/%v, want %d/%v", tt.perSecond, limit, window, tt.limit, tt.window)
+		}
+	}
+}
+
+func TestTenantOverrides(t *testing.T) {
+	p, _ := Parse([]byte(base))
+	s, err := Compile(p, []TenantRule{
+		{Tenant: "ten_a", Route: "*", Capacity: 100, RefillPerSecond: 10},
+		{Tenant: "ten_a", Route: "holds", Capacity: 3, RefillPerSecond: 0.5},
+		{Tenant: "ten_b", Route: "gone", Capacity: 3, RefillPerSecond: 1},
+		{Tenant: "ten_c", Route: "*", Capacity: 0, RefillPerSecond: 1},
+	})
+	if err != nil {
+		t.Fatalf("Compile: %v", err)
+	}
+	if len(s.Skipped) != 2 || len(s.Tenants) != 2 {
+		t.Errorf("Skipped = %q, Tenants = %v; want the unknown route and the zero capacity skipped", s.Skipped, s.Tenants)
+	}
+	tests := []struct {
+		tenant, route string
+		wantID        string
+		wantBurst     int
+	}{
+		{"ten_a", "holds", "tenant-api.holds", 3},
+		{"ten_a", "login", "tenant-api", 100},
+		{"ten_b", "holds", "", 0},
+	}
+	for _, tt := range tests {
+		r, _ := s.TenantOverride(tt.tenant, tt.route)
+		if r.ID != tt.wantID || r.Burst != tt.wantBurst {
+			t.Errorf("TenantOverride(%s, %s) = %s burst %d, want %q burst %d", tt.tenant, tt.route, r.ID, r.Burst, tt.wantID, tt.wantBurst)
+		}
+	}
+}
+
+// TestDefaultPolicyFile keeps the policy `boxoffice up` ships with valid.
+func TestDefaultPolicyFile(t *testing.T) {
+	data, err := os.ReadFile("../policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustCompile(t, string(data))
+}

@@ -1,0 +1,217 @@
+// Package policy is the gateway's policy as data: the routes it serves, the services behind
+// them, the limits and quotas it enforces and the plans partners are on.
+//
+// A policy is read from a YAML file (Parse), given its defaults and validated with errors that
+// name the field at fault ("routes[holds].match.path: …"), then compiled into a Snapshot, the
+// read-only form the request path uses. Live holds the current Snapshot behind an
+// atomic.Pointer: the file watcher, the rate_limit_rule table and the admin API each build a
+// new Snapshot and swap it in, and a request reads whichever one is current without a lock
+// and without touching the database. A change that does not validate is rejected and the
+// running policy stays.
+//
+// The file's shape:
+//
+//	settings: {max_body_bytes: 1048576, connect_timeout: 1s, response_timeout: 30s}
+//	services:
+//	  - {name: inventory, instances: [http://127.0.0.1:8104], max_in_flight: 200}
+//	routes:
+//	  - id: holds
+//	    match: {method: POST, path: /v1/events/{id}/holds}
+//	    service: inventory
+//	    auth: user
+//	    limits: [holds-per-account, api-per-ip]
+//	limits:
+//	  - {id: holds-per-account, key: user, algorithm: token_bucket, rate: 5/1m, burst: 5}
+//	plans:
+//	  free:     {api: 60/1m}
+//	  partner:  {api: 10000/1m, quota: 1000000/30d}
+//	  internal: unlimited
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Policy is a whole policy document. The zero value is an empty policy that routes nothing.
+type Policy struct {
+	Settings Settings        `yaml:"settings" json:"settings"`
+	Services []Service       `yaml:"services" json:"services"`
+	Routes   []Route         `yaml:"routes" json:"routes"`
+	Limits   []Limit         `yaml:"limits" json:"limits"`
+	Plans    map[string]Plan `yaml:"plans" json:"plans"`
+}
+
+// Settings apply to every route. Zero fields take the defaults listed.
+type Settings struct {
+	// MaxBodyBytes caps request bodies; 0 means 1 MiB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes" json:"max_body_bytes"`
+	// ConnectTimeout and ResponseTimeout are the routes' defaults; 0 means 1s and 30s.
+	ConnectTimeout  Duration `yaml:"connect_timeout" json:"connect_timeout"`
+	ResponseTimeout Duration `yaml:"response_timeout" json:"response_timeout"`
+	// DefaultPlan is the plan of an API key whose plan this policy does not list; "" means
+	// "free", so an unknown plan is limited rather than unlimited.
+	DefaultPlan string `yaml:"default_plan" json:"default_plan"`
+}
+
+// Service is a named upstream and how its instances are found, probed and protected.
+type Service struct {
+	Name string `yaml:"name" json:"name"`
+	// Instances are base URLs ("http://127.0.0.1:8102"). The gateway's UPSTREAM_<NAME>
+	// variable replaces them.
+	Instances []string `yaml:"instances" json:"instances,omitempty"`
+	// DNS is a host:port re-resolved every DNSInterval (0 means 5s); set it or Instances.
+	DNS         string   `yaml:"dns" json:"dns,omitempty"`
+	DNSInterval Duration `yaml:"dns_interval" json:"dns_interval,omitempty"`
+	// MaxInFlight sheds requests above this many in flight to the service; 0 = unlimited.
+	MaxInFlight int   `yaml:"max_in_flight" json:"max_in_flight"`
+	Probe       Probe `yaml:"probe" json:"probe"`
+	// EjectAfter consecutive failures take an instance out of rotation; 0 means 3.
+	EjectAfter int `yaml:"eject_after" json:"eject_after"`
+}
+
+// Probe is the active readiness probe of a service's instances. Zero fields take the
+// defaults: /readyz every 2s, 1s timeout, ready after 1 success, not ready after 2 failures.
+type Probe struct {
+	Path           string   `yaml:"path" json:"path"`
+	Interval       Duration `yaml:"interval" json:"interval"`
+	Timeout        Duration `yaml:"timeout" json:"timeout"`
+	HealthyAfter   int      `yaml:"healthy_after" json:"healthy_after"`
+	UnhealthyAfter int      `yaml:"unhealthy_after" json:"unhealthy_after"`
+}
+
+// AuthMode says how a route authenticates its caller.
+type AuthMode string
+
+// The authentication modes.
+const (
+	// AuthUser requires a JWT from the auth service (Authorization: Bearer).
+	AuthUser AuthMode = "user"
+	// AuthAPIKey requires an X-Api-Key, resolved to a tenant and its plan.
+	AuthAPIKey AuthMode = "apikey"
+	// AuthOptional verifies a JWT or API key when one is sent and lets anonymous callers in.
+	// A credential that is sent but invalid is refused: a client that believes it is logged
+	// in should learn that it is not.
+	AuthOptional AuthMode = "optional"
+	// AuthNone ignores credentials; identity headers are still stripped.
+	AuthNone AuthMode = "none"
+)
+
+// Route sends requests matching Match to Service after authenticating them by Auth and
+// checking Limits.
+type Route struct {
+	ID    string `yaml:"id" json:"id"`
+	Match Match  `yaml:"match" json:"match"`
+	// Service names the upstream, one of the policy's Services.
+	Service string   `yaml:"service" json:"service"`
+	Auth    AuthMode `yaml:"auth" json:"auth"`
+	// Plans, when set, are the only plans allowed on the route (e.g. [internal] for admin
+	// routes); callers on another plan, or without one, get 403.
+	Plans []string `yaml:"plans" json:"plans,omitempty"`
+	// StripPrefix is removed from the path before forwarding: /partner/v1/events reaches the
+	// service as /v1/events.
+	StripPrefix string `yaml:"strip_prefix" json:"strip_prefix,omitempty"`
+	// Limits are the ids of the limits checked, all in one round trip.
+	Limits []string `yaml:"limits" json:"limits"`
+	// ConnectTimeout and ResponseTimeout override Settings for this route.
+	ConnectTimeout  Duration `yaml:"connect_timeout" json:"connect_timeout,omitempty"`
+	ResponseTimeout Duration `yaml:"response_timeout" json:"response_timeout,omitempty"`
+	// Retry allows one retry on another instance after a connection failure or timeout, for
+	// idempotent methods and requests with an Idempotency-Key only. nil means true.
+	Retry *bool `yaml:"retry" json:"retry,omitempty"`
+}
+
+// Match selects requests by method and path. Path is a pattern in the style of Go 1.22's
+// ServeMux: literal segments, {name} for one segment, {name...} as the last segment for the
+// rest of the path. Method "" or "*" matches every method; GET also matches HEAD.
+type Match struct {
+	Method string `yaml:"method" json:"method"`
+	Path   string `yaml:"path" json:"path"`
+}
+
+// Limit is one rate limit or quota: who it counts (Key), how (Algorithm, Rate, Burst), what a
+// request costs, and what happens when it is exceeded or cannot be checked.
+type Limit struct {
+	ID string `yaml:"id" json:"id"`
+	// Key says whose budget a request spends: user, ip, apikey, tenant, route,
+	// header:<Name>, json:<field>, or several joined by "+" (user+route). A request that
+	// lacks a part (an anonymous caller on a per-user limit) is not counted by the limit.
+	Key string `yaml:"key" json:"key"`
+	// Algorithm is one of the rate limiter's; "" means token_bucket.
+	Algorithm string `yaml:"algorithm" json:"algorithm"`
+	// Rate is "<limit>/<window>": 5/1m, 100/s, 1000000/30d. For concurrency, "<n>/<lease
+	// lifetime>": 10/30s.
+	Rate string `yaml:"rate" json:"rate"`
+	// Burst is the bucket size of token_bucket and gcra; 0 means the limit.
+	Burst int `yaml:"burst" json:"burst,omitempty"`
+	// Cost is what one request spends; 0 means 1.
+	Cost int `yaml:"cost" json:"cost,omitempty"`
+	// CostHeader names a response header whose integer value is charged once the response
+	// is known (the assistant's X-Boxoffice-Tokens). The request itself then spends Cost,
+	// so it passes only while some budget is left.
+	CostHeader string `yaml:"cost_header" json:"cost_header,omitempty"`
+	// OnStoreFailure is open (the default: a local fallback at limit/N) or closed (deny
+	// while the store is unreachable: login, password reset).
+	OnStoreFailure string `yaml:"on_store_failure" json:"on_store_failure"`
+	// Mode is enforce (the default) or shadow (decide and report, never deny).
+	Mode string `yaml:"mode" json:"mode"`
+}
+
+// Plan is what a partner's API key is allowed. In YAML either a mapping {api, quota} or the
+// word "unlimited".
+type Plan struct {
+	// Unlimited plans skip every limit: they are BoxOffice's own components.
+	Unlimited bool `yaml:"-" json:"unlimited,omitempty"`
+	// API is a rate per tenant across all routes (token bucket, burst = limit).
+	API string `yaml:"api" json:"api,omitempty"`
+	// Quota is a long-window allowance per tenant (fixed window), e.g. 1000000/30d.
+	Quota string `yaml:"quota" json:"quota,omitempty"`
+}
+
+// UnmarshalYAML accepts "unlimited" or a mapping.
+func (p *Plan) UnmarshalYAML(unmarshal func(any) error) error {
+	var word string
+	if err := unmarshal(&word); err == nil {
+		if word != "unlimited" {
+			return fmt.Errorf("plan %q: want \"unlimited\" or a mapping with api and quota", word)
+		}
+		*p = Plan{Unlimited: true}
+		return nil
+	}
+	type plain Plan
+	return unmarshal((*plain)(p))
+}
+
+// Duration is a time.Duration written as "250ms" or "5s" in YAML and JSON.
+type Duration time.Duration
+
+// D is d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalText writes d as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("want a duration such as 250ms or 5s, got %q", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Clone returns a deep copy of p, for edits that must not touch a policy in use.
+func (p *Policy) Clone() *Policy {
+	b, _ := json.Marshal(p) // plain data: never fails
+	var c Policy
+	_ = json.Unmarshal(b, &c)
+	if c.Plans == nil && p.Plans != nil {
+		c.Plans = map[string]Plan{}
+	}
+	for name, pl := range p.Plans { // Unlimited has no yaml name, but json keeps it
+		c.Plans[name] = pl
+	}
+	return &c
+}

@@ -1,0 +1,135 @@
+package policy
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"boxoffice.dev/platform/sqldb"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Migrations is the gateway's schema: the rate_limit_rule table.
+func Migrations() fs.FS {
+	sub, _ := fs.Sub(migrations, "migrations") // a constant path: never fails
+	return sub
+}
+
+// RulesChangedSubject is the NATS subject that tells every gateway replica to reload the
+// rate_limit_rule table now rather than at its next periodic refresh. The payload is ignored.
+const RulesChangedSubject = "ratelimit.rules.changed"
+
+// DefaultTableRefresh is how often the table is reloaded without an event: the bound on how
+// stale a replica that missed an event can be.
+const DefaultTableRefresh = 30 * time.Second
+
+// Table reads and writes the rate_limit_rule table. Safe for concurrent use.
+type Table struct {
+	db  *sqldb.DB
+	now func() time.Time
+}
+
+// NewTable returns the table in db, migrated by Migrations; now (nil = time.Now) stamps
+// updated_at.
+func NewTable(db *sqldb.DB, now func() time.Time) *Table {
+	if now == nil {
+		now = time.Now
+	}
+	return &Table{db: db, now: now}
+}
+
+// Load returns every row, ordered by tenant and route.
+func (t *Table) Load(ctx context.Context) ([]TenantRule, error) {
+	rows, err := t.db.QueryContext(ctx, `SELECT tenant, route, capacity, refill_per_second, updated_at FROM rate_limit_rule ORDER BY tenant, route`)
+	if err != nil {
+		return nil, fmt.Errorf("load rate_limit_rule: %w", err)
+	}
+	defer rows.Close()
+	var out []TenantRule
+	for rows.Next() {
+		var r TenantRule
+		var ms int64
+		if err := rows.Scan(&r.Tenant, &r.Route, &r.Capacity, &r.RefillPerSecond, &ms); err != nil {
+			return nil, fmt.Errorf("load rate_limit_rule: %w", err)
+		}
+		r.UpdatedAt = time.UnixMilli(ms).UTC()
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load rate_limit_rule: %w", err)
+	}
+	return out, nil
+}
+
+// Put inserts the row or replaces the one with its tenant and route, stamping updated_at.
+// Replicas see it at their next reload; publish RulesChangedSubject to make that now.
+func (t *Table) Put(ctx context.Context, r TenantRule) error {
+	if r.Route == "" {
+		r.Route = AllRoutes
+	}
+	_, err := t.db.ExecContext(ctx, t.db.Rebind(`INSERT INTO rate_limit_rule (tenant, route, capacity, refill_per_second, updated_at)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, route) DO UPDATE SET capacity = excluded.capacity,
+			refill_per_second = excluded.refill_per_second, updated_at = excluded.updated_at`),
+		r.Tenant, r.Route, r.Capacity, r.RefillPerSecond, t.now().UnixMilli())
+	if err != nil {
+		return fmt.Errorf("put rate_limit_rule: %w", err)
+	}
+	return nil
+}
+
+// Delete removes the row of tenant and route, if any.
+func (t *Table) Delete(ctx context.Context, tenant, route string) error {
+	if _, err := t.db.ExecContext(ctx, t.db.Rebind(`DELETE FROM rate_limit_rule WHERE tenant = ? AND route = ?`), tenant, route); err != nil {
+		return fmt.Errorf("delete rate_limit_rule: %w", err)
+	}
+	return nil
+}
+
+// FollowTable loads the table into live now, then every refresh (0 = DefaultTableRefresh)
+// and whenever RulesChangedSubject arrives on nc (nil = no events), until ctx is done. A
+// load that fails keeps the overrides in force and is retried at the next tick: a database
+// outage must not drop every tenant back to its plan.
+func FollowTable(ctx context.Context, t *Table, live *Live, nc *nats.Conn, refresh time.Duration, log *slog.Logger) error {
+	if refresh <= 0 {
+		refresh = DefaultTableRefresh
+	}
+	changed := make(chan struct{}, 1)
+	if nc != nil {
+		sub, err := nc.Subscribe(RulesChangedSubject, func(*nats.Msg) {
+			select {
+			case changed <- struct{}{}:
+			default: // a reload is already pending; it will read this change too
+			}
+		})
+		if err != nil {
+			return fmt.Errorf("subscribe %s: %w", RulesChangedSubject, err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+	}
+	tick := time.NewTicker(refresh)
+	defer tick.Stop()
+	for {
+		loadCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		rules, err := t.Load(loadCtx)
+		cancel()
+		if err != nil {
+			log.Warn("rate_limit_rule reload failed; keeping the overrides in force", "error", err)
+		} else {
+			_ = live.ReplaceTenants(rules) // logs its outcome
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-changed:
+		}
+	}
+}
