@@ -214,6 +214,26 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("after expiry: %+v, want 12 available, 2 sold", m.Counts)
 	}
 
+	// The counters the dashboards read.
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{
+		"boxoffice_inventory_holds_placed_total 3\n",
+		`boxoffice_inventory_holds_refused_total{reason="conflict"} 2` + "\n",
+		`boxoffice_inventory_holds_refused_total{reason="invalid"} 3` + "\n",
+		`boxoffice_inventory_holds_refused_total{reason="unauthorized"} 1` + "\n",
+		`boxoffice_inventory_holds_ended_total{status="expired"} 1` + "\n",
+		"boxoffice_inventory_tickets_sold_total 2\n",
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+
 	// Every change was announced on the INVENTORY stream, once.
 	want := []string{
 		"placed " + h.ID, "released " + h.ID,

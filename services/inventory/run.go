@@ -68,7 +68,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 	if err != nil {
 		return nil, err
 	}
-	store := &Store{DB: db, HoldTTL: cfg.HoldTTL, PassKey: cfg.PassKey}
+	store := &Store{DB: db, HoldTTL: cfg.HoldTTL, PassKey: cfg.PassKey, MeterProvider: s.Telemetry.MeterProvider}
 	if err := store.Init(ctx); err != nil {
 		return nil, err
 	}

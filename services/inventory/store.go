@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
@@ -50,10 +52,15 @@ type Store struct {
 	// Committed, when set, is called after a transaction that added events commits, so a
 	// relay publishes them at once (outbox.Relay.Notify).
 	Committed func()
+	// MeterProvider receives the hold metrics (metrics.go); nil means none.
+	MeterProvider metric.MeterProvider
+
+	metrics *metrics
 }
 
-// Init prepares the database beside the migrations: the outbox table.
+// Init prepares the database beside the migrations (the outbox table) and the metrics.
 func (s *Store) Init(ctx context.Context) error {
+	s.metrics = newMetrics(s.MeterProvider)
 	if err := outbox.EnsureTable(ctx, s.DB); err != nil {
 		return fmt.Errorf("inventory store: %w", err)
 	}

@@ -37,6 +37,17 @@ import (
 // The schema's CHECKs (ga_classes.held + sold <= capacity; a seat's hold_id set exactly when
 // it is not available) are a last line the engine enforces whatever the code does.
 func (s *Store) PlaceHold(ctx context.Context, req HoldRequest) (Hold, error) {
+	h, err := s.placeHold(ctx, req)
+	if err != nil {
+		s.metrics.holdRefused(ctx, err)
+		return Hold{}, err
+	}
+	s.committed()
+	s.metrics.holdPlaced(ctx)
+	return h, nil
+}
+
+func (s *Store) placeHold(ctx context.Context, req HoldRequest) (Hold, error) {
 	if err := req.Validate(); err != nil {
 		return Hold{}, err
 	}
@@ -93,11 +104,7 @@ func (s *Store) PlaceHold(ctx context.Context, req HoldRequest) (Hold, error) {
 		}
 		return s.record(ctx, tx, verbPlaced, h, now)
 	})
-	if err != nil {
-		return Hold{}, err
-	}
-	s.committed()
-	return h, nil
+	return h, err
 }
 
 // claimSeats marks h's seats held by h, or fails without changing any.
@@ -188,8 +195,9 @@ func (s *Store) claimGA(ctx context.Context, tx *sql.Tx, h Hold) error {
 func (s *Store) ConfirmHold(ctx context.Context, id, account string) (Hold, error) {
 	var h Hold
 	var answer error // an answer that must not roll back what the transaction did
+	var changed bool // the hold ended here, not before
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		answer = nil
+		answer, changed = nil, false
 		var err error
 		if h, err = s.lockHold(ctx, tx, id); err != nil {
 			return err
@@ -199,12 +207,13 @@ func (s *Store) ConfirmHold(ctx context.Context, id, account string) (Hold, erro
 		}
 		now := s.now()
 		if h.Due(now) {
-			answer = h.CanConfirm(now)
+			answer, changed = h.CanConfirm(now), true
 			return s.endHold(ctx, tx, &h, HoldExpired, now)
 		}
 		if err := h.CanConfirm(now); err != nil || h.Status == HoldConfirmed {
 			return err
 		}
+		changed = true
 		if err := s.setStatus(ctx, tx, &h, HoldConfirmed, now); err != nil {
 			return err
 		}
@@ -223,7 +232,10 @@ func (s *Store) ConfirmHold(ctx context.Context, id, account string) (Hold, erro
 	if err != nil {
 		return Hold{}, err
 	}
-	s.committed()
+	if changed {
+		s.committed()
+		s.metrics.holdEnded(ctx, h)
+	}
 	if answer != nil {
 		return Hold{}, answer
 	}
@@ -235,7 +247,9 @@ func (s *Store) ConfirmHold(ctx context.Context, id, account string) (Hold, erro
 // expired hold returns it unchanged; a confirmed hold is a Conflict.
 func (s *Store) ReleaseHold(ctx context.Context, id, account string) (Hold, error) {
 	var h Hold
+	var changed bool
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		changed = false
 		var err error
 		if h, err = s.lockHold(ctx, tx, id); err != nil {
 			return err
@@ -246,12 +260,16 @@ func (s *Store) ReleaseHold(ctx context.Context, id, account string) (Hold, erro
 		if err := h.CanRelease(); err != nil || h.Status != HoldActive {
 			return err
 		}
+		changed = true
 		return s.endHold(ctx, tx, &h, HoldReleased, s.now())
 	})
 	if err != nil {
 		return Hold{}, err
 	}
-	s.committed()
+	if changed {
+		s.committed()
+		s.metrics.holdEnded(ctx, h)
+	}
 	return h, nil
 }
 
@@ -296,6 +314,7 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) (int, error) {
 		}
 		if did {
 			expired++
+			s.metrics.holdEnded(ctx, Hold{Status: HoldExpired})
 		}
 	}
 	if expired > 0 {

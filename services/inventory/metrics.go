@@ -1,0 +1,63 @@
+package inventory
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"boxoffice.dev/platform/problem"
+)
+
+// metrics are the Store's instruments: what the flash-sale scenario and the dashboards count
+// (holds granted and refused, and why; holds ended, and how; tickets sold).
+type metrics struct {
+	placed  metric.Int64Counter
+	refused metric.Int64Counter
+	ended   metric.Int64Counter
+	sold    metric.Int64Counter
+}
+
+func newMetrics(mp metric.MeterProvider) *metrics {
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	m := mp.Meter("boxoffice.dev/services/inventory")
+	// Instrument errors only come from invalid names or units, fixed here: the SDK then
+	// returns a working no-op instrument, so they are safe to ignore.
+	placed, _ := m.Int64Counter("boxoffice.inventory.holds_placed",
+		metric.WithDescription("Holds granted."), metric.WithUnit("{hold}"))
+	refused, _ := m.Int64Counter("boxoffice.inventory.holds_refused",
+		metric.WithDescription("Hold requests refused, by reason: conflict (taken), forbidden (no valid pass), invalid, not_found, …"),
+		metric.WithUnit("{request}"))
+	ended, _ := m.Int64Counter("boxoffice.inventory.holds_ended",
+		metric.WithDescription("Holds that ended, by how: confirmed, released or expired."), metric.WithUnit("{hold}"))
+	sold, _ := m.Int64Counter("boxoffice.inventory.tickets_sold",
+		metric.WithDescription("Tickets sold (holds confirmed)."), metric.WithUnit("{ticket}"))
+	return &metrics{placed: placed, refused: refused, ended: ended, sold: sold}
+}
+
+// The recorders are safe on a nil *metrics: a Store used without Init counts nothing.
+
+func (m *metrics) holdPlaced(ctx context.Context) {
+	if m != nil {
+		m.placed.Add(ctx, 1)
+	}
+}
+
+func (m *metrics) holdRefused(ctx context.Context, err error) {
+	if m != nil {
+		m.refused.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", string(problem.CodeOf(err)))))
+	}
+}
+
+func (m *metrics) holdEnded(ctx context.Context, h Hold) {
+	if m == nil {
+		return
+	}
+	m.ended.Add(ctx, 1, metric.WithAttributes(attribute.String("status", string(h.Status))))
+	if h.Status == HoldConfirmed {
+		m.sold.Add(ctx, int64(h.Quantity))
+	}
+}
