@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,5 +202,14 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if call(t, http.MethodGet, admin, "", nil, &settings); settings.Admitted != 6 || settings.Waiting != 0 {
 		t.Errorf("queue settings = %+v, want 6 admitted, 0 waiting", settings)
+	}
+	res, err := http.Get(wr.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if want := `boxoffice_waitroom_admissions_total{event="evt-flash"} 6`; !strings.Contains(string(metrics), want) {
+		t.Errorf("/metrics has no %s", want)
 	}
 }

@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/services/waitroom/pass"
@@ -45,6 +49,12 @@ type Queue struct {
 	PassTTL time.Duration
 	// QueueTTL is how long an idle event's keys live; 0 means DefaultQueueTTL.
 	QueueTTL time.Duration
+	// MeterProvider receives boxoffice.waitroom.admissions, fans admitted by this replica per
+	// event (sum over replicas for the total); nil means none.
+	MeterProvider metric.MeterProvider
+
+	once       sync.Once
+	admissions metric.Int64Counter
 }
 
 // eventsKey lists the events with a queue, for the admitter; see AdmitAll.
@@ -232,6 +242,9 @@ func (q *Queue) AdmitAll(ctx context.Context) (int, error) {
 			}
 			continue
 		}
+		if n > 0 {
+			q.counter().Add(ctx, int64(n), metric.WithAttributes(attribute.String("event", event)))
+		}
 		total += n
 	}
 	return total, nil
@@ -298,6 +311,21 @@ func (q *Queue) Settings(ctx context.Context, event string) (Settings, error) {
 		s.AdmitPerSecond = v
 	}
 	return s, nil
+}
+
+// counter is the admissions counter, made on first use so a Queue needs no constructor.
+func (q *Queue) counter() metric.Int64Counter {
+	q.once.Do(func() {
+		mp := q.MeterProvider
+		if mp == nil {
+			mp = noop.NewMeterProvider()
+		}
+		// Instrument errors only come from an invalid name or unit, fixed here: the SDK then
+		// returns a working no-op instrument, so it is safe to ignore.
+		q.admissions, _ = mp.Meter("boxoffice.dev/services/waitroom").Int64Counter("boxoffice.waitroom.admissions",
+			metric.WithDescription("Fans admitted from an event's queue."), metric.WithUnit("{fan}"))
+	})
+	return q.admissions
 }
 
 func (q *Queue) check(event, user string) error {

@@ -77,7 +77,8 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 			return nil, err
 		}
 	}
-	q := &Queue{Redis: rdb, Key: key, DefaultRate: cfg.AdmitPerSecond, PassTTL: cfg.PassTTL, QueueTTL: cfg.QueueTTL}
+	q := &Queue{Redis: rdb, Key: key, DefaultRate: cfg.AdmitPerSecond, PassTTL: cfg.PassTTL, QueueTTL: cfg.QueueTTL,
+		MeterProvider: s.Telemetry.MeterProvider}
 	background.Go(func() { q.Run(ctx, cfg.AdmitInterval, s.Log) })
 	waitroomv1.RegisterWaitroomServer(s.GRPC(), &grpcServer{queue: q})
 	return routes(s.Log, q), nil
