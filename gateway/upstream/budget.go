@@ -1,0 +1,78 @@
+package upstream
+
+import (
+	"sync"
+	"time"
+)
+
+// budgetSlots is how many slices a budget window is counted in: the window slides by a tenth.
+const budgetSlots = 10
+
+// retryBudget counts one service's requests and retries over a sliding window and allows a
+// retry only while retries stay within Ratio × requests + MinPerSecond × Window.
+//
+// Why a budget rather than "retry once": during an outage every request fails, and one retry
+// each doubles the load on a service that is already down, and can keep it down after it
+// recovers (a retry storm). A budget lets retries mask the odd failure in normal times and
+// caps the amplification at 1 + Ratio when everything fails. The floor lets a quiet service,
+// with too few requests to earn a retry, still retry now and then.
+//
+// Counts live in budgetSlots slices of the window, so old requests stop counting a slice at a
+// time. Safe for concurrent use; a request costs one short critical section.
+type retryBudget struct {
+	ratio   float64
+	reserve float64 // MinPerSecond × Window seconds
+	slot    int64   // nanoseconds per slice
+
+	mu    sync.Mutex
+	slots [budgetSlots]budgetSlot
+}
+
+type budgetSlot struct {
+	epoch             int64 // which slice of time the counts belong to
+	requests, retries int64
+}
+
+func newRetryBudget(b RetryBudget) *retryBudget {
+	return &retryBudget{
+		ratio:   b.Ratio,
+		reserve: b.MinPerSecond * b.Window.Seconds(),
+		slot:    max(int64(b.Window)/budgetSlots, 1),
+	}
+}
+
+// request counts a request sent at now.
+func (b *retryBudget) request(now time.Time) {
+	b.mu.Lock()
+	b.current(now).requests++
+	b.mu.Unlock()
+}
+
+// retry reports whether a retry at now fits the budget, and counts it when it does.
+func (b *retryBudget) retry(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur := b.current(now)
+	var requests, retries int64
+	for _, s := range b.slots {
+		if s.epoch > cur.epoch-budgetSlots {
+			requests += s.requests
+			retries += s.retries
+		}
+	}
+	if float64(retries+1) > b.ratio*float64(requests)+b.reserve {
+		return false
+	}
+	cur.retries++
+	return true
+}
+
+// current returns the slice now falls in, emptied if it last held older counts. b.mu is held.
+func (b *retryBudget) current(now time.Time) *budgetSlot {
+	epoch := now.UnixNano() / b.slot
+	s := &b.slots[epoch%budgetSlots]
+	if s.epoch != epoch {
+		*s = budgetSlot{epoch: epoch}
+	}
+	return s
+}

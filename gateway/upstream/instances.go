@@ -1,0 +1,210 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Resolver looks up the addresses of a DNS service; *net.Resolver is one.
+type Resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+var _ Resolver = (*net.Resolver)(nil)
+
+var defaultResolver Resolver = net.DefaultResolver
+
+// pool is one service: its configuration, its instances and what protects it. The hot path
+// reads cfg and instances through atomic pointers; mu serialises changes to the list.
+type pool struct {
+	name       string
+	attrs      metric.MeasurementOption            // service
+	retryAttrs map[string]metric.MeasurementOption // service, outcome
+	cfg        atomic.Pointer[ServiceConfig]
+	instances  atomic.Pointer[[]*instance]
+	shed       shedder
+	budget     *retryBudget
+	kick       chan struct{} // wakes the loop: resolve and probe now
+
+	mu sync.Mutex
+}
+
+func newPool(name string, b RetryBudget) *pool {
+	pl := &pool{name: name, budget: newRetryBudget(b), kick: make(chan struct{}, 1)}
+	pl.attrs, pl.retryAttrs = poolAttrs(name)
+	pl.instances.Store(&[]*instance{})
+	return pl
+}
+
+// configure applies cfg (valid, with defaults). A static list replaces the instances at once;
+// a DNS service keeps its current instances until the loop has resolved the new name.
+func (pl *pool) configure(cfg ServiceConfig, now time.Time) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.cfg.Store(&cfg)
+	for _, in := range *pl.instances.Load() {
+		in.setProbing(!cfg.Probe.Disabled)
+	}
+	if cfg.DNS == "" {
+		targets := make([]*url.URL, len(cfg.Instances))
+		for i, raw := range cfg.Instances {
+			targets[i], _ = parseInstance(raw) // validated
+		}
+		pl.replaceLocked(targets, cfg)
+	}
+	pl.kickLoop()
+}
+
+// replace sets the instance list to targets, in their order. Instances already known keep
+// their state; new ones wait for their first probe (or are ready at once without probes);
+// requests in flight to a removed instance finish normally.
+func (pl *pool) replace(targets []*url.URL) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.replaceLocked(targets, *pl.cfg.Load())
+}
+
+func (pl *pool) replaceLocked(targets []*url.URL, cfg ServiceConfig) {
+	old := *pl.instances.Load()
+	next := make([]*instance, 0, len(targets))
+	for _, t := range targets {
+		key := t.String()
+		i := slices.IndexFunc(old, func(in *instance) bool { return in.key == key })
+		if i >= 0 {
+			next = append(next, old[i])
+			continue
+		}
+		if slices.ContainsFunc(next, func(in *instance) bool { return in.key == key }) {
+			continue
+		}
+		next = append(next, newInstance(pl.name, t, !cfg.Probe.Disabled))
+	}
+	pl.instances.Store(&next)
+}
+
+// kickLoop asks the pool's loop to resolve and probe now; it never blocks.
+func (pl *pool) kickLoop() {
+	select {
+	case pl.kick <- struct{}{}:
+	default:
+	}
+}
+
+// parseInstance reads "http://host:port" or "host:port" into a base URL with no path.
+func parseInstance(raw string) (*url.URL, error) {
+	s := raw
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", raw, errors.Unwrap(err))
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("%q: scheme must be http or https", raw)
+	case u.Host == "" || u.Port() == "":
+		return nil, fmt.Errorf("%q: want scheme://host:port", raw)
+	case u.Path != "" && u.Path != "/", u.RawQuery != "", u.User != nil, u.Fragment != "":
+		return nil, fmt.Errorf("%q: want scheme://host:port and nothing more", raw)
+	}
+	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
+}
+
+// parseDNS reads "host:port" or "scheme://host:port".
+func parseDNS(raw string) (scheme, host, port string, err error) {
+	u, err := parseInstance(raw)
+	if err != nil {
+		return "", "", "", err
+	}
+	if _, err := strconv.ParseUint(u.Port(), 10, 16); err != nil {
+		return "", "", "", fmt.Errorf("%q: port must be a number", raw)
+	}
+	return u.Scheme, u.Hostname(), u.Port(), nil
+}
+
+// resolve turns a DNS service into instance URLs, sorted so that an unchanged answer in
+// another order changes nothing.
+func resolve(ctx context.Context, r Resolver, dns string) ([]*url.URL, error) {
+	scheme, host, port, err := parseDNS(dns)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := r.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w", host, err)
+	}
+	hosts := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		hosts = append(hosts, net.JoinHostPort(a.IP.String(), port))
+	}
+	slices.Sort(hosts)
+	hosts = slices.Compact(hosts)
+	out := make([]*url.URL, len(hosts))
+	for i, h := range hosts {
+		out[i] = &url.URL{Scheme: scheme, Host: h}
+	}
+	return out, nil
+}
+
+// instance is one address of a service. The hot path reads and counts through atomics;
+// mu guards the slower probe and ejection bookkeeping.
+type instance struct {
+	url      *url.URL
+	key      string                              // url.String(), shown in X-Boxoffice-Upstream and the snapshot
+	attrs    metric.MeasurementOption            // service, instance
+	outcomes map[string]metric.MeasurementOption // service, instance, outcome
+
+	inFlight     atomic.Int64
+	ready        atomic.Bool  // the probes say it can serve; always true without probes
+	ejectedUntil atomic.Int64 // Unix nanoseconds; passive ejection ends then
+	failures     atomic.Int64 // consecutive failed requests
+	ejections    atomic.Int64 // consecutive ejections, for the back-off
+
+	mu       sync.Mutex
+	probe    probeState
+	streak   int // consecutive probe results that disagree with probe
+	probeErr string
+}
+
+func newInstance(service string, u *url.URL, probing bool) *instance {
+	in := &instance{url: u, key: u.String(), probe: probePending}
+	in.attrs, in.outcomes = instanceAttrs(service, in.key)
+	in.setProbing(probing)
+	return in
+}
+
+// routable reports whether the balancer may send to in at now (Unix nanoseconds).
+func (in *instance) routable(now int64) bool {
+	return in.ready.Load() && in.ejectedUntil.Load() <= now
+}
+
+func (in *instance) status(now time.Time) InstanceStatus {
+	in.mu.Lock()
+	probe, probeErr := in.probe, in.probeErr
+	in.mu.Unlock()
+	s := InstanceStatus{
+		URL:        in.key,
+		Ready:      in.ready.Load(),
+		Probe:      probe.String(),
+		ProbeError: probeErr,
+		InFlight:   in.inFlight.Load(),
+		Failures:   in.failures.Load(),
+		Routable:   in.routable(now.UnixNano()),
+	}
+	if until := in.ejectedUntil.Load(); until > now.UnixNano() {
+		s.Ejected, s.EjectedUntil = true, time.Unix(0, until)
+	}
+	return s
+}

@@ -1,0 +1,363 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"boxoffice.dev/platform/problem"
+)
+
+// HeaderUpstream names, on the response, the instance that answered (or was tried last when
+// none did), for tests and debugging.
+const HeaderUpstream = "X-Boxoffice-Upstream"
+
+// Defaults of RouteOptions.
+const (
+	defaultConnectTimeout  = 2 * time.Second
+	defaultResponseTimeout = 30 * time.Second
+)
+
+// maxReplayBody is the largest request body kept in memory so that a retry can send it again.
+// A larger body streams to the first instance and its request is not retried.
+const maxReplayBody = 1 << 20
+
+// errResponseTimeout ends an attempt whose response headers did not arrive in time.
+var errResponseTimeout = errors.New("upstream response timeout")
+
+// propagator writes the attempt's trace context into the upstream request, in the format
+// every BoxOffice hop reads (W3C traceparent and baggage).
+var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
+// Forward sends r to an instance of service and streams the response to w.
+//
+// It sheds first (503 + Retry-After when the service has MaxInFlight requests in flight),
+// then picks a ready instance (503 + Retry-After when none is), proxies, and on a connection
+// failure or a timeout retries once on another instance when ro.Retry is set and the retry
+// budget has room. A failure that is not retried answers 502 (or 504 for a timeout), as
+// application/problem+json. Once the upstream's response headers have arrived, Forward
+// never writes anything of its own: an upstream that breaks off its body aborts the client's
+// connection (http.ErrAbortHandler, as httputil.ReverseProxy does).
+//
+// The response carries HeaderUpstream. Forward reads r's body at most twice and closes it.
+func (p *Pools) Forward(w http.ResponseWriter, r *http.Request, service string, ro RouteOptions) {
+	pl := (*p.pools.Load())[service]
+	if pl == nil {
+		problem.Write(w, r, p.log, fmt.Errorf("upstream: no service %q", service))
+		return
+	}
+	ctx := r.Context()
+	cfg := pl.cfg.Load()
+	if !pl.shed.acquire(cfg.MaxInFlight) {
+		p.metrics.shed.Add(ctx, 1, pl.attrs)
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, r, http.StatusServiceUnavailable, "service "+service+" is at its concurrency limit")
+		return
+	}
+	defer pl.shed.release()
+
+	ro = ro.withDefaults()
+	now := p.now()
+	in := pl.pick(now.UnixNano(), nil, p.intn)
+	if in == nil {
+		p.metrics.unavailable.Add(ctx, 1, pl.attrs)
+		w.Header().Set("Retry-After", "1")
+		writeProblem(w, r, http.StatusServiceUnavailable, "no ready instance of service "+service)
+		return
+	}
+	pl.budget.request(now)
+
+	body, replayable, err := replayBody(r, ro.Retry)
+	if err != nil {
+		writeBodyError(w, r, err)
+		return
+	}
+	f := p.attempt(w, r, pl, in, ro, 1, body)
+	if f == nil {
+		return
+	}
+	if ro.Retry && replayable && f.retryable {
+		switch next := pl.pick(p.now().UnixNano(), in, p.intn); {
+		case next == nil:
+			p.metrics.retries.Add(ctx, 1, pl.retryAttrs["no_other_instance"])
+		case !pl.budget.retry(p.now()):
+			p.metrics.retries.Add(ctx, 1, pl.retryAttrs["budget_exhausted"])
+		default:
+			p.metrics.retries.Add(ctx, 1, pl.retryAttrs["sent"])
+			if f = p.attempt(w, r, pl, next, ro, 2, body); f == nil {
+				return
+			}
+		}
+	}
+	f.write(w, r)
+}
+
+func (ro RouteOptions) withDefaults() RouteOptions {
+	if ro.ConnectTimeout <= 0 {
+		ro.ConnectTimeout = defaultConnectTimeout
+	}
+	if ro.ResponseTimeout <= 0 {
+		ro.ResponseTimeout = defaultResponseTimeout
+	}
+	return ro
+}
+
+// attempt is one try of a request on one instance. The reverse proxy's hooks find it in
+// the request's context.
+type attempt struct {
+	in      *instance
+	connect time.Duration
+	timer   *time.Timer // the response timeout; stopped when the headers arrive
+	err     error       // what the reverse proxy reported, nil when the response was sent
+	status  int         // the status passed on, once the response headers arrived
+}
+
+type attemptKey struct{}
+
+func attemptOf(r *http.Request) *attempt {
+	a, _ := r.Context().Value(attemptKey{}).(*attempt)
+	return a
+}
+
+// failure is an attempt that ended before the upstream responded: nothing was written to the
+// client yet.
+type failure struct {
+	status    int // 502, 504, or 499 when the client went away
+	detail    string
+	instance  string
+	retryable bool // a connection failure or a timeout, the client still waiting
+}
+
+// attempt proxies r to in and returns nil when the response (complete or cut short by the
+// upstream) went to the client, or the failure that left w untouched.
+func (p *Pools) attempt(w http.ResponseWriter, r *http.Request, pl *pool, in *instance, ro RouteOptions, n int, body []byte) *failure {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	ctx, span := p.tracer.Start(ctx, "upstream "+pl.name, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String("boxoffice.upstream.service", pl.name),
+			attribute.String("boxoffice.upstream.instance", in.key),
+			attribute.Int("boxoffice.upstream.attempt", n),
+			attribute.String("http.request.method", r.Method),
+		))
+	defer span.End()
+
+	a := &attempt{in: in, connect: ro.ConnectTimeout}
+	a.timer = time.AfterFunc(ro.ResponseTimeout, func() { cancel(errResponseTimeout) })
+	defer a.timer.Stop()
+	out := r.WithContext(context.WithValue(ctx, attemptKey{}, a))
+	if body != nil {
+		out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	}
+
+	start := p.now()
+	in.inFlight.Add(1)
+	outcome := "aborted" // unless ServeHTTP returns: the upstream cut its body short
+	defer func() {
+		in.inFlight.Add(-1)
+		opt := in.outcomes[outcome]
+		p.metrics.requests.Add(ctx, 1, opt)
+		p.metrics.duration.Record(ctx, p.now().Sub(start).Seconds(), pl.attrs)
+	}()
+
+	p.proxy.ServeHTTP(w, out)
+
+	if a.err == nil {
+		outcome = statusClass(a.status)
+		span.SetAttributes(attribute.Int("http.response.status_code", a.status))
+		return nil
+	}
+	f := &failure{instance: in.key}
+	switch kind := classify(r.Context(), ctx, a.err); kind {
+	case "canceled":
+		// The client went away: not the instance's fault, and nobody to answer.
+		f.status, f.detail = 499, "client closed the request"
+		outcome = kind
+		span.SetStatus(codes.Error, kind)
+		return f
+	case "timeout":
+		f.status, f.detail = http.StatusGatewayTimeout, "service "+pl.name+" did not answer in time"
+		outcome = kind
+	default:
+		f.status, f.detail = http.StatusBadGateway, "service "+pl.name+" could not be reached"
+		outcome = kind
+	}
+	f.retryable = true
+	span.RecordError(a.err)
+	span.SetStatus(codes.Error, outcome)
+	if d := in.failed(p.now(), pl.cfg.Load()); d > 0 {
+		p.metrics.ejections.Add(ctx, 1, pl.attrs)
+		p.log.Warn("upstream instance ejected", "service", pl.name, "instance", in.key, "for", d, "error", a.err)
+	}
+	return f
+}
+
+// classify names why an attempt failed: canceled (the client left), timeout, connect_error
+// (the instance could not be reached) or error (it broke off before responding).
+func classify(client, attemptCtx context.Context, err error) string {
+	var ne net.Error
+	var op *net.OpError
+	switch {
+	case client.Err() != nil:
+		return "canceled"
+	case errors.Is(err, errResponseTimeout), errors.Is(context.Cause(attemptCtx), errResponseTimeout):
+		return "timeout"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.As(err, &op) && op.Op == "dial":
+		return "connect_error"
+	}
+	return "error"
+}
+
+// write answers the client for a failure no retry repaired.
+func (f *failure) write(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(HeaderUpstream, f.instance)
+	if f.status == 499 {
+		w.WriteHeader(f.status) // nginx's "client closed request", for the access log
+		return
+	}
+	writeProblem(w, r, f.status, f.detail)
+}
+
+// writeProblem answers with an application/problem+json body that names the trace.
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail string) {
+	d := problem.Details{
+		Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail,
+		Instance: r.URL.Path, Code: problem.Unavailable,
+	}
+	if sc := trace.SpanContextFromContext(r.Context()); sc.HasTraceID() {
+		d.TraceID = sc.TraceID().String()
+	}
+	problem.WriteDetails(w, status, d)
+}
+
+func writeBodyError(w http.ResponseWriter, r *http.Request, err error) {
+	if maxErr, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		d := problem.Details{Type: "about:blank", Title: http.StatusText(http.StatusRequestEntityTooLarge),
+			Status: http.StatusRequestEntityTooLarge, Code: problem.Invalid, Instance: r.URL.Path,
+			Detail: fmt.Sprintf("request body is larger than %d bytes", maxErr.Limit)}
+		problem.WriteDetails(w, d.Status, d)
+		return
+	}
+	problem.Write(w, r, nil, problem.New(problem.Invalid, "request body could not be read"))
+}
+
+// replayBody reads r's body into memory when a retry may have to send it again. It returns
+// nil and true when there is no body, and false when the body is too large to keep: the part
+// read is put back in front of the rest, and the request goes out once.
+func replayBody(r *http.Request, retry bool) ([]byte, bool, error) {
+	if !retry || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return nil, true, nil
+	}
+	if r.ContentLength > maxReplayBody {
+		return nil, false, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxReplayBody+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("read request body: %w", err)
+	}
+	if len(b) > maxReplayBody {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+		return nil, false, nil
+	}
+	r.Body.Close()
+	return b, true, nil
+}
+
+// newReverseProxy builds the one httputil.ReverseProxy all pools share. Its hooks read the
+// attempt from the request context: which instance, and where to report the outcome.
+func (p *Pools) newReverseProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			a := attemptOf(pr.In)
+			pr.SetURL(a.in.url)
+			// Keep the chain of proxies before this one, and add the client's address.
+			pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
+			pr.SetXForwarded()
+			propagator.Inject(pr.Out.Context(), propagation.HeaderCarrier(pr.Out.Header))
+		},
+		Transport:  p.transport,
+		BufferPool: &bufferPool{},
+		ErrorLog:   slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
+		ModifyResponse: func(res *http.Response) error {
+			a := attemptOf(res.Request)
+			if !a.timer.Stop() {
+				res.Body.Close()
+				return errResponseTimeout // the headers came as the timeout fired
+			}
+			a.status = res.StatusCode
+			a.in.succeeded()
+			res.Header.Set(HeaderUpstream, a.in.key)
+			return nil
+		},
+		ErrorHandler: func(_ http.ResponseWriter, r *http.Request, err error) {
+			attemptOf(r).err = err
+		},
+	}
+}
+
+// newTransport is the default Transport: connect timeout per route (from the request
+// context), enough idle connections per instance that a busy gateway does not reconnect all
+// the time (the standard library keeps 2), no proxy from the environment, and no transparent
+// gzip, which would make the gateway decompress what the client should receive as sent.
+func newTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:           dial,
+		MaxIdleConnsPerHost:   512,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   5 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+type connectTimeoutKey struct{}
+
+// withConnectTimeout sets the connect timeout the default transport's dial uses for
+// requests made with ctx.
+func withConnectTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, connectTimeoutKey{}, d)
+}
+
+// dial connects with the timeout of the request's route or probe.
+func dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: defaultConnectTimeout, KeepAlive: 30 * time.Second}
+	if a, ok := ctx.Value(attemptKey{}).(*attempt); ok {
+		d.Timeout = a.connect
+	} else if t, ok := ctx.Value(connectTimeoutKey{}).(time.Duration); ok && t > 0 {
+		d.Timeout = t
+	}
+	return d.DialContext(ctx, network, addr)
+}
+
+// bufferPool lends the reverse proxy its 32 KiB copy buffers, so that a response does not
+// allocate one.
+type bufferPool struct{ pool sync.Pool }
+
+var _ httputil.BufferPool = (*bufferPool)(nil)
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.pool.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.pool.Put(&buf) }
