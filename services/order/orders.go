@@ -32,7 +32,7 @@ func (s *Orders) Place(ctx context.Context, req CreateRequest) (o Order, created
 	if o, found, err := s.Store.Replay(ctx, req); err != nil || found {
 		return o, false, err
 	}
-	h, err := call(ctx, s.Saga, func(ctx context.Context) (Hold, error) { return s.Holds.GetHold(ctx, req.HoldID) })
+	h, err := call(ctx, s.Saga.callTimeout(), func(ctx context.Context) (Hold, error) { return s.Holds.GetHold(ctx, req.HoldID) })
 	switch problem.CodeOf(err) {
 	case problem.NotFound, problem.Forbidden:
 		return Order{}, false, &problem.Error{Code: problem.Unprocessable, Field: "hold_id", Message: "no such hold of yours", Err: err}
@@ -43,7 +43,7 @@ func (s *Orders) Place(ctx context.Context, req CreateRequest) (o Order, created
 	if err := h.CheckOrderable(req.Account, s.Store.now()); err != nil {
 		return Order{}, false, err
 	}
-	prices, err := call(ctx, s.Saga, func(ctx context.Context) (map[string]Money, error) { return s.Prices.Prices(ctx, h.EventID) })
+	prices, err := call(ctx, s.Saga.callTimeout(), func(ctx context.Context) (map[string]Money, error) { return s.Prices.Prices(ctx, h.EventID) })
 	if err != nil {
 		return Order{}, false, fmt.Errorf("read prices of event %s: %w", h.EventID, err)
 	}

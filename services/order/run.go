@@ -25,25 +25,27 @@ var Spec = server.Spec{Name: "order", HTTPAddr: ":8106", GRPCAddr: ":9106"}
 
 // Config is order's own configuration, beside the platform's.
 type Config struct {
-	PaymentAddr   string        // PAYMENT_GRPC_ADDR
-	InventoryAddr string        // INVENTORY_GRPC_ADDR
-	CatalogAddr   string        // CATALOG_GRPC_ADDR: ticket prices
-	CallTimeout   time.Duration // ORDER_CALL_TIMEOUT: each call to payment, inventory or catalog
-	MaxAttempts   int           // ORDER_PAYMENT_ATTEMPTS: charges with an unknown outcome before giving up
-	StallAfter    time.Duration // ORDER_STALL_AFTER: when the recovery loop resumes a quiet saga
-	Workers       int           // ORDER_WORKERS: sagas advancing at once
+	PaymentAddr    string        // PAYMENT_GRPC_ADDR
+	InventoryAddr  string        // INVENTORY_GRPC_ADDR
+	CatalogAddr    string        // CATALOG_GRPC_ADDR: ticket prices
+	CallTimeout    time.Duration // ORDER_CALL_TIMEOUT: each call to inventory or catalog
+	PaymentTimeout time.Duration // ORDER_PAYMENT_TIMEOUT: each call to payment; a slower charge's outcome is unknown
+	MaxAttempts    int           // ORDER_PAYMENT_ATTEMPTS: charges with an unknown outcome before giving up
+	StallAfter     time.Duration // ORDER_STALL_AFTER: when the recovery loop resumes a quiet saga
+	Workers        int           // ORDER_WORKERS: sagas advancing at once
 }
 
 // LoadConfig reads order's variables; the defaults are the all-in-one mode's ports.
 func LoadConfig(r *config.Reader) Config {
 	return Config{
-		PaymentAddr:   r.String("PAYMENT_GRPC_ADDR", "127.0.0.1:9107"),
-		InventoryAddr: r.String("INVENTORY_GRPC_ADDR", "127.0.0.1:9104"),
-		CatalogAddr:   r.String("CATALOG_GRPC_ADDR", "127.0.0.1:9102"),
-		CallTimeout:   r.Duration("ORDER_CALL_TIMEOUT", 2*time.Second),
-		MaxAttempts:   r.Int("ORDER_PAYMENT_ATTEMPTS", 3, 1, 20),
-		StallAfter:    r.Duration("ORDER_STALL_AFTER", 30*time.Second),
-		Workers:       r.Int("ORDER_WORKERS", 8, 1, 256),
+		PaymentAddr:    r.String("PAYMENT_GRPC_ADDR", "127.0.0.1:9107"),
+		InventoryAddr:  r.String("INVENTORY_GRPC_ADDR", "127.0.0.1:9104"),
+		CatalogAddr:    r.String("CATALOG_GRPC_ADDR", "127.0.0.1:9102"),
+		CallTimeout:    r.Duration("ORDER_CALL_TIMEOUT", 2*time.Second),
+		PaymentTimeout: r.Duration("ORDER_PAYMENT_TIMEOUT", 2*time.Second),
+		MaxAttempts:    r.Int("ORDER_PAYMENT_ATTEMPTS", 3, 1, 20),
+		StallAfter:     r.Duration("ORDER_STALL_AFTER", 30*time.Second),
+		Workers:        r.Int("ORDER_WORKERS", 8, 1, 256),
 	}
 }
 
@@ -112,7 +114,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 
 	holds := newInventoryHolds(inventory)
 	saga := &Saga{Store: store, Holds: holds, Payments: newPaymentClient(payment), Log: s.Log,
-		CallTimeout: cfg.CallTimeout, MaxAttempts: cfg.MaxAttempts, StallAfter: cfg.StallAfter, Workers: cfg.Workers}
+		CallTimeout: cfg.CallTimeout, PaymentTimeout: cfg.PaymentTimeout, MaxAttempts: cfg.MaxAttempts, StallAfter: cfg.StallAfter, Workers: cfg.Workers}
 	background.Go(func() { _ = saga.Run(ctx) }) // returns nil once ctx ends
 	orders := &Orders{Store: store, Holds: holds, Prices: newCatalogPrices(catalog), Saga: saga}
 	orderv1.RegisterOrderServer(s.GRPC(), &grpcServer{orders: orders})

@@ -71,9 +71,11 @@ type Saga struct {
 	Payments Payments
 	// Log receives step failures; nil discards them.
 	Log *slog.Logger
-	// CallTimeout bounds each call to payment or inventory; 0 means 2s. A charge that takes
-	// longer has an unknown outcome, settled by GetCharge before anything else is decided.
+	// CallTimeout bounds each call to inventory (and catalog, when placing); 0 means 2s.
 	CallTimeout time.Duration
+	// PaymentTimeout bounds each call to payment; 0 means CallTimeout. A charge that takes
+	// longer has an unknown outcome, settled by GetCharge before anything else is decided.
+	PaymentTimeout time.Duration
 	// MaxAttempts is how many charges with an unknown outcome an order gets before its key is
 	// voided and its hold released; 0 means 3.
 	MaxAttempts int
@@ -234,9 +236,9 @@ func (s *Saga) Step(ctx context.Context, o Order) (Order, error) {
 // after the seats went back to sale.
 func (s *Saga) charge(ctx context.Context, o Order) (Order, error) {
 	key := o.ChargeKey()
-	c, err := call(ctx, s, func(ctx context.Context) (Charge, error) { return s.Payments.Charge(ctx, key, o) })
+	c, err := call(ctx, s.paymentTimeout(), func(ctx context.Context) (Charge, error) { return s.Payments.Charge(ctx, key, o) })
 	if err != nil && !permanent(err) {
-		c, err = call(ctx, s, func(ctx context.Context) (Charge, error) { return s.Payments.GetCharge(ctx, key) })
+		c, err = call(ctx, s.paymentTimeout(), func(ctx context.Context) (Charge, error) { return s.Payments.GetCharge(ctx, key) })
 		if problem.CodeOf(err) == problem.NotFound {
 			if o.Attempts++; o.Attempts < cmp.Or(s.MaxAttempts, 3) {
 				if _, serr := s.save(ctx, o); serr != nil {
@@ -244,7 +246,7 @@ func (s *Saga) charge(ctx context.Context, o Order) (Order, error) {
 				}
 				return o, fmt.Errorf("charge %s: outcome unknown, nothing charged yet: %w", key, errRetry)
 			}
-			c, err = call(ctx, s, func(ctx context.Context) (Charge, error) {
+			c, err = call(ctx, s.paymentTimeout(), func(ctx context.Context) (Charge, error) {
 				return s.Payments.Refund(ctx, key, o, "order gave up on a payment with no answer")
 			})
 		}
@@ -267,9 +269,9 @@ func (s *Saga) charge(ctx context.Context, o Order) (Order, error) {
 
 // confirm turns the hold into sold seats. A lost answer is settled by reading the hold.
 func (s *Saga) confirm(ctx context.Context, o Order) (Order, error) {
-	h, err := call(ctx, s, func(ctx context.Context) (Hold, error) { return s.Holds.ConfirmHold(ctx, o.HoldID) })
+	h, err := call(ctx, s.callTimeout(), func(ctx context.Context) (Hold, error) { return s.Holds.ConfirmHold(ctx, o.HoldID) })
 	if err != nil && !permanent(err) {
-		h, err = call(ctx, s, func(ctx context.Context) (Hold, error) { return s.Holds.GetHold(ctx, o.HoldID) })
+		h, err = call(ctx, s.callTimeout(), func(ctx context.Context) (Hold, error) { return s.Holds.GetHold(ctx, o.HoldID) })
 		if err != nil && !permanent(err) || err == nil && h.Status == HoldActive {
 			return o, fmt.Errorf("confirm hold %s: %w: %v", o.HoldID, errRetry, err)
 		}
@@ -286,7 +288,7 @@ func (s *Saga) confirm(ctx context.Context, o Order) (Order, error) {
 
 // release gives the hold's seats back. Released and expired holds are already back.
 func (s *Saga) release(ctx context.Context, o Order) (Order, error) {
-	_, err := call(ctx, s, func(ctx context.Context) (Hold, error) { return s.Holds.ReleaseHold(ctx, o.HoldID) })
+	_, err := call(ctx, s.callTimeout(), func(ctx context.Context) (Hold, error) { return s.Holds.ReleaseHold(ctx, o.HoldID) })
 	switch code := problem.CodeOf(err); {
 	case err == nil, code == problem.Gone, code == problem.NotFound:
 	case code == problem.Conflict:
@@ -301,7 +303,7 @@ func (s *Saga) release(ctx context.Context, o Order) (Order, error) {
 
 // refund gives the money back after the hold was lost.
 func (s *Saga) refund(ctx context.Context, o Order) (Order, error) {
-	_, err := call(ctx, s, func(ctx context.Context) (Charge, error) {
+	_, err := call(ctx, s.paymentTimeout(), func(ctx context.Context) (Charge, error) {
 		return s.Payments.Refund(ctx, o.ChargeKey(), o, o.FailureReason)
 	})
 	if err != nil && !permanent(err) {
@@ -323,9 +325,13 @@ func (s *Saga) save(ctx context.Context, o Order) (Order, error) {
 	return s.Store.Save(ctx, o)
 }
 
-// call runs f with the saga's call timeout.
-func call[T any](ctx context.Context, s *Saga, f func(context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(ctx, cmp.Or(s.CallTimeout, 2*time.Second))
+func (s *Saga) callTimeout() time.Duration { return cmp.Or(s.CallTimeout, 2*time.Second) }
+
+func (s *Saga) paymentTimeout() time.Duration { return cmp.Or(s.PaymentTimeout, s.callTimeout()) }
+
+// call runs f with a deadline timeout from now.
+func call[T any](ctx context.Context, timeout time.Duration, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return f(ctx)
 }
