@@ -99,7 +99,7 @@ type problemBody struct {
 func TestEndToEnd(t *testing.T) {
 	ns := testkit.StartNATS(t)
 	base, addr := startProcess(t, Run, map[string]string{
-		"NATS_URL": ns.ClientURL(), "HOLD_TTL": "3s", "SWEEP_INTERVAL": "50ms",
+		"NATS_URL": ns.ClientURL(), "HOLD_TTL": "3s", "HOLD_SWEEP_INTERVAL": "50ms",
 	})
 	layout := Layout{Sections: []SectionLayout{{ID: "A", Class: "plateia", Rows: 2, SeatsPerRow: 5}}, GA: []GAClass{{Class: "pista", Capacity: 4}}}
 	var m SeatMap
@@ -304,7 +304,7 @@ func TestFlashSaleWithARealWaitroom(t *testing.T) {
 	rds := testkit.StartRedis(t)
 	priv := ed25519.NewKeyFromSeed([]byte(strings.Repeat("w", ed25519.SeedSize)))
 	wrBase, _ := startProcess(t, waitroom.Run, map[string]string{
-		"REDIS_URL": rds.URL(), "WAITROOM_SIGNING_KEY": pass.EncodePrivateKey(priv), "ADMIT_INTERVAL": "20ms",
+		"REDIS_URL": rds.URL(), "WAITROOM_SIGNING_KEY": pass.EncodePrivateKey(priv), "WAITROOM_ADMIT_INTERVAL": "20ms",
 	})
 	base, _ := startProcess(t, Run, map[string]string{
 		"WAITROOM_PUBLIC_KEY": pass.EncodePublicKey(priv.Public().(ed25519.PublicKey)),
@@ -354,5 +354,25 @@ func TestFlashSaleWithARealWaitroom(t *testing.T) {
 	var m SeatMap
 	if do(t, http.MethodGet, base+"/v1/events/evt-flash/seats", "", nil, &m); m.Counts.Held != 1 {
 		t.Errorf("seats held = %d, want only the admitted fan's 1", m.Counts.Held)
+	}
+}
+
+func TestRunRejectsBadConfiguration(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"bad public key", map[string]string{"WAITROOM_PUBLIC_KEY": "not-a-key"}, "WAITROOM_PUBLIC_KEY"},
+		{"short public key", map[string]string{"WAITROOM_PUBLIC_KEY": "AAAA"}, "WAITROOM_PUBLIC_KEY"},
+		{"bad hold TTL", map[string]string{"HOLD_TTL": "forever"}, "HOLD_TTL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Run(context.Background(), nil, func(k string) string { return tt.env[k] }, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Run = %v, want a configuration error naming %s", err, tt.want)
+			}
+		})
 	}
 }

@@ -27,7 +27,7 @@ var Spec = server.Spec{Name: "inventory", HTTPAddr: ":8104", GRPCAddr: ":9104"}
 // Config is inventory's own configuration, beside the platform's (config.Process).
 type Config struct {
 	HoldTTL       time.Duration     // HOLD_TTL: how long a hold keeps its seats; default 5m
-	SweepInterval time.Duration     // SWEEP_INTERVAL: how often expired holds are released; default 1s
+	SweepInterval time.Duration     // HOLD_SWEEP_INTERVAL: how often expired holds are released; default 1s
 	PassKey       ed25519.PublicKey // WAITROOM_PUBLIC_KEY: base64 Ed25519 key; unset refuses flash-sale holds
 }
 
@@ -36,7 +36,7 @@ type Config struct {
 func LoadConfig(r *config.Reader) (c Config, err error) {
 	c = Config{
 		HoldTTL:       r.Duration("HOLD_TTL", DefaultHoldTTL),
-		SweepInterval: r.Duration("SWEEP_INTERVAL", time.Second),
+		SweepInterval: r.Duration("HOLD_SWEEP_INTERVAL", time.Second),
 	}
 	if v := r.String("WAITROOM_PUBLIC_KEY", ""); v != "" {
 		if c.PassKey, err = pass.ParsePublicKey(v); err != nil {

@@ -33,14 +33,14 @@ type process struct {
 func startWaitroom(t *testing.T, redisURL, natsURL string) *process {
 	t.Helper()
 	env := map[string]string{
-		"HTTP_ADDR":            fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
-		"GRPC_ADDR":            fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
-		"DATA_DIR":             t.TempDir(),
-		"LOG_LEVEL":            "error",
-		"REDIS_URL":            redisURL,
-		"NATS_URL":             natsURL,
-		"WAITROOM_SIGNING_KEY": pass.EncodePrivateKey(testKey),
-		"ADMIT_INTERVAL":       "20ms",
+		"HTTP_ADDR":               fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
+		"GRPC_ADDR":               fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
+		"DATA_DIR":                t.TempDir(),
+		"LOG_LEVEL":               "error",
+		"REDIS_URL":               redisURL,
+		"NATS_URL":                natsURL,
+		"WAITROOM_SIGNING_KEY":    pass.EncodePrivateKey(testKey),
+		"WAITROOM_ADMIT_INTERVAL": "20ms",
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -211,5 +211,28 @@ func TestEndToEnd(t *testing.T) {
 	res.Body.Close()
 	if want := `boxoffice_waitroom_admissions_total{event="evt-flash"} 6`; !strings.Contains(string(metrics), want) {
 		t.Errorf("/metrics has no %s", want)
+	}
+}
+
+func TestRunRejectsBadConfiguration(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"bad signing key", map[string]string{"WAITROOM_SIGNING_KEY": "c2VjcmV0"}, "WAITROOM_SIGNING_KEY"},
+		{"zero rate", map[string]string{"WAITROOM_ADMIT_PER_SECOND": "0"}, "WAITROOM_ADMIT_PER_SECOND"},
+		{"bad pass TTL", map[string]string{"WAITROOM_PASS_TTL": "soon"}, "WAITROOM_PASS_TTL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Run(context.Background(), nil, func(k string) string { return tt.env[k] }, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Run = %v, want a configuration error naming %s", err, tt.want)
+			}
+			if strings.Contains(fmt.Sprint(err), "c2VjcmV0") {
+				t.Errorf("Run = %v, which shows the secret key", err)
+			}
+		})
 	}
 }

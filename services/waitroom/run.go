@@ -29,7 +29,7 @@ type Config struct {
 	AdmitPerSecond int           // WAITROOM_ADMIT_PER_SECOND: default rate per event; default 50
 	PassTTL        time.Duration // WAITROOM_PASS_TTL: how long a pass lasts; default 5m
 	QueueTTL       time.Duration // WAITROOM_QUEUE_TTL: how long an idle queue lives; default 6h
-	AdmitInterval  time.Duration // ADMIT_INTERVAL: how often the admitter runs; default 100ms
+	AdmitInterval  time.Duration // WAITROOM_ADMIT_INTERVAL: how often the admitter runs; default 100ms
 }
 
 // LoadConfig reads Config through r; problems are reported by r.Err, and by err for the
@@ -39,7 +39,7 @@ func LoadConfig(r *config.Reader) (c Config, err error) {
 		AdmitPerSecond: r.Int("WAITROOM_ADMIT_PER_SECOND", DefaultAdmitPerSecond, 1, MaxAdmitPerSecond),
 		PassTTL:        r.Duration("WAITROOM_PASS_TTL", DefaultPassTTL),
 		QueueTTL:       r.Duration("WAITROOM_QUEUE_TTL", DefaultQueueTTL),
-		AdmitInterval:  r.Duration("ADMIT_INTERVAL", 100*time.Millisecond),
+		AdmitInterval:  r.Duration("WAITROOM_ADMIT_INTERVAL", 100*time.Millisecond),
 	}
 	if v := r.String("WAITROOM_SIGNING_KEY", ""); v != "" {
 		if c.SigningKey, err = pass.ParsePrivateKey(v); err != nil {
