@@ -1,0 +1,173 @@
+package authn
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	authv1 "boxoffice.dev/proto/boxoffice/auth/v1"
+)
+
+// Tenant is what an API key stands for.
+type Tenant struct {
+	ID   string
+	Plan string
+	Name string
+}
+
+// ErrUnknownAPIKey is returned for a key the auth service does not know.
+var ErrUnknownAPIKey = errors.New("unknown API key")
+
+// KeyResolver finds the tenant of an API key: ErrUnknownAPIKey when there is none, another
+// error when it cannot tell (the auth service is unreachable).
+type KeyResolver interface {
+	ResolveAPIKey(ctx context.Context, key string) (Tenant, error)
+}
+
+// GRPCResolver asks the auth service's ResolveAPIKey over gRPC.
+type GRPCResolver struct {
+	Client authv1.AuthClient
+	// Timeout bounds each call; 0 means 1s.
+	Timeout time.Duration
+}
+
+var _ KeyResolver = (*GRPCResolver)(nil)
+
+// ResolveAPIKey calls the auth service.
+func (g *GRPCResolver) ResolveAPIKey(ctx context.Context, key string) (Tenant, error) {
+	timeout := g.Timeout
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := g.Client.ResolveAPIKey(ctx, &authv1.ResolveAPIKeyRequest{ApiKey: key})
+	switch status.Code(err) {
+	case codes.OK:
+		return Tenant{ID: resp.GetTenant(), Plan: resp.GetPlan(), Name: resp.GetTenantName()}, nil
+	case codes.NotFound, codes.Unauthenticated, codes.InvalidArgument:
+		return Tenant{}, ErrUnknownAPIKey
+	}
+	return Tenant{}, fmt.Errorf("resolve api key: %w", err)
+}
+
+// APIKeys caches a KeyResolver's answers, known and unknown keys alike, for a short TTL.
+//
+// Why cache unknown keys too: a client retrying with a revoked key, or a scanner trying
+// keys, would otherwise cost an auth call per request. The cache is keyed by the key's
+// SHA-256, so no key is held in memory in the clear, and bounded in size: when full, expired
+// entries go first, then arbitrary ones, so a flood of random keys costs auth calls but never
+// unbounded memory. Concurrent lookups of one key share one call. A revoked key keeps
+// working for at most TTL. Errors other than ErrUnknownAPIKey are not cached.
+//
+// Safe for concurrent use.
+type APIKeys struct {
+	resolver    KeyResolver
+	ttl, negTTL time.Duration
+	maxEntries  int
+	now         func() time.Time
+
+	calls singleflight.Group
+	mu    sync.Mutex
+	cache map[[sha256.Size]byte]cached
+}
+
+type cached struct {
+	tenant  Tenant
+	known   bool
+	expires time.Time
+}
+
+// APIKeysOptions configures an APIKeys; the zero value gives the defaults.
+type APIKeysOptions struct {
+	// TTL is how long a known key is trusted without asking again; 0 means 30s.
+	TTL time.Duration
+	// NegativeTTL is how long an unknown key stays unknown; 0 means 10s.
+	NegativeTTL time.Duration
+	// MaxEntries bounds the cache; 0 means 10,000.
+	MaxEntries int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// NewAPIKeys caches r's answers.
+func NewAPIKeys(r KeyResolver, o APIKeysOptions) *APIKeys {
+	a := &APIKeys{resolver: r, ttl: o.TTL, negTTL: o.NegativeTTL, maxEntries: o.MaxEntries, now: o.Now, cache: map[[sha256.Size]byte]cached{}}
+	if a.ttl <= 0 {
+		a.ttl = 30 * time.Second
+	}
+	if a.negTTL <= 0 {
+		a.negTTL = 10 * time.Second
+	}
+	if a.maxEntries <= 0 {
+		a.maxEntries = 10_000
+	}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	return a
+}
+
+var _ KeyResolver = (*APIKeys)(nil)
+
+// ResolveAPIKey answers from the cache, or asks the resolver once for all concurrent callers.
+func (a *APIKeys) ResolveAPIKey(ctx context.Context, key string) (Tenant, error) {
+	h := sha256.Sum256([]byte(key))
+	a.mu.Lock()
+	c, ok := a.cache[h]
+	a.mu.Unlock()
+	if ok && a.now().Before(c.expires) {
+		if !c.known {
+			return Tenant{}, ErrUnknownAPIKey
+		}
+		return c.tenant, nil
+	}
+	v, err, _ := a.calls.Do(string(h[:]), func() (any, error) {
+		// The first caller's context bounds the shared call; a caller cancelled early makes
+		// the others retry at their next request rather than hang.
+		t, err := a.resolver.ResolveAPIKey(ctx, key)
+		switch {
+		case err == nil:
+			a.store(h, cached{tenant: t, known: true, expires: a.now().Add(a.ttl)})
+		case errors.Is(err, ErrUnknownAPIKey):
+			a.store(h, cached{expires: a.now().Add(a.negTTL)})
+		}
+		return t, err
+	})
+	return v.(Tenant), err
+}
+
+func (a *APIKeys) store(h [sha256.Size]byte, c cached) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.cache) >= a.maxEntries {
+		now := a.now()
+		for k, e := range a.cache {
+			if !now.Before(e.expires) {
+				delete(a.cache, k)
+			}
+		}
+		for k := range a.cache { // still full: drop arbitrary entries, map order is random
+			if len(a.cache) < a.maxEntries {
+				break
+			}
+			delete(a.cache, k)
+		}
+	}
+	a.cache[h] = c
+}
+
+// KeyID is a short, stable, non-secret name for an API key: the start of its SHA-256. Limits
+// keyed by apikey count by it, and logs may show it.
+func KeyID(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:8])
+}

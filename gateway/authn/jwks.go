@@ -1,0 +1,215 @@
+package authn
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"boxoffice.dev/platform/logging"
+	"boxoffice.dev/services/auth/token"
+)
+
+// JWKS is the auth service's key set as the gateway caches it. It implements token.Keys.
+//
+// Keys are fetched from URL (auth's /.well-known/jwks.json) and kept for the max-age the
+// response names, refreshed in the background by Run. A token whose kid is not in the cache
+// triggers a fetch at once — that is how a freshly rotated key is learnt — but at most once
+// per MinRefetch: forged tokens with random kids must not turn the gateway into a load
+// generator against the auth service. When a fetch fails, the keys already known stay in
+// use: an auth outage should not log everyone out.
+//
+// Safe for concurrent use; PublicKey never blocks.
+type JWKS struct {
+	url        string
+	client     *http.Client
+	now        func() time.Time
+	minRefetch time.Duration
+	maxAge     time.Duration
+	log        *slog.Logger
+
+	keys atomic.Pointer[keyCache]
+
+	mu        sync.Mutex // one fetch at a time; later callers reuse its result
+	lastFetch time.Time
+}
+
+type keyCache struct {
+	gen     uint64
+	set     token.KeySet
+	fetched time.Time
+	maxAge  time.Duration
+}
+
+// JWKSOptions configures a JWKS; the zero value gives the defaults.
+type JWKSOptions struct {
+	// Client fetches the key set; nil means a client with a 2s timeout.
+	Client *http.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// MinRefetch is the least time between two fetches caused by unknown kids; 0 means 10s.
+	MinRefetch time.Duration
+	// MaxAge is how long keys are kept when the response has no max-age; 0 means 5m.
+	MaxAge time.Duration
+	// Log reports fetch failures; nil discards.
+	Log *slog.Logger
+}
+
+// NewJWKS returns an empty cache of the key set at url; the first token fetches it.
+func NewJWKS(url string, o JWKSOptions) *JWKS {
+	j := &JWKS{url: url, client: o.Client, now: o.Now, minRefetch: o.MinRefetch, maxAge: o.MaxAge, log: o.Log}
+	if j.client == nil {
+		j.client = &http.Client{Timeout: 2 * time.Second}
+	}
+	if j.now == nil {
+		j.now = time.Now
+	}
+	if j.minRefetch <= 0 {
+		j.minRefetch = 10 * time.Second
+	}
+	if j.maxAge <= 0 {
+		j.maxAge = 5 * time.Minute
+	}
+	if j.log == nil {
+		j.log = logging.Discard()
+	}
+	return j
+}
+
+var _ token.Keys = (*JWKS)(nil)
+
+// PublicKey returns the cached key named kid.
+func (j *JWKS) PublicKey(kid string) (ed25519.PublicKey, bool) {
+	c := j.keys.Load()
+	if c == nil {
+		return nil, false
+	}
+	return c.set.PublicKey(kid)
+}
+
+// Refresh fetches the key set now.
+func (j *JWKS) Refresh(ctx context.Context) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.fetch(ctx)
+}
+
+// refetchUnknown fetches the key set for a token whose kid was unknown in generation seen,
+// unless a fetch happened within MinRefetch. It reports whether the cache has changed since
+// seen, so that verifying again may succeed.
+func (j *JWKS) refetchUnknown(ctx context.Context, seen uint64) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.generation() != seen {
+		return true // fetched by another request while this one waited for the lock
+	}
+	if !j.lastFetch.IsZero() && j.now().Sub(j.lastFetch) < j.minRefetch {
+		return false
+	}
+	return j.fetch(ctx) == nil
+}
+
+// generation counts successful fetches; 0 before the first.
+func (j *JWKS) generation() uint64 {
+	if c := j.keys.Load(); c != nil {
+		return c.gen
+	}
+	return 0
+}
+
+// fetch gets the key set; j.mu is held.
+func (j *JWKS) fetch(ctx context.Context) error {
+	j.lastFetch = j.now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.url, nil)
+	if err != nil {
+		return fmt.Errorf("jwks: %w", err)
+	}
+	resp, err := j.client.Do(req)
+	if err != nil {
+		j.log.WarnContext(ctx, "jwks fetch failed; keeping the known keys", "url", j.url, "error", err)
+		return fmt.Errorf("jwks: fetch: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		j.log.WarnContext(ctx, "jwks fetch failed; keeping the known keys", "url", j.url, "status", resp.StatusCode)
+		return fmt.Errorf("jwks: fetch: status %d", resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("jwks: read: %w", err)
+	}
+	set, err := token.ParseJWKS(body)
+	if err != nil {
+		j.log.ErrorContext(ctx, "jwks unusable; keeping the known keys", "url", j.url, "error", err)
+		return err
+	}
+	j.keys.Store(&keyCache{gen: j.generation() + 1, set: set, fetched: j.now(), maxAge: maxAge(resp.Header.Get("Cache-Control"), j.maxAge)})
+	return nil
+}
+
+// maxAge reads max-age from a Cache-Control value, or returns def.
+func maxAge(cc string, def time.Duration) time.Duration {
+	for _, d := range strings.Split(cc, ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(d), "max-age="); ok {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				return time.Duration(n) * time.Second
+			}
+		}
+	}
+	return def
+}
+
+// Run keeps the cache fresh until ctx is done: it fetches when the keys reach their max-age,
+// and every MinRefetch while fetches fail or no keys are known yet.
+func (j *JWKS) Run(ctx context.Context) {
+	for {
+		wait := j.minRefetch
+		if c := j.keys.Load(); c != nil {
+			if left := c.fetched.Add(c.maxAge).Sub(j.now()); left > 0 {
+				wait = left
+			} else if err := j.Refresh(ctx); err == nil {
+				continue
+			}
+		} else if err := j.Refresh(ctx); err == nil {
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Verifier checks access tokens against the JWKS, learning rotated keys on the way.
+type Verifier struct {
+	keys *JWKS
+	v    token.Verifier
+}
+
+// NewVerifier returns a verifier of tokens issued by issuer for audience; leeway tolerates
+// clock skew on exp and nbf. The algorithm is token.Algorithm (EdDSA), pinned before any key
+// is looked up.
+func NewVerifier(keys *JWKS, issuer, audience string, leeway time.Duration) *Verifier {
+	return &Verifier{keys: keys, v: token.Verifier{Keys: keys, Issuer: issuer, Audience: audience, Leeway: leeway, Now: keys.now}}
+}
+
+// Verify returns the claims of a valid token, or an error wrapping one of token's Err*.
+func (v *Verifier) Verify(ctx context.Context, raw string) (token.Claims, error) {
+	gen := v.keys.generation()
+	c, err := v.v.Verify(raw)
+	if errors.Is(err, token.ErrUnknownKey) && v.keys.refetchUnknown(ctx, gen) {
+		c, err = v.v.Verify(raw)
+	}
+	return c, err
+}
