@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -216,3 +217,12 @@ func (g *gateway) status(t *testing.T, u string) InstanceStatus {
 
 // first makes the balancer pick the first routable instance when in-flight counts tie.
 func first(int) int { return 0 }
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := parseInstance(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

@@ -1,0 +1,136 @@
+package upstream
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"boxoffice.dev/platform/testkit"
+)
+
+// fastProbe probes every 20ms and changes state after two results in a row.
+var fastProbe = ProbeConfig{Interval: 20 * time.Millisecond, Timeout: 500 * time.Millisecond, HealthyAfter: 2, UnhealthyAfter: 2}
+
+func TestNotReadyInstanceGetsNoTraffic(t *testing.T) {
+	a, b := newBackend(t, nil), newBackend(t, nil)
+	a.ready.Store(false)
+	g := startGateway(t, []ServiceConfig{{Name: "svc", Instances: []string{a.url, b.url}, Probe: fastProbe}}, Options{}, RouteOptions{}, true)
+
+	testkit.Eventually(t, 5*time.Second, "b probed ready", func() bool { return g.status(t, b.url).Ready })
+	if s := g.status(t, a.url); s.Ready || s.Probe != "not_ready" && s.Probe != "pending" {
+		t.Fatalf("a = %+v, want not ready", s)
+	}
+	for range 50 {
+		if res := g.do(t, "GET", "/x", nil, true); res.status != http.StatusOK || res.upstream != b.url {
+			t.Fatalf("request: %d from %q, want 200 from %s", res.status, res.upstream, b.url)
+		}
+	}
+	if n := a.hits.Load(); n != 0 {
+		t.Errorf("requests to the not-ready instance = %d, want 0", n)
+	}
+
+	// The two swap: b turns not ready, a ready. Once the probes have seen it, b gets nothing.
+	a.ready.Store(true)
+	b.ready.Store(false)
+	testkit.Eventually(t, 5*time.Second, "a ready and b not ready", func() bool {
+		return g.status(t, a.url).Ready && !g.status(t, b.url).Ready
+	})
+	if s := g.status(t, b.url); s.Probe != "not_ready" || s.ProbeError != "probe: status 503" || s.Routable {
+		t.Errorf("b = %+v, want not_ready with the probe's error, not routable", s)
+	}
+	before := b.hits.Load()
+	for range 50 {
+		if res := g.do(t, "GET", "/x", nil, true); res.status != http.StatusOK || res.upstream != a.url {
+			t.Fatalf("request: %d from %q, want 200 from %s", res.status, res.upstream, a.url)
+		}
+	}
+	if n := b.hits.Load() - before; n != 0 {
+		t.Errorf("requests to the not-ready instance = %d, want 0", n)
+	}
+	if n := g.metric(t, "upstream.routable", attribute.String("instance", a.url)); n != 1 {
+		t.Errorf("upstream.routable{a} = %d, want 1", n)
+	}
+
+	// None ready: 503, and still no traffic.
+	a.ready.Store(false)
+	testkit.Eventually(t, 5*time.Second, "a not ready", func() bool { return !g.status(t, a.url).Ready })
+	if res := g.do(t, "GET", "/x", nil, true); res.status != http.StatusServiceUnavailable {
+		t.Errorf("no ready instance: status %d, want 503", res.status)
+	}
+}
+
+// TestKilledInstanceIsEjected kills one of two instances. Probes are too slow to notice, so
+// the first requests to reach it fail, are retried on the other, and eject it; from then on no
+// request goes to it. When its ejection ends and it fails again, it is ejected for twice as
+// long.
+func TestKilledInstanceIsEjected(t *testing.T) {
+	a, b := newBackend(t, nil), newBackend(t, nil)
+	clk := newClock()
+	slowProbe := ProbeConfig{Interval: time.Hour, Timeout: time.Second}
+	g := startGateway(t, []ServiceConfig{{Name: "svc", Instances: []string{a.url, b.url}, Probe: slowProbe, EjectAfter: 2, EjectFor: 10 * time.Second}},
+		Options{Clock: clk.Now}, RouteOptions{}, true)
+	testkit.Eventually(t, 5*time.Second, "both probed ready", func() bool { return g.status(t, a.url).Ready && g.status(t, b.url).Ready })
+
+	a.srv.Close()
+	for i := range 100 {
+		if res := g.do(t, "GET", "/x", nil, true); res.status != http.StatusOK {
+			t.Fatalf("idempotent request %d: status %d, want 200 (retried on the live instance)", i, res.status)
+		}
+	}
+	s := g.status(t, a.url)
+	if !s.Ejected || !s.EjectedUntil.Equal(clk.Now().Add(10*time.Second)) || s.Routable {
+		t.Fatalf("killed instance = %+v, want ejected for 10s", s)
+	}
+	if n := g.metric(t, "upstream.retries", attribute.String("outcome", "sent")); n != 2 {
+		t.Errorf("retries = %d, want 2: two failures eject it, then nothing goes to it", n)
+	}
+	if n := g.metric(t, "upstream.requests", attribute.String("instance", a.url), attribute.String("outcome", "connect_error")); n != 2 {
+		t.Errorf("attempts on the killed instance = %d, want 2", n)
+	}
+	if n := g.metric(t, "upstream.ejections"); n != 1 {
+		t.Errorf("upstream.ejections = %d, want 1", n)
+	}
+
+	// Back after 10s, still dead: two more failures, ejected for 20s.
+	clk.Add(10 * time.Second)
+	for i := range 100 {
+		if res := g.do(t, "GET", "/x", nil, true); res.status != http.StatusOK {
+			t.Fatalf("idempotent request %d after the ejection: status %d, want 200", i, res.status)
+		}
+	}
+	if s := g.status(t, a.url); !s.EjectedUntil.Equal(clk.Now().Add(20 * time.Second)) {
+		t.Errorf("second ejection until %v, want %v (twice as long)", s.EjectedUntil, clk.Now().Add(20*time.Second))
+	}
+	if n := g.metric(t, "upstream.retries", attribute.String("outcome", "sent")); n != 4 {
+		t.Errorf("retries = %d, want 4", n)
+	}
+}
+
+func TestObserveProbe(t *testing.T) {
+	fail := errors.New("probe: status 503")
+	pr := ProbeConfig{HealthyAfter: 2, UnhealthyAfter: 3}
+	for _, c := range []struct {
+		name    string
+		results []error
+		want    []string // probe state after each result
+	}{
+		{"first pass decides", []error{nil}, []string{"ready"}},
+		{"first failure decides", []error{fail}, []string{"not_ready"}},
+		{"ready needs 3 failures in a row", []error{nil, fail, fail, nil, fail, fail, fail}, []string{"ready", "ready", "ready", "ready", "ready", "ready", "not_ready"}},
+		{"not ready needs 2 passes in a row", []error{fail, nil, fail, nil, nil}, []string{"not_ready", "not_ready", "not_ready", "not_ready", "ready"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := newInstance("svc", mustURL(t, "http://127.0.0.1:1"), true)
+			for i, r := range c.results {
+				in.observeProbe(r, pr)
+				s := in.status(time.Now())
+				if s.Probe != c.want[i] || s.Ready != (c.want[i] == "ready") {
+					t.Fatalf("after result %d (%v): probe %s ready %v, want %s", i, r, s.Probe, s.Ready, c.want[i])
+				}
+			}
+		})
+	}
+}
