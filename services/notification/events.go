@@ -73,36 +73,42 @@ func (c *Consumer) Run(ctx context.Context) error {
 	return nil
 }
 
+// consume reads src until ctx ends. Setting up the consumer is retried until it succeeds: the
+// stream may not exist yet, or NATS may be away.
 func (c *Consumer) consume(ctx context.Context, src Source) {
 	log := c.Log.With("stream", src.Stream, "consumer", src.Durable)
-	var cons jetstream.Consumer
 	for {
-		var err error
-		cons, err = c.JS.CreateOrUpdateConsumer(ctx, src.Stream, jetstream.ConsumerConfig{
-			Durable:       src.Durable,
-			FilterSubject: src.Subject,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       cmp.Or(c.AckWait, 10*time.Second),
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-		})
+		cc, err := c.subscribe(ctx, src)
 		if err == nil {
-			break
+			<-ctx.Done()
+			cc.Stop()
+			<-cc.Closed()
+			return
+		}
+		if ctx.Err() != nil {
+			return
 		}
 		if !errors.Is(err, jetstream.ErrStreamNotFound) {
-			log.WarnContext(ctx, "create consumer", "error", err)
+			log.WarnContext(ctx, "consume", "error", err)
 		}
 		if sleep(ctx, cmp.Or(c.RetryEvery, time.Second)) != nil {
 			return
 		}
 	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) { c.handle(ctx, msg) })
+}
+
+func (c *Consumer) subscribe(ctx context.Context, src Source) (jetstream.ConsumeContext, error) {
+	cons, err := c.JS.CreateOrUpdateConsumer(ctx, src.Stream, jetstream.ConsumerConfig{
+		Durable:       src.Durable,
+		FilterSubject: src.Subject,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cmp.Or(c.AckWait, 10*time.Second),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
 	if err != nil {
-		log.ErrorContext(ctx, "consume", "error", err)
-		return
+		return nil, err
 	}
-	<-ctx.Done()
-	cc.Stop()
-	<-cc.Closed()
+	return cons.Consume(func(msg jetstream.Msg) { c.handle(ctx, msg) })
 }
 
 // handle stores the message an event makes, then acknowledges it.

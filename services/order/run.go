@@ -114,7 +114,8 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 
 	holds := newInventoryHolds(inventory)
 	saga := &Saga{Store: store, Holds: holds, Payments: newPaymentClient(payment), Log: s.Log,
-		CallTimeout: cfg.CallTimeout, PaymentTimeout: cfg.PaymentTimeout, MaxAttempts: cfg.MaxAttempts, StallAfter: cfg.StallAfter, Workers: cfg.Workers}
+		CallTimeout: cfg.CallTimeout, PaymentTimeout: cfg.PaymentTimeout, MaxAttempts: cfg.MaxAttempts, StallAfter: cfg.StallAfter, Workers: cfg.Workers,
+		MeterProvider: s.Telemetry.MeterProvider}
 	background.Go(func() { _ = saga.Run(ctx) }) // returns nil once ctx ends
 	orders := &Orders{Store: store, Holds: holds, Prices: newCatalogPrices(catalog), Saga: saga}
 	orderv1.RegisterOrderServer(s.GRPC(), &grpcServer{orders: orders})

@@ -9,6 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/problem"
 )
@@ -93,10 +97,15 @@ type Saga struct {
 	Workers int
 	// Sleep waits d or until ctx ends; nil means a timer. Tests may shorten waits with it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// MeterProvider receives the saga's counters (outcomes by state, steps left to retry);
+	// nil means none.
+	MeterProvider metric.MeterProvider
 
 	once     sync.Once
 	queue    chan string
 	inflight sync.Map // order id → struct{}: one worker per order in this instance
+	outcomes metric.Int64Counter
+	retries  metric.Int64Counter
 }
 
 func (s *Saga) init() {
@@ -108,6 +117,14 @@ func (s *Saga) init() {
 		if s.Sleep == nil {
 			s.Sleep = sleep
 		}
+		mp := s.MeterProvider
+		if mp == nil {
+			mp = noop.NewMeterProvider()
+		}
+		meter := mp.Meter("boxoffice.dev/services/order")
+		// Instrument creation fails only on an invalid name; a no-op counter is returned then.
+		s.outcomes, _ = meter.Int64Counter("order.saga.outcomes", metric.WithDescription("Orders that reached a final state, by state."))
+		s.retries, _ = meter.Int64Counter("order.saga.retries", metric.WithDescription("Saga steps that failed for now and were retried, by state."))
 	})
 }
 
@@ -196,6 +213,7 @@ func (s *Saga) advance(ctx context.Context, id string) {
 		if ctx.Err() != nil {
 			return
 		}
+		s.retries.Add(ctx, 1, metric.WithAttributes(attribute.String("state", string(o.State))))
 		if tries++; tries > retries {
 			s.Log.WarnContext(ctx, "saga: step keeps failing; left to recovery", "order", id, "state", o.State, "error", err)
 			return
@@ -317,7 +335,10 @@ func (s *Saga) move(ctx context.Context, o Order, to State, reason string) (Orde
 	if err != nil {
 		return o, err
 	}
-	return s.save(ctx, next)
+	if next, err = s.save(ctx, next); err == nil && to.Final() {
+		s.outcomes.Add(ctx, 1, metric.WithAttributes(attribute.String("state", string(to))))
+	}
+	return next, err
 }
 
 func (s *Saga) save(ctx context.Context, o Order) (Order, error) {

@@ -2,9 +2,13 @@ package order
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
@@ -203,5 +207,35 @@ func TestSagaRunRecoversStalledOrders(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v, want nil after cancel", err)
+	}
+}
+
+func TestSagaCountsOutcomes(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	f := newSagaFixture(t, testkit.OpenDBs(t, "order")[0])
+	f.saga = &Saga{Store: f.store, Holds: f.holds, Payments: f.payments,
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))}
+	f.saga.init()
+	ctx := context.Background()
+	for i, minor := range []int64{10000, 10000, 10013} {
+		f.saga.advance(ctx, f.order(t, fmt.Sprint("hold-metric-", i), minor, t0.Add(time.Hour)).ID)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "order.saga.outcomes" {
+				for _, dp := range sum.DataPoints {
+					state, _ := dp.Attributes.Value("state")
+					got[state.AsString()] += dp.Value
+				}
+			}
+		}
+	}
+	if got["confirmed"] != 2 || got["failed"] != 1 {
+		t.Errorf("order.saga.outcomes = %v, want confirmed 2, failed 1", got)
 	}
 }
