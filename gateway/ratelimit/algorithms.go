@@ -18,6 +18,7 @@ type state interface {
 	// commit spends it and returns how long the state matters (µs): after that the key may
 	// vanish. lease names the slot a Concurrency request takes. A cost of 0 only reads: it
 	// reports the budget as it stands, for rules of a request that was denied by another.
+	// commit may be called on a denied request: a charge (Request.Charge) overdraws.
 	try(p params, now, cost int64, lease string) (v verdict, commit func() (ttl int64))
 }
 
@@ -182,8 +183,8 @@ func (s *tokenBucket) try(p params, now, cost int64, _ string) (verdict, func() 
 		v.retry = impossible(cost > p.burst, p, s.last+(cost-s.tokens)*p.interval-now)
 	}
 	return v, func() int64 {
-		s.tokens -= cost
-		return v.reset
+		s.tokens -= cost // below zero after a charge: a debt the refill pays back
+		return s.last + (p.burst-s.tokens)*p.interval - now
 	}
 }
 

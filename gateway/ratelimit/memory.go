@@ -72,24 +72,29 @@ func (m *Memory) decide(reqs []Request, spend bool, path Path) Result {
 		}
 		commits[i], ents[i] = commit, e
 	}
-	if !spend || !admitted(ds) {
-		// Nothing is spent: report the budgets of the rules that allowed as they stand.
-		for i, q := range reqs {
-			if ds[i].Allowed {
-				v, _ := ents[i].st.try(q.Rule.params(), now, 0, "")
-				ds[i] = v.decision(q, path)
-			}
-		}
-		return combine(ds)
-	}
+	admit := spend && admitted(ds)
 	for i, q := range reqs {
-		if !ds[i].Allowed {
-			continue
+		switch {
+		case q.Charge && spend:
+			m.commit(q, ents[i], now+commits[i]())
+			// Report the budget after the charge.
+			v, _ := ents[i].st.try(q.Rule.params(), now, 0, "")
+			ds[i] = v.decision(q, path)
+		case admit && ds[i].Allowed:
+			m.commit(q, ents[i], now+commits[i]())
+		case ds[i].Allowed:
+			// Nothing is spent: report the budget as it stands.
+			v, _ := ents[i].st.try(q.Rule.params(), now, 0, "")
+			ds[i] = v.decision(q, path)
 		}
-		ents[i].expires = now + commits[i]()
-		m.keys[storageKey(q.Rule.ID, q.Key)] = ents[i]
 	}
 	return combine(ds)
+}
+
+// commit keeps a key's state, which matters until expires (µs).
+func (m *Memory) commit(q Request, e *entry, expires int64) {
+	e.expires = max(e.expires, expires)
+	m.keys[storageKey(q.Rule.ID, q.Key)] = e
 }
 
 // Release frees concurrency leases before they expire.

@@ -186,6 +186,10 @@ type Request struct {
 	Key string
 	// Cost is what this request spends; 0 means Rule.Cost.
 	Cost int
+	// Charge spends Cost without asking, for a cost known only once the response is out,
+	// such as the tokens an answer used. It always succeeds and may overdraw the budget:
+	// later requests are denied until the debt is paid back. Not for Concurrency rules.
+	Charge bool
 }
 
 func (q Request) cost() int64 {
@@ -221,7 +225,7 @@ const (
 // Decision is one rule's answer, or the effective answer for a whole request.
 type Decision struct {
 	Allowed bool
-	// Remaining is the budget left after this request.
+	// Remaining is the budget left after this request, 0 when overdrawn by a charge.
 	Remaining int
 	// Reset is the time until the full budget is back if nothing else is spent.
 	Reset time.Duration
@@ -281,9 +285,12 @@ type verdict struct {
 }
 
 func (v verdict) decision(q Request, path Path) Decision {
+	if q.Charge { // spent whatever the budget said
+		v.allowed, v.retry = true, 0
+	}
 	return Decision{
 		Allowed:    v.allowed,
-		Remaining:  int(v.remaining),
+		Remaining:  int(max(0, v.remaining)),
 		Reset:      time.Duration(v.reset) * time.Microsecond,
 		RetryAfter: time.Duration(v.retry) * time.Microsecond,
 		Limit:      q.Rule.Limit,
@@ -315,6 +322,9 @@ func validate(reqs []Request) error {
 		}
 		if q.Cost < 0 {
 			return fmt.Errorf("rule %s: negative cost %d", q.Rule.ID, q.Cost)
+		}
+		if q.Charge && q.Rule.Algorithm == Concurrency {
+			return fmt.Errorf("rule %s: a concurrency slot cannot be charged after the fact", q.Rule.ID)
 		}
 	}
 	return nil

@@ -97,8 +97,12 @@ func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
 				leases[i] = lease
 			}
 			p := q.Rule.params()
+			mode := string(q.Rule.mode())
+			if q.Charge {
+				mode = "charge"
+			}
 			call.keys = append(call.keys, storageKey(q.Rule.ID, q.Key))
-			call.args = append(call.args, string(q.Rule.Algorithm), p.limit, p.window, p.burst, q.cost(), string(q.Rule.mode()), lease)
+			call.args = append(call.args, string(q.Rule.Algorithm), p.limit, p.window, p.burst, q.cost(), mode, lease)
 		}
 	}
 	replies, err := r.run(ctx, calls)

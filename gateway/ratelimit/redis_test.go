@@ -72,7 +72,7 @@ func TestRedisMatchesMemoryMultiRule(t *testing.T) {
 				clk.Set(epoch.Add(s.at))
 				reqs := make([]Request, len(rules))
 				for j, r := range rules {
-					reqs[j] = Request{Rule: r, Key: s.key, Cost: 1 + rng.IntN(2)}
+					reqs[j] = Request{Rule: r, Key: s.key, Cost: 1 + rng.IntN(2), Charge: r.Algorithm != Concurrency && rng.IntN(10) == 0}
 				}
 				got, err := store.Allow(context.Background(), reqs)
 				if err != nil {
@@ -302,5 +302,41 @@ func TestRedisScriptReloadAfterFlush(t *testing.T) {
 	}
 	if res, err := store.Allow(ctx, []Request{{Rule: rule, Key: "a"}}); err != nil || res.Remaining != 8 {
 		t.Errorf("Allow after SCRIPT FLUSH = remaining %d, %v; want 8, nil", res.Remaining, err)
+	}
+}
+
+// TestChargeOverdraws: a cost known only after the response is charged whatever the budget
+// says, and later requests wait until the debt is paid back — on Redis as in memory.
+func TestChargeOverdraws(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	clk := newClock(epoch)
+	store := NewRedis(srv.Client())
+	store.now = clk.Now
+	tokens := Rule{ID: "assistant-tokens", Algorithm: TokenBucket, Limit: 10, Window: time.Second}
+	for _, l := range []struct {
+		name string
+		lim  Limiter
+	}{{"memory", NewMemory(clk.Now)}, {"redis", store}} {
+		t.Run(l.name, func(t *testing.T) {
+			clk.Set(epoch)
+			key := "tenant:" + l.name
+			if res := mustAllow(t, l.lim, []Request{{Rule: tokens, Key: key}}); !res.Allowed || res.Remaining != 9 {
+				t.Fatalf("first request: allowed %v remaining %d, want true 9", res.Allowed, res.Remaining)
+			}
+			// The answer used 25 tokens: 9 in the bucket, 16 owed.
+			charged := mustAllow(t, l.lim, []Request{{Rule: tokens, Key: key, Cost: 25, Charge: true}})
+			if !charged.Allowed || charged.Remaining != 0 {
+				t.Errorf("charge: allowed %v remaining %d, want true 0", charged.Allowed, charged.Remaining)
+			}
+			// 16 owed + 1 for the next request = 17 tokens at 10/s.
+			res := mustAllow(t, l.lim, []Request{{Rule: tokens, Key: key}})
+			if res.Allowed || res.RetryAfter != 1700*time.Millisecond {
+				t.Errorf("next request: allowed %v retry %v, want false 1.7s", res.Allowed, res.RetryAfter)
+			}
+			clk.Add(1700 * time.Millisecond)
+			if res := mustAllow(t, l.lim, []Request{{Rule: tokens, Key: key}}); !res.Allowed {
+				t.Errorf("request after the debt is paid: denied, want allowed")
+			}
+		})
 	}
 }

@@ -40,14 +40,15 @@ var epoch = time.Unix(1_750_000_000, 0)
 
 // step is one request of a trace.
 type step struct {
-	at   time.Duration // since epoch
-	key  string
-	cost int
+	at     time.Duration // since epoch
+	key    string
+	cost   int
+	charge bool // spend after the fact (Request.Charge)
 }
 
 // randomTrace draws n requests for rule: gaps around the rule's mean interval (so traces both
 // exceed and respect the limit), two keys, and costs mostly 1, sometimes up to beyond the
-// limit. Times are whole microseconds.
+// limit, and now and then a charge after the fact. Times are whole microseconds.
 func randomTrace(rng *rand.Rand, rule Rule, n int) []step {
 	mean := max(1, rule.Window.Microseconds()/int64(rule.Limit))
 	var at time.Duration
@@ -65,7 +66,8 @@ func randomTrace(rng *rand.Rand, rule Rule, n int) []step {
 		if rng.IntN(4) == 0 {
 			cost = 1 + rng.IntN(rule.Limit+1)
 		}
-		steps[i] = step{at: at, key: fmt.Sprintf("client-%d", rng.IntN(2)), cost: cost}
+		charge := rule.Algorithm != Concurrency && rng.IntN(8) == 0
+		steps[i] = step{at: at, key: fmt.Sprintf("client-%d", rng.IntN(2)), cost: cost, charge: charge}
 	}
 	return steps
 }
@@ -76,7 +78,7 @@ func replay(t *testing.T, l Limiter, clk *clock, rule Rule, steps []step) []Deci
 	ds := make([]Decision, len(steps))
 	for i, s := range steps {
 		clk.Set(epoch.Add(s.at))
-		res, err := l.Allow(context.Background(), []Request{{Rule: rule, Key: s.key, Cost: s.cost}})
+		res, err := l.Allow(context.Background(), []Request{{Rule: rule, Key: s.key, Cost: s.cost, Charge: s.charge}})
 		if err != nil {
 			t.Fatalf("Allow(step %d %+v): %v", i, s, err)
 		}

@@ -9,6 +9,8 @@
 -- ARGV[1]  now in microseconds, or "" to take the server's TIME. Production passes "": one
 --          clock for every gateway. Tests pass a virtual time.
 -- then 7 arguments per rule: algorithm, limit, window (µs), burst, cost, mode, lease id.
+-- mode is enforce, shadow, or charge: spend the cost whatever the budget says (a cost known
+-- only after the response), which may overdraw it.
 --
 -- Each algorithm returns its verdict and a commit function that spends the request and sets
 -- the key's TTL.
@@ -72,7 +74,7 @@ local function get(key)
   if not s then
     return nil
   end
-  local a, b, c = string.match(s, '^(%d+) (%d+) ?(%d*)$')
+  local a, b, c = string.match(s, '^(-?%d+) (-?%d+) ?(-?%d*)$')
   return tonumber(a), tonumber(b), tonumber(c)
 end
 
@@ -230,7 +232,8 @@ algorithms.token_bucket = function(key, p, cost)
     v.retry = impossible(cost > p.burst, p, last + (cost - tokens) * p.interval - now)
   end
   return v, function()
-    set(key, v.reset, tokens - cost, last)
+    -- below zero after a charge: a debt the refill pays back
+    set(key, last + (p.burst - tokens + cost) * p.interval - now, tokens - cost, last)
   end
 end
 
@@ -289,6 +292,7 @@ for i = 1, #KEYS do
     burst = tonumber(ARGV[o + 4]),
     cost = tonumber(ARGV[o + 5]),
     shadow = ARGV[o + 6] == 'shadow',
+    charge = ARGV[o + 6] == 'charge',
     lease = ARGV[o + 7],
   }
   p.interval = math.max(1, idiv(p.window, p.limit))
@@ -298,17 +302,21 @@ for i = 1, #KEYS do
   end
   rules[i] = p
   verdicts[i], commits[i] = fn(KEYS[i], p, p.cost, p.lease)
-  if not verdicts[i].allowed and not p.shadow then
+  if not verdicts[i].allowed and not p.shadow and not p.charge then
     admitted = false
   end
 end
 
 -- Pass 2: spend every rule that allowed, or, if the request is denied, report the budgets of
--- the rules that allowed as they stand (a cost of 0 only reads).
+-- the rules that allowed as they stand (a cost of 0 only reads). Charges are always spent and
+-- report the budget they leave.
 local out = {admitted and 1 or 0}
 for i = 1, #KEYS do
   local v = verdicts[i]
-  if v.allowed then
+  if rules[i].charge then
+    commits[i]()
+    v = algorithms[rules[i].algorithm](KEYS[i], rules[i], 0, '')
+  elseif v.allowed then
     if admitted then
       commits[i]()
     else
