@@ -29,7 +29,8 @@ import (
 //	wr:{evt}:rate      admissions per second, when an admin set one
 //	wr:{evt}:slot      HASH {slot, count}: the current second and how many it admitted
 //
-// and one key outside any event, wr:events, the SET of events the admitter visits.
+// and one key outside any event, wr:events, the SET of events the admitter visits (TTL
+// QueueTTL too, refreshed by joins).
 //
 // Every read-modify-write is one Lua script, so replicas never interleave inside one.
 // Set the fields, then use the Queue from any goroutine.
@@ -161,8 +162,14 @@ func (q *Queue) Join(ctx context.Context, event, user string) (Status, error) {
 		return Status{}, fmt.Errorf("join %s: %w", event, err)
 	}
 	// Outside the script: wr:events lives in another cluster slot. Adding on every join
-	// keeps the event listed even if the admitter pruned it a moment ago (see AdmitAll).
-	if err := q.Redis.SAdd(ctx, eventsKey, event).Err(); err != nil {
+	// keeps the event listed even if the admitter pruned it a moment ago (see AdmitAll); its
+	// TTL outlives every queue it lists, since each join refreshes both.
+	_, err = q.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.SAdd(ctx, eventsKey, event)
+		p.Expire(ctx, eventsKey, q.queueTTL())
+		return nil
+	})
+	if err != nil {
 		return Status{}, fmt.Errorf("join %s: list event: %w", event, err)
 	}
 	return q.status(event, user, res)

@@ -292,7 +292,7 @@ func TestKeysExpireAndEventsArePruned(t *testing.T) {
 	q := newQueue(rdb, &clock{t: time.Unix(1_800_000_000, 0)})
 	join(t, q, "evt-flash", "acc-a")
 	k := keysFor("evt-flash")
-	for _, key := range []string{k.seq, k.waiting} {
+	for _, key := range []string{k.seq, k.waiting, eventsKey} {
 		if ttl := rdb.TTL(ctx, key).Val(); ttl <= 0 || ttl > DefaultQueueTTL {
 			t.Errorf("TTL(%s) = %v, want within (0, %v]", key, ttl, DefaultQueueTTL)
 		}
