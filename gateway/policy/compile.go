@@ -42,11 +42,14 @@ type CompiledLimit struct {
 	Key  []KeyPart
 }
 
-// CompiledPlan is a plan's rules, each keyed by tenant.
+// CompiledPlan is a plan's rules, each keyed by tenant; nil when the plan has none.
 type CompiledPlan struct {
 	Name      string
 	Unlimited bool
-	Rules     []ratelimit.Rule
+	// API is the rate across all routes (a token bucket); a tenant override replaces it.
+	API *ratelimit.Rule
+	// Quota is the long-window allowance (a fixed window).
+	Quota *ratelimit.Rule
 }
 
 // TenantRule is one row of the rate_limit_rule table: a token bucket of Capacity refilled at
@@ -131,11 +134,11 @@ func compilePlan(name string, pl Plan) *CompiledPlan {
 	cp := &CompiledPlan{Name: name, Unlimited: pl.Unlimited}
 	if pl.API != "" {
 		limit, window, _ := ParseRate(pl.API)
-		cp.Rules = append(cp.Rules, ratelimit.Rule{ID: "plan-" + name + "-api", Algorithm: ratelimit.TokenBucket, Limit: limit, Window: window})
+		cp.API = &ratelimit.Rule{ID: "plan-" + name + "-api", Algorithm: ratelimit.TokenBucket, Limit: limit, Window: window}
 	}
 	if pl.Quota != "" {
 		limit, window, _ := ParseRate(pl.Quota)
-		cp.Rules = append(cp.Rules, ratelimit.Rule{ID: "plan-" + name + "-quota", Algorithm: ratelimit.FixedWindow, Limit: limit, Window: window})
+		cp.Quota = &ratelimit.Rule{ID: "plan-" + name + "-quota", Algorithm: ratelimit.FixedWindow, Limit: limit, Window: window}
 	}
 	return cp
 }

@@ -73,7 +73,7 @@ func TestCompileDefaults(t *testing.T) {
 		t.Errorf("Plan(internal) = %+v, want unlimited", p)
 	}
 	partner := s.Plan("partner")
-	if len(partner.Rules) != 2 || partner.Rules[1].Window != 30*24*time.Hour || partner.Rules[1].Algorithm != ratelimit.FixedWindow {
+	if partner.API == nil || partner.Quota == nil || partner.Quota.Window != 30*24*time.Hour || partner.Quota.Algorithm != ratelimit.FixedWindow {
 		t.Errorf("Plan(partner) = %+v, want an api bucket and a 30d fixed-window quota", partner)
 	}
 	if p := s.Plan("enterprise"); p == nil || p.Name != "free" {

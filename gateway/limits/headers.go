@@ -1,0 +1,163 @@
+package limits
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/platform/problem"
+)
+
+// QuotaExceeded is the problem type of a 429, from the IETF RateLimit header fields draft.
+const QuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+
+// SetHeaders writes the rate limit fields of res onto h, in the syntax of the IETF HTTPAPI
+// draft "RateLimit header fields for HTTP" (draft-10/11):
+//
+//	RateLimit-Policy: "holds-per-account";q=5;w=60, "api-per-ip";q=100;w=1
+//	RateLimit: "holds-per-account";r=0;t=9, "api-per-ip";r=99;t=1
+//	X-RateLimit-Limit: 5
+//	X-RateLimit-Remaining: 0
+//	X-RateLimit-Reset: 9
+//
+// RateLimit-Policy and RateLimit list every enforced rule of the request, as Structured
+// Fields lists of strings with parameters: q the quota, w the window in whole seconds (none
+// for a concurrency limit, whose unit qu is "concurrent-requests"), r what remains and t the
+// seconds until more is available (until this request would pass, for a rule that denied
+// it). The legacy X-RateLimit-* fields describe the effective rule alone: the one that denied
+// with the longest wait, or, when allowed, the one closest to exhaustion. Shadow rules are
+// never shown: they do not bind the client. Nothing is written when no enforced rule applies.
+// reqs are the requests res decided, in the same order.
+func SetHeaders(h http.Header, reqs []ratelimit.Request, res ratelimit.Result) {
+	var policies, limits []string
+	for i, d := range res.Rules {
+		if d.Mode == ratelimit.Shadow {
+			continue
+		}
+		name := sfString(d.Rule)
+		if i >= len(reqs) || reqs[i].Rule.Algorithm != ratelimit.Concurrency {
+			policies = append(policies, fmt.Sprintf("%s;q=%d;w=%d", name, d.Limit, seconds(d.Window)))
+		} else {
+			policies = append(policies, fmt.Sprintf("%s;q=%d;qu=\"concurrent-requests\"", name, d.Limit))
+		}
+		limits = append(limits, fmt.Sprintf("%s;r=%d;t=%d", name, max(0, d.Remaining), reset(d)))
+	}
+	if len(policies) == 0 {
+		return
+	}
+	h.Set("RateLimit-Policy", strings.Join(policies, ", "))
+	h.Set("RateLimit", strings.Join(limits, ", "))
+	eff := res.Decision
+	h.Set("X-RateLimit-Limit", strconv.Itoa(eff.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(0, eff.Remaining)))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset(eff), 10))
+}
+
+// reset is t: the seconds until the request would pass when denied, else until the budget is
+// whole again.
+func reset(d ratelimit.Decision) int64 {
+	if !d.Allowed {
+		return max(1, seconds(d.RetryAfter))
+	}
+	return seconds(d.Reset)
+}
+
+// seconds rounds up, so a client that waits that long never comes back too early.
+func seconds(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// sfString writes s as a Structured Fields string. Policy ids are validated to plain
+// characters; the escaping is for safety.
+func sfString(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+}
+
+// TooMany is the body of a 429 (RFC 9457 with the draft's violated-policies member).
+type TooMany struct {
+	Type             string   `json:"type"`
+	Title            string   `json:"title"`
+	Status           int      `json:"status"`
+	Detail           string   `json:"detail"`
+	ViolatedPolicies []string `json:"violated-policies"`
+	RetryAfter       int64    `json:"retryAfterSeconds"`
+	TraceID          string   `json:"traceId,omitempty"`
+}
+
+// WriteTooMany answers a request denied by its limits: 429 with the rate limit fields,
+// Retry-After from the effective rule (never earlier than its t) and a problem body naming
+// every enforced rule that denied.
+func WriteTooMany(w http.ResponseWriter, reqs []ratelimit.Request, res ratelimit.Result, traceID string) {
+	SetHeaders(w.Header(), reqs, res)
+	after := reset(res.Decision)
+	w.Header().Set("Retry-After", strconv.FormatInt(after, 10))
+	body := TooMany{Type: QuotaExceeded, Title: "Too many requests", Status: http.StatusTooManyRequests,
+		ViolatedPolicies: violated(res), RetryAfter: after, TraceID: traceID}
+	eff := res.Decision
+	body.Detail = fmt.Sprintf("%s allows %d per %s; retry in %ds", eff.Rule, eff.Limit, window(eff.Window), after)
+	problem.WriteDetails(w, http.StatusTooManyRequests, body)
+}
+
+// Unavailable is the body of a 503 caused by the limiter rather than the client.
+type Unavailable struct {
+	Type       string `json:"type"`
+	Title      string `json:"title"`
+	Status     int    `json:"status"`
+	Detail     string `json:"detail"`
+	RetryAfter int64  `json:"retryAfterSeconds"`
+	TraceID    string `json:"traceId,omitempty"`
+}
+
+// FailedClosed reports whether res was denied because a fail-closed rule could not reach the
+// store: the gateway then answers 503 (WriteStoreUnavailable), not 429. The client did
+// nothing wrong; everyone on the route is refused until the store is back.
+func FailedClosed(res ratelimit.Result) bool {
+	for _, d := range res.Rules {
+		if !d.Allowed && d.Mode != ratelimit.Shadow && d.Path == ratelimit.PathFailClosed {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteStoreUnavailable answers 503 with Retry-After for a request whose fail-closed limits
+// cannot be checked. No RateLimit fields: there is no budget to report.
+func WriteStoreUnavailable(w http.ResponseWriter, res ratelimit.Result, traceID string) {
+	after := int64(1)
+	for _, d := range res.Rules {
+		if d.Path == ratelimit.PathFailClosed {
+			after = max(after, seconds(d.RetryAfter))
+		}
+	}
+	w.Header().Set("Retry-After", strconv.FormatInt(after, 10))
+	problem.WriteDetails(w, http.StatusServiceUnavailable, Unavailable{
+		Type: "about:blank", Title: "Service Unavailable", Status: http.StatusServiceUnavailable,
+		Detail:     "the limits of this route cannot be checked right now and do not fail open",
+		RetryAfter: after, TraceID: traceID,
+	})
+}
+
+// violated lists the enforced rules that denied, in request order.
+func violated(res ratelimit.Result) []string {
+	var out []string
+	for _, d := range res.Rules {
+		if !d.Allowed && d.Mode != ratelimit.Shadow {
+			out = append(out, d.Rule)
+		}
+	}
+	return out
+}
+
+// window writes a window the way policies spell it: 60s, 1m, 24h, 30d.
+func window(d time.Duration) string {
+	switch {
+	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	case d >= time.Minute && d%time.Minute == 0 && d < time.Hour:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	}
+	return d.String()
+}

@@ -1,0 +1,232 @@
+package limits
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"boxoffice.dev/gateway/authn"
+	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/gateway/ratelimit"
+)
+
+const doc = `
+services: [{name: svc, instances: ["http://127.0.0.1:1"]}]
+routes:
+  - {id: holds, match: {method: POST, path: "/v1/events/{id}/holds"}, service: svc, auth: user, limits: [holds-per-account, api-per-ip]}
+  - {id: login, match: {method: POST, path: /v1/auth/login}, service: svc, auth: none, limits: [login-per-account, per-user-route]}
+  - {id: ask, match: {method: POST, path: /v1/ask}, service: svc, auth: optional, limits: [tokens]}
+limits:
+  - {id: holds-per-account, key: user, rate: 5/1m, burst: 5}
+  - {id: api-per-ip, key: ip, rate: 100/s, burst: 200}
+  - {id: login-per-account, key: "json:email", rate: 5/1m, on_store_failure: closed}
+  - {id: per-user-route, key: user+route, rate: 5/1m}
+  - {id: tokens, key: ip, algorithm: fixed_window, rate: 1000/1d, cost_header: X-Boxoffice-Tokens}
+plans:
+  free: {api: 60/1m}
+  partner: {api: 10000/1m, quota: 1000000/30d}
+  internal: unlimited
+`
+
+func snapshot(t *testing.T, tenants ...policy.TenantRule) *policy.Snapshot {
+	t.Helper()
+	p, err := policy.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := policy.Compile(p, tenants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+type built struct{ rule, key string }
+
+func summary(reqs []ratelimit.Request) []built {
+	var out []built
+	for _, q := range reqs {
+		out = append(out, built{q.Rule.ID, q.Key})
+	}
+	return out
+}
+
+func TestBuild(t *testing.T) {
+	snap := snapshot(t, policy.TenantRule{Tenant: "ten_p", Route: "holds", Capacity: 7, RefillPerSecond: 1})
+	ip := netip.MustParseAddr("203.0.113.9")
+	user := authn.Caller{}
+	user.User = "usr_1"
+	partner := authn.Caller{KeyID: "abcd"}
+	partner.Tenant, partner.Plan = "ten_p", "partner"
+	internal := authn.Caller{}
+	internal.Tenant, internal.Plan = "ten_i", "internal"
+	odd := authn.Caller{}
+	odd.Tenant, odd.Plan = "ten_o", "enterprise"
+	tests := []struct {
+		name   string
+		route  string
+		caller authn.Caller
+		body   string
+		want   []built
+	}{
+		{"user on holds", "holds", user, "", []built{{"holds-per-account", "user:usr_1"}, {"api-per-ip", "ip:203.0.113.9"}}},
+		{"anonymous: per-user limits do not apply", "holds", authn.Caller{}, "", []built{{"api-per-ip", "ip:203.0.113.9"}}},
+		{"login keyed by the email, folded and hashed", "login", authn.Caller{}, `{"email":" Ana@Example.org","password":"x"}`,
+			[]built{{"login-per-account", "json:email:" + hashed("ana@example.org")}}},
+		{"composite key: the first part is the hash tag", "login", user, `{}`, []built{{"per-user-route", "{user:usr_1}:route:login"}}},
+		{"partner: the route override replaces the plan's api rate", "holds", partner, "",
+			[]built{{"api-per-ip", "ip:203.0.113.9"}, {"tenant-api.holds", "tenant:ten_p"}, {"plan-partner-quota", "tenant:ten_p"}}},
+		{"partner elsewhere: the plan's rates", "ask", partner, "",
+			[]built{{"tokens", "ip:203.0.113.9"}, {"plan-partner-api", "tenant:ten_p"}, {"plan-partner-quota", "tenant:ten_p"}}},
+		{"unlimited plan: nothing", "holds", internal, "", nil},
+		{"unknown plan: the default plan", "ask", odd, "", []built{{"tokens", "ip:203.0.113.9"}, {"plan-free-api", "tenant:ten_o"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
+			reqs, _ := Build(snap, Subject{Route: snap.Route(tt.route), Caller: tt.caller, IP: ip, Request: r})
+			if got := summary(reqs); !slices.Equal(got, tt.want) {
+				t.Errorf("Build() = %v, want %v", got, tt.want)
+			}
+			// The body is still there for the upstream.
+			if b, _ := io.ReadAll(r.Body); string(b) != tt.body {
+				t.Errorf("body after Build = %q, want %q", b, tt.body)
+			}
+		})
+	}
+}
+
+// decide runs n requests on a memory limiter at a fixed time and returns the last result.
+func decide(t *testing.T, reqs []ratelimit.Request, n int) ratelimit.Result {
+	t.Helper()
+	now := time.Unix(1_800_000_000, 0)
+	m := ratelimit.NewMemory(func() time.Time { return now })
+	var res ratelimit.Result
+	for range n {
+		var err error
+		if res, err = m.Allow(context.Background(), reqs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return res
+}
+
+func TestTooManyContract(t *testing.T) {
+	snap := snapshot(t)
+	holds := snap.Route("holds")
+	reqs := []ratelimit.Request{
+		{Rule: holds.Limits[0].Rule, Key: "user:usr_1"},
+		{Rule: holds.Limits[1].Rule, Key: "ip:203.0.113.9"},
+	}
+	res := decide(t, reqs, 6) // 5 per minute: the sixth is denied, 12s until a token
+	if res.Allowed {
+		t.Fatalf("sixth request allowed, want denied")
+	}
+	w := httptest.NewRecorder()
+	WriteTooMany(w, reqs, res, "4bf92f3577b34da6a3ce929d0e0e4736")
+	want := map[string]string{
+		"Retry-After":           "12",
+		"RateLimit-Policy":      `"holds-per-account";q=5;w=60, "api-per-ip";q=100;w=1`,
+		"RateLimit":             `"holds-per-account";r=0;t=12, "api-per-ip";r=195;t=1`,
+		"X-RateLimit-Limit":     "5",
+		"X-RateLimit-Remaining": "0",
+		"X-RateLimit-Reset":     "12",
+		"Content-Type":          "application/problem+json",
+	}
+	if w.Code != http.StatusTooManyRequests {
+		t.Errorf("status = %d, want 429", w.Code)
+	}
+	for k, v := range want {
+		if got := w.Header().Get(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	var body map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	wantBody := map[string]any{
+		"type": QuotaExceeded, "title": "Too many requests", "status": 429.0,
+		"detail":            "holds-per-account allows 5 per 1m; retry in 12s",
+		"violated-policies": []any{"holds-per-account"}, "retryAfterSeconds": 12.0,
+		"traceId": "4bf92f3577b34da6a3ce929d0e0e4736",
+	}
+	if b, _ := json.Marshal(body); string(b) != mustJSON(wantBody) {
+		t.Errorf("body = %s, want %s", b, mustJSON(wantBody))
+	}
+}
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func TestAllowedHeaders(t *testing.T) {
+	snap := snapshot(t)
+	holds := snap.Route("holds")
+	reqs := []ratelimit.Request{{Rule: holds.Limits[0].Rule, Key: "user:usr_1"}, {Rule: holds.Limits[1].Rule, Key: "ip:x"}}
+	res := decide(t, reqs, 2)
+	h := http.Header{}
+	SetHeaders(h, reqs, res)
+	// Closest to exhaustion: holds-per-account with 3 of 5 left, whole again in 24s.
+	for k, v := range map[string]string{"X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "3", "X-RateLimit-Reset": "24",
+		"RateLimit": `"holds-per-account";r=3;t=24, "api-per-ip";r=198;t=1`} {
+		if got := h.Get(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	shadow := reqs[0]
+	shadow.Rule.Mode = ratelimit.Shadow
+	h = http.Header{}
+	SetHeaders(h, []ratelimit.Request{shadow}, decide(t, []ratelimit.Request{shadow}, 1))
+	if len(h) != 0 {
+		t.Errorf("headers for a shadow rule alone = %v, want none", h)
+	}
+}
+
+func TestStoreUnavailable(t *testing.T) {
+	res := ratelimit.Result{Rules: []ratelimit.Decision{
+		{Rule: "login-per-account", Allowed: false, Path: ratelimit.PathFailClosed, RetryAfter: 1500 * time.Millisecond, Mode: ratelimit.Enforce},
+		{Rule: "api-per-ip", Allowed: true, Path: ratelimit.PathFallback, Mode: ratelimit.Enforce},
+	}}
+	if !FailedClosed(res) {
+		t.Fatalf("FailedClosed() = false, want true")
+	}
+	w := httptest.NewRecorder()
+	WriteStoreUnavailable(w, res, "")
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "2" || w.Header().Get("RateLimit") != "" {
+		t.Errorf("WriteStoreUnavailable = %d, Retry-After %q, RateLimit %q; want 503, 2, none", w.Code, w.Header().Get("Retry-After"), w.Header().Get("RateLimit"))
+	}
+	res.Rules[0].Path = ratelimit.PathStore
+	if FailedClosed(res) {
+		t.Errorf("FailedClosed(denied by the store) = true, want false: that is a 429")
+	}
+}
+
+func TestSettleChargesResponseCost(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	m := ratelimit.NewMemory(func() time.Time { return now })
+	e := NewEnforcer(m, nil, nil)
+	rule := snapshot(t).Limit("tokens").Rule // 1000 per day
+	q := ratelimit.Request{Rule: rule, Key: "ip:x"}
+	ctx := context.Background()
+	settle := func(tokens string) {
+		res, err := e.Decide(ctx, []ratelimit.Request{q})
+		if err != nil || !res.Allowed {
+			t.Fatalf("Decide = %+v, %v; want allowed", res, err)
+		}
+		done := make(chan struct{})
+		e.Settle(ctx, res, []Charge{{Request: q, Header: "X-Boxoffice-Tokens"}}, http.Header{"X-Boxoffice-Tokens": {tokens}}, func() { close(done) })
+		<-done
+	}
+	settle("400") // 1 at the request, 399 after
+	settle("700") // 1 + 599 left of 699: the rest of the budget is spent
+	res, _ := m.Allow(ctx, []ratelimit.Request{q})
+	if res.Allowed {
+		t.Errorf("after answers worth 1100 tokens of 1000, the next request is allowed with %d left, want denied", res.Remaining)
+	}
+}

@@ -1,0 +1,176 @@
+// Package limits applies a policy's rate limits and quotas to a request: it builds the rate
+// limiter requests of a route, an identity and a plan (Build), writes the client contract of
+// design §5 — RateLimit-Policy, RateLimit, X-RateLimit-*, Retry-After and the 429 problem
+// body — (headers.go), and settles what is only known once the response is (Enforcer.Settle):
+// concurrency slots to release and costs read from the response.
+package limits
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"boxoffice.dev/gateway/authn"
+	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/gateway/ratelimit"
+)
+
+// Subject is what a request's limit keys are made of.
+type Subject struct {
+	Route  *policy.CompiledRoute
+	Caller authn.Caller
+	IP     netip.Addr
+	// Request gives headers and, for json:<field> keys, the body, which Build reads (within
+	// the body limit already applied) and puts back for the upstream.
+	Request *http.Request
+}
+
+// Charge is a limit whose cost is read from a response header after the response.
+type Charge struct {
+	Request ratelimit.Request
+	Header  string
+}
+
+// Build returns the rate limiter requests for s under snapshot, and the charges to settle
+// once the response is known:
+//
+//   - each of the route's limits, keyed by the parts of its key (a limit whose key needs
+//     something the request lacks — a user on an anonymous request — does not apply);
+//   - for a caller with an API key, its plan's rules keyed by tenant, the api rate replaced
+//     by the tenant's override from the rate_limit_rule table when there is one.
+//
+// A caller on an unlimited plan gets no requests at all. Build does no I/O beyond reading
+// the request body for json:<field> keys.
+func Build(snap *policy.Snapshot, s Subject) ([]ratelimit.Request, []Charge) {
+	var plan *policy.CompiledPlan
+	if s.Caller.Tenant != "" {
+		if plan = snap.Plan(s.Caller.Plan); plan != nil && plan.Unlimited {
+			return nil, nil
+		}
+	}
+	var reqs []ratelimit.Request
+	var charges []Charge
+	body := lazyBody{r: s.Request}
+	for _, l := range s.Route.Limits {
+		key, ok := s.key(l.Key, &body)
+		if !ok {
+			continue
+		}
+		q := ratelimit.Request{Rule: l.Rule, Key: key}
+		reqs = append(reqs, q)
+		if l.CostHeader != "" {
+			charges = append(charges, Charge{Request: q, Header: l.CostHeader})
+		}
+	}
+	if plan != nil {
+		tenantKey := "tenant:" + s.Caller.Tenant
+		if o, ok := snap.TenantOverride(s.Caller.Tenant, s.Route.ID); ok {
+			reqs = append(reqs, ratelimit.Request{Rule: o, Key: tenantKey})
+		} else if plan.API != nil {
+			reqs = append(reqs, ratelimit.Request{Rule: *plan.API, Key: tenantKey})
+		}
+		if plan.Quota != nil {
+			reqs = append(reqs, ratelimit.Request{Rule: *plan.Quota, Key: tenantKey})
+		}
+	}
+	return reqs, charges
+}
+
+// key builds a limit's key for the subject. One part is "user:42"; several are
+// "{user:42}:route:holds", the first part a Redis Cluster hash tag so that every limit of
+// one client lands on one slot and is decided in one script call. Values a client chooses
+// freely (headers, body fields) are hashed: they cannot break the key's shape and no
+// personal data lands in Redis.
+func (s Subject) key(parts []policy.KeyPart, body *lazyBody) (string, bool) {
+	var b strings.Builder
+	for i, p := range parts {
+		v, ok := s.part(p, body)
+		if !ok {
+			return "", false
+		}
+		switch {
+		case len(parts) == 1:
+			b.WriteString(v)
+		case i == 0:
+			b.WriteString("{" + v + "}")
+		default:
+			b.WriteString(":" + v)
+		}
+	}
+	return b.String(), true
+}
+
+func (s Subject) part(p policy.KeyPart, body *lazyBody) (string, bool) {
+	var v string
+	switch p.Kind {
+	case policy.KeyUser:
+		v = s.Caller.User
+	case policy.KeyTenant:
+		v = s.Caller.Tenant
+	case policy.KeyAPIKey:
+		v = s.Caller.KeyID
+	case policy.KeyRoute:
+		v = s.Route.ID
+	case policy.KeyIP:
+		if s.IP.IsValid() {
+			v = s.IP.String()
+		}
+	case policy.KeyHeader:
+		if h := strings.TrimSpace(s.Request.Header.Get(p.Name)); h != "" {
+			v = hashed(h)
+		}
+		return "header:" + strings.ToLower(p.Name) + ":" + v, v != ""
+	case policy.KeyJSON:
+		// Folded so that "Ana@Example.org " and "ana@example.org" share one budget.
+		if f := strings.ToLower(strings.TrimSpace(body.field(p.Name))); f != "" {
+			v = hashed(f)
+		}
+		return "json:" + p.Name + ":" + v, v != ""
+	}
+	return string(p.Kind) + ":" + v, v != ""
+}
+
+func hashed(v string) string {
+	h := sha256.Sum256([]byte(v))
+	return hex.EncodeToString(h[:8])
+}
+
+// lazyBody reads a request's JSON body once, on first need, and puts it back for the upstream.
+type lazyBody struct {
+	r      *http.Request
+	read   bool
+	fields map[string]json.RawMessage
+}
+
+// field returns a top-level string field of the body, "" when the body is not a JSON object
+// holding one.
+func (b *lazyBody) field(name string) string {
+	if !b.read {
+		b.read = true
+		if b.r.Body != nil && b.r.Body != http.NoBody {
+			data, err := io.ReadAll(b.r.Body)
+			b.r.Body.Close()
+			if err != nil { // too large, or cut off: the upstream read fails the same way
+				b.r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(data), failingReader{err}))
+				return ""
+			}
+			b.r.Body = io.NopCloser(bytes.NewReader(data))
+			_ = json.Unmarshal(data, &b.fields) // not an object: no fields, no key
+		}
+	}
+	var s string
+	if json.Unmarshal(b.fields[name], &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// failingReader returns err once the bytes before it are read.
+type failingReader struct{ err error }
+
+func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
