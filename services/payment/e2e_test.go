@@ -122,6 +122,20 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("metrics count charges by status", func(t *testing.T) {
+		res, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		for _, want := range []string{`payment_charges_total{`, `status="succeeded"`, `status="declined"`} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	})
+
 	t.Run("control hook outage", func(t *testing.T) {
 		put(t, base+"/control", `{"outage":true}`)
 		_, err := client.GetCharge(ctx, &paymentv1.GetChargeRequest{IdempotencyKey: "order:ord_1"})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc/status"
 
 	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
@@ -15,19 +17,23 @@ import (
 // grpcServer is the Payment gRPC API over a Store; thin: it converts messages and errors.
 type grpcServer struct {
 	paymentv1.UnimplementedPaymentServer
-	store *Store
-	late  *LateAnswers // nil = always answer at once
+	store   *Store
+	late    *LateAnswers        // nil = always answer at once
+	charges metric.Int64Counter // new charges by status
 }
 
 var _ paymentv1.PaymentServer = (*grpcServer)(nil)
 
 func (g *grpcServer) Charge(ctx context.Context, req *paymentv1.ChargeRequest) (*paymentv1.ChargeResponse, error) {
-	c, _, err := g.store.Charge(ctx, ChargeRequest{
+	c, created, err := g.store.Charge(ctx, ChargeRequest{
 		IdempotencyKey: req.GetIdempotencyKey(), OrderID: req.GetOrderId(), Account: req.GetAccount(),
 		Amount: Money{Currency: req.GetAmount().GetCurrency(), Minor: req.GetAmount().GetMinor()},
 	})
 	if err != nil {
 		return nil, problem.GRPC(err)
+	}
+	if created {
+		g.charges.Add(ctx, 1, metric.WithAttributes(attribute.String("status", string(c.Status))))
 	}
 	if err := g.late.Wait(ctx); err != nil {
 		return nil, status.FromContextError(err).Err()

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	paymentv1 "boxoffice.dev/proto/boxoffice/payment/v1"
 
 	"boxoffice.dev/platform/config"
@@ -48,7 +50,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		store := NewStore(db)
 		late := NewLateAnswers(cfg.LateRate, cfg.LateLatency, cfg.Seed)
-		paymentv1.RegisterPaymentServer(s.GRPC(), &grpcServer{store: store, late: late})
+		// Creating an instrument fails only on an invalid name; a no-op one is returned then.
+		charges, _ := s.Telemetry.MeterProvider.Meter("boxoffice.dev/services/payment").Int64Counter("payment.charges",
+			metric.WithDescription("Charges made, by status (succeeded, declined, voided)."))
+		paymentv1.RegisterPaymentServer(s.GRPC(), &grpcServer{store: store, late: late, charges: charges})
 		return routes(s.Log, store), nil
 	})
 }
