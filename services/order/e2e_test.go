@@ -73,6 +73,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("bad input is a problem naming the field", func(t *testing.T) {
+		otherFansHold := s.hold(t, eventID, "acc_5", classOK)
 		tests := []struct {
 			name    string
 			account string
@@ -85,6 +86,7 @@ func TestEndToEnd(t *testing.T) {
 			{"no hold", "acc_3", map[string]string{IdempotencyKeyHeader: "k"}, map[string]string{}, http.StatusBadRequest, "hold_id"},
 			{"hold of the wrong type", "acc_3", map[string]string{IdempotencyKeyHeader: "k"}, map[string]int{"hold_id": 7}, http.StatusBadRequest, "hold_id"},
 			{"unknown hold", "acc_3", map[string]string{IdempotencyKeyHeader: "k2"}, map[string]string{"hold_id": "no-such-hold"}, http.StatusUnprocessableEntity, "hold_id"},
+			{"another fan's hold", "acc_3", map[string]string{IdempotencyKeyHeader: "k3"}, map[string]string{"hold_id": otherFansHold}, http.StatusUnprocessableEntity, "hold_id"},
 			{"anonymous", "", map[string]string{IdempotencyKeyHeader: "k"}, map[string]string{"hold_id": "h"}, http.StatusUnauthorized, ""},
 		}
 		for _, tt := range tests {

@@ -143,13 +143,16 @@ type Tickets struct {
 	Quantity int
 }
 
+// ErrNoSuchHold answers an order for a hold that does not exist or is another fan's: the
+// same answer for both, so hold ids reveal nothing about other fans.
+var ErrNoSuchHold = &problem.Error{Code: problem.Unprocessable, Field: "hold_id", Message: "no such hold of yours"}
+
 // CheckOrderable says whether account may order h at now: it must be the hold's owner and
 // the hold must still own its seats.
 func (h Hold) CheckOrderable(account string, now time.Time) error {
 	switch {
 	case h.Account != account:
-		// The same answer as a missing hold: another fan's hold ids reveal nothing.
-		return problem.New(problem.NotFound, "no hold %s", h.ID)
+		return ErrNoSuchHold
 	case h.Status == HoldConfirmed:
 		return problem.New(problem.Conflict, "hold %s is already sold", h.ID)
 	case h.Status == HoldReleased, h.Status == HoldExpired, !now.Before(h.ExpiresAt):

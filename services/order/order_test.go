@@ -68,7 +68,7 @@ func TestHoldCheckOrderable(t *testing.T) {
 		want    problem.Code // "" = orderable
 	}{
 		{"own active hold", func(*Hold) {}, "acc_1", ""},
-		{"another fan's hold", func(*Hold) {}, "acc_2", problem.NotFound},
+		{"another fan's hold", func(*Hold) {}, "acc_2", problem.Unprocessable},
 		{"confirmed", func(h *Hold) { h.Status = HoldConfirmed }, "acc_1", problem.Conflict},
 		{"released", func(h *Hold) { h.Status = HoldReleased }, "acc_1", problem.Gone},
 		{"expired status", func(h *Hold) { h.Status = HoldExpired }, "acc_1", problem.Gone},

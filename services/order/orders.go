@@ -35,7 +35,7 @@ func (s *Orders) Place(ctx context.Context, req CreateRequest) (o Order, created
 	h, err := call(ctx, s.Saga.callTimeout(), func(ctx context.Context) (Hold, error) { return s.Holds.GetHold(ctx, req.HoldID) })
 	switch problem.CodeOf(err) {
 	case problem.NotFound, problem.Forbidden:
-		return Order{}, false, &problem.Error{Code: problem.Unprocessable, Field: "hold_id", Message: "no such hold of yours", Err: err}
+		return Order{}, false, ErrNoSuchHold
 	}
 	if err != nil {
 		return Order{}, false, fmt.Errorf("read hold %s: %w", req.HoldID, err)
