@@ -32,7 +32,7 @@ type Live struct {
 	routes   map[string]Route
 	services map[string]Service
 	tenants  []TenantRule
-	onChange []func(*Snapshot)
+	onChange []func(*Snapshot) error
 	rejected error
 }
 
@@ -53,9 +53,11 @@ func NewLive(file *Policy, log *slog.Logger) (*Live, error) {
 // Current is the snapshot in force. Never nil.
 func (l *Live) Current() *Snapshot { return l.cur.Load() }
 
-// OnChange registers f to run after every swap, with the new snapshot. f runs on the
-// goroutine that made the change, with writers held off: keep it short.
-func (l *Live) OnChange(f func(*Snapshot)) {
+// OnChange registers f to apply each new snapshot to what lives outside it (the upstream
+// pools) just before the snapshot is swapped in; an error from f rejects the change and the
+// running snapshot stays. Hooks run in registration order on the goroutine that made the
+// change, with other writers held off: keep them short, and let at most one of them fail.
+func (l *Live) OnChange(f func(*Snapshot) error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.onChange = append(l.onChange, f)
@@ -165,15 +167,19 @@ func (l *Live) change(source string, edit func() (undo func(), err error)) error
 	if err == nil {
 		var s *Snapshot
 		if s, err = Compile(l.compose(), l.tenants); err == nil {
+			for _, f := range l.onChange {
+				if err = f(s); err != nil {
+					break
+				}
+			}
+		}
+		if err == nil {
 			l.cur.Store(s)
 			l.rejected = nil
 			for _, msg := range s.Skipped {
 				l.log.Warn("policy: tenant override skipped", "reason", msg)
 			}
 			l.log.Info("policy changed", "source", source, "routes", len(s.routes), "limits", len(s.limits), "tenant_overrides", len(s.Tenants))
-			for _, f := range l.onChange {
-				f(s)
-			}
 			return nil
 		}
 		undo()

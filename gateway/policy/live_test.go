@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func newLive(t *testing.T, doc string) *Live {
 func TestLiveAdminEditsSurviveFileReload(t *testing.T) {
 	l := newLive(t, base)
 	var swaps int
-	l.OnChange(func(*Snapshot) { swaps++ })
+	l.OnChange(func(*Snapshot) error { swaps++; return nil })
 
 	if err := l.PutLimit(Limit{ID: "holds-per-account", Key: "user", Rate: "2/1m", Mode: "shadow"}); err != nil {
 		t.Fatalf("PutLimit: %v", err)
@@ -89,6 +90,19 @@ func TestLiveRejectsBadChanges(t *testing.T) {
 				t.Errorf("Rejected() = nil, want the error")
 			}
 		})
+	}
+	// A hook can veto a change.
+	l.OnChange(func(s *Snapshot) error {
+		if slices.ContainsFunc(s.Policy.Services, func(sv Service) bool { return sv.Name == "b" }) {
+			return errors.New("no service b here")
+		}
+		return nil
+	})
+	for _, name := range []string{"a", "b"} {
+		err := l.PutService(Service{Name: name, Instances: []string{"http://127.0.0.1:9"}})
+		if (err == nil) != (name == "a") {
+			t.Errorf("PutService(%s) = %v, want a accepted and b vetoed", name, err)
+		}
 	}
 	// A rejected admin edit leaves nothing behind: a later good change does not bring it in.
 	if err := l.PutService(Service{Name: "extra", Instances: []string{"http://127.0.0.1:9"}}); err != nil {

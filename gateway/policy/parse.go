@@ -192,6 +192,9 @@ func validateService(at string, sv Service) error {
 			return fieldErr(fmt.Sprintf("%s.instances[%d]", at, j), "%q: want a base URL such as http://127.0.0.1:8102", inst)
 		}
 	}
+	if len(sv.Instances) > 0 && sv.DNS != "" {
+		return fieldErr(at+".dns", "set instances or dns, not both")
+	}
 	if sv.DNS != "" {
 		if host, port, err := net.SplitHostPort(sv.DNS); err != nil || host == "" || port == "" {
 			return fieldErr(at+".dns", "%q: want host:port", sv.DNS)

@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"boxoffice.dev/gateway/upstream"
+)
+
+// metrics are the gateway's RED metrics per route. Exported in Prometheus format they read:
+//
+//	gateway_requests_total{route, method, code}          every answer, the gateway's own included
+//	gateway_request_duration_seconds{route, outcome}     outcome: upstream, or why the gateway answered
+//	gateway_rejections_total{route, reason}              401, 403, 404, 405, 413, 429, 503 by reason
+//
+// Per-rule decisions are the rate limiter's (ratelimit_decisions_total{rule, outcome, path});
+// per-upstream requests, sheds and retries are the upstream layer's. Route labels are route
+// ids, never paths, so a client cannot mint new series.
+type metrics struct {
+	requests   metric.Int64Counter
+	duration   metric.Float64Histogram
+	rejections metric.Int64Counter
+}
+
+func newMetrics(mp metric.MeterProvider) (*metrics, error) {
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	m := mp.Meter("boxoffice.dev/gateway")
+	var ms metrics
+	var err, e error
+	ms.requests, e = m.Int64Counter("gateway.requests", metric.WithDescription("Requests answered, by route, method and status code."))
+	err = errors.Join(err, e)
+	ms.duration, e = m.Float64Histogram("gateway.request.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time from the request's arrival to the end of its response, by route and outcome."),
+		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+	err = errors.Join(err, e)
+	ms.rejections, e = m.Int64Counter("gateway.rejections", metric.WithDescription("Requests the gateway answered itself, by route and reason."))
+	err = errors.Join(err, e)
+	if err != nil {
+		return nil, err
+	}
+	return &ms, nil
+}
+
+// observe records each request once its response is done: the RED metrics and one JSON
+// access log line with the route, status, duration, upstream instance, the rule that decided
+// and the trace id (the logger adds trace_id from the context). Credentials never reach the
+// log: only ids (user, tenant, API key id).
+func (g *gateway) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &recorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		ex := exchangeOf(r)
+		took := g.now().Sub(ex.start)
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		route, outcome := "none", ex.outcome
+		if ex.route != nil {
+			route = ex.route.ID
+		}
+		if outcome == "" {
+			outcome = "upstream"
+		}
+		ctx := context.WithoutCancel(r.Context())
+		g.metrics.requests.Add(ctx, 1, metric.WithAttributes(attribute.String("route", route), attribute.String("method", method(r.Method)), attribute.String("code", strconv.Itoa(status))))
+		g.metrics.duration.Record(ctx, took.Seconds(), metric.WithAttributes(attribute.String("route", route), attribute.String("outcome", outcome)))
+		if ex.outcome != "" {
+			g.metrics.rejections.Add(ctx, 1, metric.WithAttributes(attribute.String("route", route), attribute.String("reason", ex.outcome)))
+		}
+		attrs := []slog.Attr{
+			slog.String("request_id", ex.id),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Float64("duration_ms", float64(took.Microseconds())/1000),
+			slog.Int64("bytes", rec.bytes),
+			slog.String("outcome", outcome),
+			slog.String("ip", ex.ip.String()),
+		}
+		if u := w.Header().Get(upstream.HeaderUpstream); u != "" {
+			attrs = append(attrs, slog.String("upstream", u))
+		}
+		if ex.caller.User != "" {
+			attrs = append(attrs, slog.String("user", ex.caller.User))
+		}
+		if ex.caller.Tenant != "" {
+			attrs = append(attrs, slog.String("tenant", ex.caller.Tenant), slog.String("api_key_id", ex.caller.KeyID))
+		}
+		if len(ex.reqs) > 0 {
+			attrs = append(attrs, slog.String("rule", ex.result.Rule), slog.String("decision", string(ex.result.Path)), slog.Int("remaining", ex.result.Remaining))
+		}
+		if len(ex.shadow) > 0 {
+			attrs = append(attrs, slog.Any("shadow_denied", ex.shadow))
+		}
+		g.log.LogAttrs(ctx, slog.LevelInfo, "access", attrs...)
+	})
+}
+
+// method bounds the method label to the standard methods, so that made-up methods cannot
+// grow the metric's series.
+func method(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
+// recorder notes the status and size of a response. Unwrap lets http.ResponseController
+// reach the connection's Flush, so streamed responses stay streamed.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 && code >= 200 { // 1xx (103 Early Hints) come before the real status
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	_ = http.NewResponseController(r.ResponseWriter).Flush()
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

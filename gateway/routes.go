@@ -1,0 +1,233 @@
+package gateway
+
+import (
+	"net/http"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"boxoffice.dev/gateway/limits"
+	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/platform/problem"
+)
+
+// handler is the public pipeline, in the blueprint's order. The access log and the metrics
+// (step 9) wrap the steps after them so they see every answer, the gateway's own included.
+func (g *gateway) handler() http.Handler {
+	steps := []func(http.Handler) http.Handler{
+		g.requestID,    // 1. request id + trace context
+		g.observe,      // 9. RED metrics and the access log, around everything below
+		g.limitBody,    // 1. body size limit
+		g.findClientIP, // 2. client IP, X-Forwarded-For only through trusted proxies
+		g.matchRoute,   // 3. path normalised, then method + pattern → route
+		g.authenticate, // 4. identity headers stripped, credentials verified, identity set
+		g.rateLimit,    // 5. every rule in one limiter call; 429 / 503; budget headers
+	}
+	h := http.HandlerFunc(g.forward) // 6–8. shedding, balancing, timeouts, retry
+	var next http.Handler = h
+	for i := len(steps) - 1; i >= 0; i-- {
+		next = steps[i](next)
+	}
+	return next
+}
+
+// requestIDPattern is what a client-supplied X-Request-Id may look like to be kept.
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// requestID starts the request's exchange with the policy snapshot in force, and gives the
+// request a trace context and an id. A request that arrives without trace context (and the
+// process has no tracer to start one) gets fresh random ids, so the trace id in the access
+// log, in the 429 body and in the traceparent sent upstream is always the same real one.
+// X-Request-Id is kept when the client sent a sane one, else it is the trace id.
+func (g *gateway) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		sc := trace.SpanContextFromContext(ctx)
+		if !sc.IsValid() {
+			tid, sid := g.newTrace()
+			sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})
+			ctx = trace.ContextWithSpanContext(ctx, sc)
+		}
+		ex := &exchange{start: g.now(), snap: g.live.Current(), id: r.Header.Get("X-Request-Id")}
+		if !requestIDPattern.MatchString(ex.id) {
+			ex.id = sc.TraceID().String()
+		}
+		r.Header.Set("X-Request-Id", ex.id)
+		w.Header().Set("X-Request-Id", ex.id)
+		next.ServeHTTP(w, r.WithContext(withExchange(ctx, ex)))
+	})
+}
+
+// limitBody caps the request body at the policy's max_body_bytes: a declared length over it
+// is refused at once, and an undeclared one fails when the upstream call reads past it.
+func (g *gateway) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ex := exchangeOf(r)
+		n := ex.snap.Policy.Settings.MaxBodyBytes
+		if r.ContentLength > n {
+			ex.outcome = outcomeTooLarge
+			writeStatus(w, r, http.StatusRequestEntityTooLarge, "request body is larger than "+strconv.FormatInt(n, 10)+" bytes")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, n)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (g *gateway) findClientIP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		exchangeOf(r).ip = g.clientIP.Of(r)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// matchRoute normalises the path, then finds the route. The path the route was matched on
+// is the very path sent upstream (RawPath is dropped): "/v1/public/%2e%2e/admin" is matched,
+// and forwarded, as "/v1/admin", so no spelling of a path reaches a service past the auth of
+// the route it really is. Encoded slashes and backslashes are refused: services would read
+// them as separators where the gateway did not.
+func (g *gateway) matchRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ex := exchangeOf(r)
+		p, ok := normalise(r)
+		if !ok {
+			ex.outcome = outcomeBadPath
+			problem.Write(w, r, nil, problem.New(problem.Invalid, "malformed path"))
+			return
+		}
+		rt, allowed := ex.snap.Match(r.Method, p)
+		switch {
+		case rt == nil && len(allowed) > 0:
+			ex.outcome = outcomeMethod
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			writeStatus(w, r, http.StatusMethodNotAllowed, r.Method+" is not allowed here")
+			return
+		case rt == nil:
+			ex.outcome = outcomeNoRoute
+			problem.Write(w, r, nil, problem.New(problem.NotFound, "no route for %s %s", r.Method, p))
+			return
+		}
+		ex.route = rt
+		if rt.StripPrefix != "" {
+			p = "/" + strings.TrimPrefix(strings.TrimPrefix(p, rt.StripPrefix), "/")
+		}
+		r.URL.Path, r.URL.RawPath = p, ""
+		next.ServeHTTP(w, r)
+	})
+}
+
+// normalise returns the cleaned, decoded path of r, or false when it cannot be trusted.
+func normalise(r *http.Request) (string, bool) {
+	raw := strings.ToLower(r.URL.EscapedPath())
+	if strings.Contains(raw, "%2f") || strings.Contains(raw, "%5c") || strings.Contains(raw, "%00") {
+		return "", false
+	}
+	p := r.URL.Path
+	if p == "" || p[0] != '/' || strings.ContainsAny(p, "\\\x00") {
+		return "", false
+	}
+	return path.Clean(p), true
+}
+
+// authenticate strips identity headers the client sent, verifies the route's credentials,
+// checks the route's plans and sets the verified identity for the upstream.
+func (g *gateway) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ex := exchangeOf(r)
+		c, err := g.auth.Authenticate(r.Context(), r, ex.route.Auth)
+		if err != nil {
+			switch problem.CodeOf(err) {
+			case problem.Unauthorized:
+				ex.outcome = outcomeUnauthorized
+				w.Header().Set("WWW-Authenticate", challenge(ex.route.Auth))
+			case problem.Unavailable:
+				ex.outcome = outcomeAuthDown
+			}
+			problem.Write(w, r, g.log, err)
+			return
+		}
+		ex.caller = c
+		if len(ex.route.Plans) > 0 && !slices.Contains(ex.route.Plans, c.Plan) {
+			ex.outcome = outcomeForbidden
+			problem.Write(w, r, nil, problem.New(problem.Forbidden, "this route is for the %s plan", strings.Join(ex.route.Plans, ", ")))
+			return
+		}
+		c.Identity.Set(r.Header)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func challenge(mode policy.AuthMode) string {
+	if mode == policy.AuthAPIKey {
+		return `ApiKey realm="boxoffice", header="X-Api-Key"`
+	}
+	return `Bearer realm="boxoffice"`
+}
+
+// rateLimit decides every limit of the request in one limiter call. Denied: 429 with the
+// RateLimit fields, or 503 when a fail-closed rule cannot reach the store. Allowed: the
+// budget fields on the response, and after it the slots released and response costs
+// charged. Shadow rules that would have denied are only noted for the access log.
+func (g *gateway) rateLimit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ex := exchangeOf(r)
+		reqs, charges := limits.Build(ex.snap, limits.Subject{Route: ex.route, Caller: ex.caller, IP: ex.ip, Request: r})
+		res, err := g.enforcer.Decide(r.Context(), reqs)
+		if err != nil {
+			ex.outcome = outcomeInvalidPolicy
+			problem.Write(w, r, g.log, err)
+			return
+		}
+		ex.reqs, ex.result = reqs, res
+		for _, d := range res.Rules {
+			if d.Mode == ratelimit.Shadow && !d.Allowed {
+				ex.shadow = append(ex.shadow, d.Rule)
+			}
+		}
+		traceID := trace.SpanContextFromContext(r.Context()).TraceID().String()
+		switch {
+		case !res.Allowed && limits.FailedClosed(res):
+			ex.outcome = outcomeStoreDown
+			limits.WriteStoreUnavailable(w, res, traceID)
+			return
+		case !res.Allowed:
+			ex.outcome = outcomeRateLimited
+			limits.WriteTooMany(w, reqs, res, traceID)
+			return
+		}
+		limits.SetHeaders(w.Header(), reqs, res)
+		next.ServeHTTP(w, r)
+		g.enforcer.Settle(r.Context(), res, charges, w.Header(), nil)
+	})
+}
+
+// forward hands the request to the upstream layer with the route's knobs. A retry is allowed
+// for idempotent methods and for requests carrying an Idempotency-Key, whose service
+// promises to apply them once however often they arrive.
+func (g *gateway) forward(w http.ResponseWriter, r *http.Request) {
+	rt := exchangeOf(r).route
+	ro := upstream.RouteOptions{ConnectTimeout: rt.ConnectTimeout, ResponseTimeout: rt.ResponseTimeout}
+	ro.Retry = rt.Retry && (idempotent(r.Method) || r.Header.Get("Idempotency-Key") != "")
+	g.upstream.Forward(w, r, rt.Service, ro)
+}
+
+func idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// writeStatus answers a problem whose status has no problem.Code of its own (405, 413).
+func writeStatus(w http.ResponseWriter, r *http.Request, status int, detail string) {
+	d := problem.Details{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail,
+		Instance: r.URL.Path, Code: problem.Invalid, TraceID: trace.SpanContextFromContext(r.Context()).TraceID().String()}
+	problem.WriteDetails(w, status, d)
+}

@@ -1,0 +1,291 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"boxoffice.dev/gateway/admin"
+	"boxoffice.dev/gateway/authn"
+	"boxoffice.dev/gateway/limits"
+	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/platform/config"
+	"boxoffice.dev/platform/httpserver"
+	"boxoffice.dev/platform/redisconn"
+	"boxoffice.dev/platform/server"
+	"boxoffice.dev/platform/sqldb"
+	authv1 "boxoffice.dev/proto/boxoffice/auth/v1"
+)
+
+// Spec names the process and its default listen addresses.
+var Spec = server.Spec{Name: "gateway", HTTPAddr: ":8080", GRPCAddr: ""}
+
+// defaultPolicy is the policy `boxoffice up` runs with when POLICY_FILE is not set.
+//
+//go:embed policy.yaml
+var defaultPolicy []byte
+
+// Config is the gateway's own configuration, beside the platform's (config.Process).
+type Config struct {
+	// PolicyFile is POLICY_FILE, watched and reloaded; "" runs the embedded default policy.
+	PolicyFile string
+	// AdminAddr is ADMIN_ADDR, the admin API's own listener.
+	AdminAddr string
+	// AdminToken is ADMIN_TOKEN; when empty, one is generated and written to
+	// DATA_DIR/gateway-admin-token (mode 0600), and the log says where.
+	AdminToken string
+	// AuthURL is AUTH_URL, the auth service's HTTP base: its JWKS is AuthURL/.well-known/jwks.json.
+	AuthURL string
+	// AuthGRPCAddr is AUTH_GRPC_ADDR, where API keys are resolved.
+	AuthGRPCAddr string
+	// Issuer and Audience are AUTH_ISSUER and AUTH_AUDIENCE, what tokens must name.
+	Issuer, Audience string
+	// TokenLeeway is TOKEN_LEEWAY, the clock skew tolerated on exp and nbf.
+	TokenLeeway time.Duration
+	// TrustedProxies is TRUSTED_PROXIES: CIDRs whose X-Forwarded-For is believed.
+	TrustedProxies []string
+	// Upstreams are the UPSTREAM_<NAME> variables (UPSTREAM_BFF_MOBILE for bff-mobile):
+	// comma-separated base URLs that replace a service's instances in the policy.
+	Upstreams map[string][]string
+	// ReplicaID is GATEWAY_REPLICA_ID, how this replica announces itself for the limiter's
+	// fallback share; "" means random.
+	ReplicaID string
+	// LimiterTimeout is RATELIMIT_TIMEOUT, the bound on one Redis decision (default 5ms).
+	LimiterTimeout time.Duration
+	// TableRefresh is RATE_LIMIT_RULE_REFRESH, how often rate_limit_rule is reloaded.
+	TableRefresh time.Duration
+}
+
+// Run starts the gateway and serves until ctx is done. Its own variables, beside the
+// platform's (HTTP_ADDR, REDIS_URL, DATABASE_URL, NATS_URL, …): see Config.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	r := config.New(getenv)
+	cfg := loadConfig(r)
+	file, err := loadPolicy(cfg.PolicyFile)
+	if err != nil {
+		return fmt.Errorf("%s: %w", Spec.Name, err)
+	}
+	for _, sv := range file.Services {
+		if v := r.List(upstreamVar(sv.Name), nil); v != nil {
+			cfg.Upstreams[sv.Name] = v
+		}
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
+	}
+	// The background loops (probes, reloads, the admin listener) run beside the server; Run
+	// returns only once they have stopped, and closes what build opened after that.
+	ctx, cancel := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	var closers []func() error
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
+		}
+	}()
+	defer background.Wait()
+	defer cancel()
+	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+		return build(ctx, s, cfg, file, &background, &closers)
+	})
+}
+
+func loadConfig(r *config.Reader) Config {
+	return Config{
+		PolicyFile:     r.String("POLICY_FILE", ""),
+		AdminAddr:      r.Addr("ADMIN_ADDR", "127.0.0.1:9080"),
+		AdminToken:     r.String("ADMIN_TOKEN", ""),
+		AuthURL:        strings.TrimSuffix(r.URL("AUTH_URL", "http://127.0.0.1:8101", "http", "https"), "/"),
+		AuthGRPCAddr:   r.String("AUTH_GRPC_ADDR", "127.0.0.1:9101"),
+		Issuer:         r.String("AUTH_ISSUER", "boxoffice-auth"),
+		Audience:       r.String("AUTH_AUDIENCE", "boxoffice"),
+		TokenLeeway:    r.Duration("TOKEN_LEEWAY", 5*time.Second),
+		TrustedProxies: r.List("TRUSTED_PROXIES", nil),
+		ReplicaID:      r.String("GATEWAY_REPLICA_ID", ""),
+		LimiterTimeout: r.Duration("RATELIMIT_TIMEOUT", 5*time.Millisecond),
+		TableRefresh:   r.Duration("RATE_LIMIT_RULE_REFRESH", policy.DefaultTableRefresh),
+		Upstreams:      map[string][]string{},
+	}
+}
+
+// upstreamVar names a service's instance variable: UPSTREAM_BFF_MOBILE for bff-mobile.
+func upstreamVar(service string) string {
+	return "UPSTREAM_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(service))
+}
+
+func loadPolicy(path string) (*policy.Policy, error) {
+	if path == "" {
+		return policy.Parse(defaultPolicy)
+	}
+	return policy.LoadFile(path)
+}
+
+// build wires the gateway on the platform's server. Redis and the database are opened here
+// rather than through s.Redis and s.OpenDB, which would add them to /readyz: the gateway
+// keeps serving while either is down (limits fall back, overrides stay as last read), and a
+// readiness check on a store shared by every replica would take all of them out at once.
+func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Policy, background *sync.WaitGroup, closers *[]func() error) (http.Handler, error) {
+	live, err := policy.NewLive(file, s.Log)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	mp, tp := s.Telemetry.MeterProvider, s.Telemetry.TracerProvider
+
+	// Rate limits: Redis behind the failsafe, this replica announced for the fallback's share.
+	rd, err := redisconn.Resolve(ctx, redisconn.Options{URL: s.Config.RedisURL, DataDir: filepath.Join(s.Config.DataDir, "redis-gateway"), Log: s.Log})
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	*closers = append(*closers, rd.Close)
+	replicaID := cfg.ReplicaID
+	if replicaID == "" {
+		replicaID = "gateway-" + rand.Text()[:12]
+	}
+	replicas := ratelimit.NewReplicas(rd.Client, replicaID, 0)
+	background.Go(func() { _ = replicas.Run(ctx) })
+	limiter, err := ratelimit.NewFailsafe(ratelimit.NewRedis(rd.Client), ratelimit.FailsafeOptions{
+		Timeout: cfg.LimiterTimeout, Replicas: replicas, Meter: mp, Logger: s.Log})
+	if err != nil {
+		return nil, err
+	}
+
+	// Upstreams: the pools follow the policy; a change they refuse is refused whole.
+	pools, err := upstream.New(serviceConfigs(live.Current(), cfg.Upstreams), upstream.Options{MeterProvider: mp, TracerProvider: tp, Log: s.Log})
+	if err != nil {
+		return nil, err
+	}
+	live.OnChange(func(snap *policy.Snapshot) error { return pools.Update(serviceConfigs(snap, cfg.Upstreams)) })
+	background.Go(func() { pools.Run(ctx) })
+
+	auth, err := authenticator(ctx, s, cfg, background, closers)
+	if err != nil {
+		return nil, err
+	}
+	trusted, err := authn.ParseTrusted(cfg.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("TRUSTED_PROXIES: %w", err)
+	}
+
+	// Hot reload: the file, and the rate_limit_rule table on a timer and on NATS events.
+	if cfg.PolicyFile != "" {
+		background.Go(func() { _ = policy.WatchFile(ctx, cfg.PolicyFile, live, s.Log) })
+	}
+	db, err := sqldb.Open(ctx, sqldb.Options{URL: s.Config.DatabaseURL, Service: Spec.Name, DataDir: s.Config.DataDir})
+	if err != nil {
+		return nil, err
+	}
+	*closers = append(*closers, db.Close)
+	if err := db.Migrate(ctx, policy.Migrations()); err != nil {
+		return nil, err
+	}
+	table := policy.NewTable(db, nil)
+	background.Go(func() { _ = policy.FollowTable(ctx, table, live, s.NATS, cfg.TableRefresh, s.Log) })
+
+	if err := serveAdmin(ctx, s, cfg, live, pools, table, background); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(mp)
+	if err != nil {
+		return nil, err
+	}
+	g := &gateway{
+		live: live, auth: auth, clientIP: authn.ClientIP{Trusted: trusted},
+		enforcer: limits.NewEnforcer(limiter, tp, s.Log), upstream: pools,
+		log: s.Log, metrics: m, now: time.Now, newTrace: randomTrace,
+	}
+	return g.handler(), nil
+}
+
+// authenticator verifies JWTs against the auth service's JWKS (refreshed in the background)
+// and resolves API keys over its gRPC API. The connection is made lazily: the gateway may
+// start before the auth service, as it does in `boxoffice up`.
+func authenticator(ctx context.Context, s *server.Server, cfg Config, background *sync.WaitGroup, closers *[]func() error) (*authn.Authenticator, error) {
+	jwks := authn.NewJWKS(cfg.AuthURL+"/.well-known/jwks.json", authn.JWKSOptions{
+		Client: &http.Client{Timeout: 2 * time.Second, Transport: s.Telemetry.HTTPTransport(nil)}, Log: s.Log})
+	background.Go(func() { jwks.Run(ctx) })
+	conn, err := grpc.NewClient(cfg.AuthGRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), s.Telemetry.GRPCDialOption())
+	if err != nil {
+		return nil, fmt.Errorf("auth grpc %s: %w", cfg.AuthGRPCAddr, err)
+	}
+	*closers = append(*closers, conn.Close)
+	return &authn.Authenticator{
+		Tokens: authn.NewVerifier(jwks, cfg.Issuer, cfg.Audience, cfg.TokenLeeway),
+		Keys:   authn.NewAPIKeys(&authn.GRPCResolver{Client: authv1.NewAuthClient(conn)}, authn.APIKeysOptions{}),
+	}, nil
+}
+
+// serveAdmin starts the admin API on its own listener. Without ADMIN_TOKEN a token is
+// generated and written to a file only its owner can read: logging it would put a
+// credential in the logs.
+func serveAdmin(ctx context.Context, s *server.Server, cfg Config, live *policy.Live, pools *upstream.Pools, table *policy.Table, background *sync.WaitGroup) error {
+	token := cfg.AdminToken
+	if token == "" {
+		token = rand.Text()
+		path := filepath.Join(s.Config.DataDir, "gateway-admin-token")
+		if err := os.MkdirAll(s.Config.DataDir, 0o755); err != nil {
+			return fmt.Errorf("admin token: %w", err)
+		}
+		if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+			return fmt.Errorf("admin token: %w", err)
+		}
+		s.Log.WarnContext(ctx, "ADMIN_TOKEN not set: generated an admin token", "file", path)
+	}
+	var announce func(context.Context) error
+	if nc := s.NATS; nc != nil {
+		announce = func(context.Context) error { return announceRules(nc) }
+	}
+	l, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	srv := httpserver.New(admin.New(admin.Options{Live: live, Upstreams: pools, Tenants: table, Announce: announce, Token: token, Log: s.Log}))
+	s.Log.InfoContext(ctx, "admin API", "addr", l.Addr().String())
+	background.Go(func() {
+		if err := httpserver.Serve(ctx, srv, l, s.Config.ShutdownTimeout); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.Log.Error("admin API stopped", "error", err)
+		}
+	})
+	return nil
+}
+
+func announceRules(nc *nats.Conn) error {
+	if err := nc.Publish(policy.RulesChangedSubject, nil); err != nil {
+		return fmt.Errorf("announce %s: %w", policy.RulesChangedSubject, err)
+	}
+	return nc.Flush()
+}
+
+// serviceConfigs turns a snapshot's services into the upstream layer's, with the
+// UPSTREAM_<NAME> instances in place of the policy's where set.
+func serviceConfigs(snap *policy.Snapshot, overrides map[string][]string) []upstream.ServiceConfig {
+	var out []upstream.ServiceConfig
+	for _, sv := range snap.Policy.Services {
+		c := upstream.ServiceConfig{
+			Name: sv.Name, Instances: sv.Instances, DNS: sv.DNS, DNSInterval: sv.DNSInterval.D(),
+			MaxInFlight: sv.MaxInFlight, EjectAfter: sv.EjectAfter,
+			Probe: upstream.ProbeConfig{Path: sv.Probe.Path, Interval: sv.Probe.Interval.D(), Timeout: sv.Probe.Timeout.D(),
+				HealthyAfter: sv.Probe.HealthyAfter, UnhealthyAfter: sv.Probe.UnhealthyAfter},
+		}
+		if v, ok := overrides[sv.Name]; ok {
+			c.Instances, c.DNS = v, ""
+		}
+		out = append(out, c)
+	}
+	return out
+}
