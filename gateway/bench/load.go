@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// maxRequests bounds any one run, whatever its rate and duration.
+const maxRequests = 2_000_000
+
+// result is one load run against one target.
+type result struct {
+	target   string
+	load     string          // "1000/s", or "max (64 conns)"
+	sent     int             // requests started
+	ok       int             // answered 200
+	elapsed  time.Duration   // from the first request to the last answer
+	latency  []time.Duration // of every request, sorted
+	firstErr string          // the first failure, to say what went wrong
+}
+
+// throughput is the rate of successful answers.
+func (r result) throughput() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.ok) / r.elapsed.Seconds()
+}
+
+// quantile returns the q-quantile latency (nearest rank), 0 when nothing was measured.
+func (r result) quantile(q float64) time.Duration {
+	if len(r.latency) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(r.latency)))) - 1
+	return r.latency[min(max(i, 0), len(r.latency)-1)]
+}
+
+// loader sends requests built by newRequest through one HTTP client. Time comes from now;
+// pacing waits with sleep.
+type loader struct {
+	client     *http.Client
+	newRequest func(ctx context.Context) *http.Request
+	now        func() time.Time
+	sleep      func(time.Duration)
+}
+
+func newLoader(newRequest func(ctx context.Context) *http.Request) *loader {
+	return &loader{
+		client: &http.Client{
+			Timeout: 5 * time.Second,
+			Transport: &http.Transport{
+				MaxIdleConnsPerHost: 4096,
+				IdleConnTimeout:     30 * time.Second,
+				DisableCompression:  true,
+			},
+		},
+		newRequest: newRequest,
+		now:        time.Now,
+		sleep:      time.Sleep,
+	}
+}
+
+// open sends rate requests per second for d on a fixed schedule, whether or not earlier
+// ones have been answered (an open model, as real users arrive). Each latency is counted
+// from the moment its request was due, not from when it was sent: a target that stalls
+// cannot hide its stall by slowing the load down (coordinated omission).
+func (l *loader) open(ctx context.Context, rate int, d time.Duration) result {
+	n := min(int(float64(rate)*d.Seconds()), maxRequests)
+	res := result{load: fmt.Sprintf("%d/s", rate), latency: make([]time.Duration, n)}
+	okAt := make([]bool, n)
+	var errOnce sync.Once
+	var wg sync.WaitGroup
+	start := l.now()
+	for i := range n {
+		if ctx.Err() != nil {
+			n = i
+			break
+		}
+		due := start.Add(time.Duration(float64(i) / float64(rate) * float64(time.Second)))
+		if wait := due.Sub(l.now()); wait > 0 {
+			l.sleep(wait) // pacing to the schedule; a late request is sent at once
+		}
+		wg.Go(func() {
+			err := l.send(ctx)
+			res.latency[i] = l.now().Sub(due)
+			okAt[i] = err == nil
+			if err != nil {
+				errOnce.Do(func() { res.firstErr = err.Error() })
+			}
+		})
+	}
+	wg.Wait()
+	res.elapsed = l.now().Sub(start)
+	res.sent, res.latency = n, res.latency[:n]
+	for _, ok := range okAt[:n] {
+		if ok {
+			res.ok++
+		}
+	}
+	slices.Sort(res.latency)
+	return res
+}
+
+// closed keeps conns requests in flight for d, each worker sending its next request as soon
+// as the last is answered: the most the target can serve on this machine.
+func (l *loader) closed(ctx context.Context, conns int, d time.Duration) result {
+	res := result{load: fmt.Sprintf("max (%d conns)", conns)}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := l.now()
+	deadline := start.Add(d)
+	perWorker := maxRequests / conns
+	for range conns {
+		wg.Go(func() {
+			var lat []time.Duration
+			ok, errText := 0, ""
+			for len(lat) < perWorker && ctx.Err() == nil {
+				t0 := l.now()
+				if !t0.Before(deadline) {
+					break
+				}
+				err := l.send(ctx)
+				lat = append(lat, l.now().Sub(t0))
+				if err == nil {
+					ok++
+				} else if errText == "" {
+					errText = err.Error()
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			res.latency = append(res.latency, lat...)
+			res.ok += ok
+			if res.firstErr == "" {
+				res.firstErr = errText
+			}
+		})
+	}
+	wg.Wait()
+	res.elapsed = l.now().Sub(start)
+	res.sent = len(res.latency)
+	slices.Sort(res.latency)
+	return res
+}
+
+// send makes one request and reads the whole answer; anything but a 200 is an error.
+func (l *loader) send(ctx context.Context) error {
+	res, err := l.client.Do(l.newRequest(ctx))
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if err != nil {
+		return fmt.Errorf("read answer: %w", err)
+	}
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", res.StatusCode)
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestQuantile(t *testing.T) {
+	var lat []time.Duration
+	for i := 1; i <= 1000; i++ {
+		lat = append(lat, time.Duration(i)*time.Microsecond)
+	}
+	r := result{latency: lat}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{
+		{0.5, 500 * time.Microsecond},
+		{0.99, 990 * time.Microsecond},
+		{0.999, 999 * time.Microsecond},
+		{1, 1000 * time.Microsecond},
+		{0, time.Microsecond},
+	} {
+		if got := r.quantile(c.q); got != c.want {
+			t.Errorf("quantile(%v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if got := (result{}).quantile(0.99); got != 0 {
+		t.Errorf("quantile of no latencies = %v, want 0", got)
+	}
+}
+
+// TestOpenKeepsTheSchedule loads a server that stalls one request: the requests due while
+// it stalled are still sent on time, and its stall shows in the latencies.
+func TestOpenKeepsTheSchedule(t *testing.T) {
+	var n atomic.Int64
+	l := loaderFor(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 5 {
+			time.Sleep(100 * time.Millisecond) // the stall under test
+		}
+		io.WriteString(w, "ok")
+	})
+	res := l.open(context.Background(), 200, 250*time.Millisecond)
+	if res.sent != 50 || res.ok != 50 {
+		t.Fatalf("open(200/s, 250ms): sent %d ok %d, want 50 and 50", res.sent, res.ok)
+	}
+	if res.elapsed < 245*time.Millisecond {
+		t.Errorf("elapsed = %v, want at least the 250ms schedule", res.elapsed)
+	}
+	if !slices.IsSorted(res.latency) {
+		t.Errorf("latencies are not sorted")
+	}
+	if got := res.quantile(1); got < 100*time.Millisecond {
+		t.Errorf("max latency = %v, want the 100ms stall in it", got)
+	}
+	if got := res.quantile(0.5); got > 50*time.Millisecond {
+		t.Errorf("median latency = %v, want the other requests unaffected by the stall", got)
+	}
+}
+
+func TestClosedCountsFailures(t *testing.T) {
+	var n atomic.Int64
+	l := loaderFor(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%2 == 0 {
+			http.Error(w, "no", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	res := l.closed(context.Background(), 4, 100*time.Millisecond)
+	if res.sent == 0 || res.sent != len(res.latency) || res.sent != int(n.Load()) {
+		t.Fatalf("closed: sent %d, %d latencies, server saw %d; want them equal and above 0", res.sent, len(res.latency), n.Load())
+	}
+	if diff := res.sent - 2*res.ok; diff < -4 || diff > 4 {
+		t.Errorf("closed: ok %d of %d, want about half (every other answer is 503)", res.ok, res.sent)
+	}
+	if res.firstErr != "status 503" {
+		t.Errorf("first error = %q, want %q", res.firstErr, "status 503")
+	}
+}
+
+// loaderFor returns a loader of a test server answering with h.
+func loaderFor(t *testing.T, h http.HandlerFunc) *loader {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return newLoader(func(ctx context.Context) *http.Request {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		return req
+	})
+}
+
+func TestPrintTable(t *testing.T) {
+	ms := time.Millisecond
+	direct := result{target: targetsByName["direct"].label, load: "1000/s", sent: 2, ok: 2, elapsed: 2 * time.Millisecond,
+		latency: []time.Duration{ms, 2 * ms}}
+	gw := result{target: targetsByName["gateway-jwt"].label, load: "1000/s", sent: 2, ok: 1, elapsed: 2 * time.Millisecond,
+		latency: []time.Duration{ms, 2*ms + 500*time.Microsecond}, firstErr: "status 429"}
+	var out strings.Builder
+	printTable(&out, []result{direct, gw}, true)
+	for _, want := range []string{
+		"| target | load | ok / sent | throughput | p50 | p99 | p99.9 | p99 over direct |",
+		"| direct to the upstream | 1000/s | 2 / 2 | 1000/s | 1.000ms | 2.000ms | 2.000ms | — |",
+		"| gateway, JWT + 2 Redis rules | 1000/s | 1 / 2 | 500/s | 1.000ms | 2.500ms | 2.500ms | +0.500ms |",
+		"gateway, JWT + 2 Redis rules at 1000/s: 1 failed, first: status 429",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printTable output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

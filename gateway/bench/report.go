@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// printTable writes one row per run, as aligned text or Markdown, then how the gateway with
+// policies compares with nginx at full load.
+func printTable(w io.Writer, results []result, markdown bool) {
+	direct := map[string]result{}
+	for _, r := range results {
+		if r.target == targetsByName["direct"].label {
+			direct[r.load] = r
+		}
+	}
+	head := []string{"target", "load", "ok / sent", "throughput", "p50", "p99", "p99.9", "p99 over direct"}
+	rows := [][]string{}
+	for _, r := range results {
+		added := "—"
+		if d, ok := direct[r.load]; ok && r.target != d.target {
+			added = signedMs(r.quantile(0.99) - d.quantile(0.99))
+		}
+		rows = append(rows, []string{
+			r.target, r.load, fmt.Sprintf("%d / %d", r.ok, r.sent), fmt.Sprintf("%.0f/s", r.throughput()),
+			ms(r.quantile(0.5)), ms(r.quantile(0.99)), ms(r.quantile(0.999)), added,
+		})
+	}
+	if markdown {
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+		for _, row := range rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+		}
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+		for _, row := range rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+	for _, r := range results {
+		if r.ok < r.sent {
+			fmt.Fprintf(w, "%s at %s: %d failed, first: %s\n", r.target, r.load, r.sent-r.ok, r.firstErr)
+		}
+	}
+	maxOf := func(name string) (result, bool) {
+		for _, r := range results {
+			if r.target == targetsByName[name].label && strings.HasPrefix(r.load, "max") {
+				return r, true
+			}
+		}
+		return result{}, false
+	}
+	if g, ok := maxOf("gateway-jwt"); ok {
+		if n, ok := maxOf("nginx"); ok && n.throughput() > 0 {
+			fmt.Fprintf(w, "max throughput, gateway with JWT + 2 Redis rules: %.0f%% of nginx's plain proxying\n", 100*g.throughput()/n.throughput())
+		}
+	}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond)) }
+
+func signedMs(d time.Duration) string {
+	if d < 0 {
+		return "-" + ms(-d)
+	}
+	return "+" + ms(d)
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/platform/httpserver"
+	"boxoffice.dev/services/auth/token"
+)
+
+// benchPath is the one route every target serves.
+const benchPath = "/v1/bench"
+
+// benchBody is what the upstream answers: the size of a small event card.
+var benchBody = []byte(`{"id":"evt-bench","name":"Benchmark Night","venue":"Loopback Hall","startsAt":"2026-06-01T20:00:00Z","priceFrom":4200}`)
+
+// serveUpstream is the "upstream" role: the service every target proxies to. It answers
+// GET /v1/bench at once, passes its readiness probe, and publishes the JWKS of the bench's
+// signing key for the gateway's JWT check.
+func serveUpstream(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	seed := fs.String("jwk-seed", "", "hex Ed25519 seed of the key whose JWKS to publish")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	jwks, err := jwksFor(*seed)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+benchPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(benchBody)
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ready") })
+	mux.HandleFunc("GET /.well-known/jwks.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(jwks)
+	})
+	return listenAndServe(ctx, *addr, mux)
+}
+
+// jwksFor is the JWKS document of the key with the given hex seed.
+func jwksFor(seedHex string) ([]byte, error) {
+	key, err := keyFromSeed(seedHex)
+	if err != nil {
+		return nil, err
+	}
+	doc := token.JWKS{Keys: []token.JWK{token.PublicJWK(benchKid, key.Public().(ed25519.PublicKey))}}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode jwks: %w", err)
+	}
+	return b, nil
+}
+
+func keyFromSeed(seedHex string) (ed25519.PrivateKey, error) {
+	seed, err := hex.DecodeString(seedHex)
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("jwk seed: want %d hex bytes", ed25519.SeedSize)
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
+}
+
+// servePools is the "pools" role: the gateway's upstream layer alone (probes, P2C,
+// timeouts, retry budget) in front of the upstream, with no policy at all. It tells what
+// the proxy costs apart from authentication and limits.
+func servePools(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("pools", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:0", "listen address")
+	target := fs.String("upstream", "", "upstream base URL")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pools, err := upstream.New([]upstream.ServiceConfig{{Name: "bench", Instances: []string{*target}}}, upstream.Options{})
+	if err != nil {
+		return err
+	}
+	go pools.Run(ctx)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pools.Forward(w, r, "bench", upstream.RouteOptions{Retry: r.Method == http.MethodGet})
+	})
+	return listenAndServe(ctx, *addr, h)
+}
+
+// listenAndServe serves h on addr until ctx is done.
+func listenAndServe(ctx context.Context, addr string, h http.Handler) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	return httpserver.Serve(ctx, httpserver.New(h), l, 2*time.Second)
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"boxoffice.dev/gateway"
+	"boxoffice.dev/platform/redisconn"
+	"boxoffice.dev/services/auth/token"
+)
+
+// benchKid names the bench's signing key in its JWKS and tokens.
+const benchKid = "bench-1"
+
+// The claims the gateway checks on a user token: the auth service's issuer and audience.
+const (
+	tokenIssuer   = "boxoffice-auth"
+	tokenAudience = "boxoffice"
+)
+
+// config is what the flags of a benchmark run say.
+type config struct {
+	rates    []int
+	duration time.Duration
+	warmup   time.Duration
+	conns    int
+	targets  []string
+	markdown bool
+	nginx    string
+}
+
+// run is the bench's entry point. With a role as first argument ("upstream", "pools",
+// "gateway") it is one of the processes a benchmark starts; otherwise it runs a benchmark.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 1 {
+		switch args[1] {
+		case "upstream":
+			return serveUpstream(ctx, args[2:])
+		case "pools":
+			return servePools(ctx, args[2:])
+		case "gateway":
+			return gateway.Run(ctx, args[1:], getenv, stdout, stderr)
+		}
+	}
+	cfg, err := parseFlags(args[1:], stderr)
+	if err != nil {
+		return err
+	}
+	return benchmark(ctx, cfg, getenv, stdout)
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("bench-gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rates := fs.String("rates", "1000,5000", "fixed arrival rates (requests/s), comma-separated")
+	duration := fs.Duration("duration", 5*time.Second, "length of each measured run")
+	warmup := fs.Duration("warmup", time.Second, "unmeasured run at the first rate before measuring a target")
+	conns := fs.Int("conns", 64, "concurrent connections of the max-throughput run")
+	targets := fs.String("targets", strings.Join(targetNames, ","), "targets to measure, in order")
+	markdown := fs.Bool("markdown", false, "print the table as Markdown (for docs/benchmarks.md)")
+	nginx := fs.String("nginx", "nginx", "nginx binary")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	cfg := config{duration: *duration, warmup: *warmup, conns: *conns, markdown: *markdown, nginx: *nginx}
+	for _, s := range strings.Split(*rates, ",") {
+		r, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || r <= 0 {
+			return config{}, fmt.Errorf("-rates: %q is not a positive number", s)
+		}
+		cfg.rates = append(cfg.rates, r)
+	}
+	for _, s := range strings.Split(*targets, ",") {
+		s = strings.TrimSpace(s)
+		if _, ok := targetsByName[s]; !ok {
+			return config{}, fmt.Errorf("-targets: unknown %q, want some of %s", s, strings.Join(targetNames, ","))
+		}
+		cfg.targets = append(cfg.targets, s)
+	}
+	switch {
+	case cfg.duration <= 0 || cfg.warmup < 0:
+		return config{}, fmt.Errorf("-duration and -warmup: want positive durations")
+	case cfg.conns <= 0:
+		return config{}, fmt.Errorf("-conns: want at least 1")
+	}
+	return cfg, nil
+}
+
+// bench is what the targets share during one benchmark.
+type bench struct {
+	self     string // this program, started again in a role
+	dir      string // scratch space, removed at the end
+	env      []string
+	upstream string              // base URL of the upstream
+	token    string              // a valid user token
+	redis    *redisconn.Resolved // started on first use
+	nginx    string
+}
+
+// benchmark starts the upstream, measures each target in turn (one at a time, so that they
+// never compete for the CPU) and prints the table.
+func benchmark(ctx context.Context, cfg config, getenv func(string) string, stdout io.Writer) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the bench binary: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "bench-gateway-")
+	if err != nil {
+		return fmt.Errorf("scratch directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	b := &bench{self: self, dir: dir, nginx: cfg.nginx, env: []string{"PATH=" + getenv("PATH"), "HOME=" + dir}}
+	defer b.close()
+
+	seed := make([]byte, 32)
+	rand.Read(seed)
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	up, err := startProc("upstream", self, []string{"upstream", "-addr", addr, "-jwk-seed", hex.EncodeToString(seed)}, b.env)
+	if err != nil {
+		return err
+	}
+	defer up.stop()
+	b.upstream = "http://" + addr
+	if err := up.waitReady(ctx, b.upstream+"/readyz", nil, 10*time.Second); err != nil {
+		return err
+	}
+	key, _ := keyFromSeed(hex.EncodeToString(seed))
+	now := time.Now()
+	b.token, err = token.Sign(key, benchKid, token.Claims{
+		Subject: "bench-user", Issuer: tokenIssuer, Audience: tokenAudience, ID: "bench",
+		IssuedAt: now, NotBefore: now, ExpiresAt: now.Add(time.Hour),
+	})
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintf(stdout, "bench-gateway: %d CPUs, open-model rates %v for %v each, max with %d connections; upstream answers %d bytes\n\n",
+		numCPU(), cfg.rates, cfg.duration, cfg.conns, len(benchBody))
+	var results []result
+	var skipped []string
+	for _, name := range cfg.targets {
+		t := targetsByName[name]
+		rs, err := b.measure(ctx, cfg, t)
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", t.label, err))
+			continue
+		}
+		results = append(results, rs...)
+	}
+	printTable(stdout, results, cfg.markdown)
+	for _, s := range skipped {
+		fmt.Fprintf(stdout, "not measured: %s\n", s)
+	}
+	return ctx.Err()
+}
+
+// measure starts t, checks that it answers, warms it up and runs each load against it.
+func (b *bench) measure(ctx context.Context, cfg config, t target) ([]result, error) {
+	url, header, stop, err := t.start(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	l := newLoader(func(ctx context.Context) *http.Request {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req.Header = header // read-only, shared by every request
+		return req
+	})
+	defer l.client.CloseIdleConnections()
+	if err := l.send(ctx); err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if cfg.warmup > 0 {
+		l.open(ctx, cfg.rates[0], cfg.warmup)
+	}
+	var out []result
+	for _, rate := range cfg.rates {
+		r := l.open(ctx, rate, cfg.duration)
+		r.target = t.label
+		out = append(out, r)
+	}
+	r := l.closed(ctx, cfg.conns, cfg.duration)
+	r.target = t.label
+	return append(out, r), ctx.Err()
+}
+
+// redisServer starts a redis-server for the gateways on first use.
+func (b *bench) redisServer(ctx context.Context) (string, error) {
+	if b.redis != nil {
+		return b.redis.URL, nil
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", fmt.Errorf("redis-server is needed for the gateway targets: %w", err)
+	}
+	r, err := redisconn.Resolve(ctx, redisconn.Options{RedisServerPath: bin, DataDir: filepath.Join(b.dir, "redis")})
+	if err != nil {
+		return "", err
+	}
+	b.redis = r
+	return r.URL, nil
+}
+
+func (b *bench) close() {
+	if b.redis != nil {
+		b.redis.Close()
+	}
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/template"
+	"time"
+)
+
+//go:embed nginx.conf.tmpl policy-plain.yaml.tmpl policy-jwt.yaml.tmpl
+var templates embed.FS
+
+// target is one way of serving GET /v1/bench. start returns the URL to load, the headers
+// each request carries, and how to stop it.
+type target struct {
+	name  string
+	label string
+	start func(ctx context.Context, b *bench) (url string, header http.Header, stop func(), err error)
+}
+
+var targets = []target{
+	{"direct", "direct to the upstream", startDirect},
+	{"pools", "gateway/upstream layer only", startPools},
+	{"gateway", "gateway, no policies", startGateway("policy-plain.yaml.tmpl", false)},
+	{"gateway-jwt", "gateway, JWT + 2 Redis rules", startGateway("policy-jwt.yaml.tmpl", true)},
+	{"nginx", "nginx, plain reverse proxy", startNginx},
+}
+
+var (
+	targetNames   []string
+	targetsByName = map[string]target{}
+)
+
+func init() {
+	for _, t := range targets {
+		targetNames = append(targetNames, t.name)
+		targetsByName[t.name] = t
+	}
+}
+
+func startDirect(_ context.Context, b *bench) (string, http.Header, func(), error) {
+	return b.upstream + benchPath, http.Header{}, func() {}, nil
+}
+
+func startPools(ctx context.Context, b *bench) (string, http.Header, func(), error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	p, err := startProc("pools", b.self, []string{"pools", "-addr", addr, "-upstream", b.upstream}, b.env)
+	return serving(ctx, p, err, addr, http.Header{}, 10*time.Second)
+}
+
+// startGateway runs the gateway (its Run, in a process of its own) with the policy file
+// rendered from policy; withToken sends a user token on every request.
+func startGateway(policy string, withToken bool) func(context.Context, *bench) (string, http.Header, func(), error) {
+	return func(ctx context.Context, b *bench) (string, http.Header, func(), error) {
+		redisURL, err := b.redisServer(ctx)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		dir, err := os.MkdirTemp(b.dir, "gateway-")
+		if err != nil {
+			return "", nil, nil, err
+		}
+		policyFile := filepath.Join(dir, "policy.yaml")
+		if err := render(policy, policyFile, map[string]any{"Upstream": b.upstream}); err != nil {
+			return "", nil, nil, err
+		}
+		addr, err := freeAddr()
+		if err != nil {
+			return "", nil, nil, err
+		}
+		admin, err := freeAddr()
+		if err != nil {
+			return "", nil, nil, err
+		}
+		env := append([]string{
+			"HTTP_ADDR=" + addr,
+			"ADMIN_ADDR=" + admin,
+			"ADMIN_TOKEN=bench-admin-token",
+			"POLICY_FILE=" + policyFile,
+			"AUTH_URL=" + b.upstream,
+			"REDIS_URL=" + redisURL,
+			"DATA_DIR=" + dir,
+			"LOG_LEVEL=warn", // no access log line per request, as nginx's is off
+		}, b.env...)
+		header := http.Header{}
+		if withToken {
+			header.Set("Authorization", "Bearer "+b.token)
+		}
+		p, err := startProc("gateway", b.self, []string{"gateway"}, env)
+		return serving(ctx, p, err, addr, header, 20*time.Second)
+	}
+}
+
+func startNginx(ctx context.Context, b *bench) (string, http.Header, func(), error) {
+	dir, err := os.MkdirTemp(b.dir, "nginx-")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	conf := filepath.Join(dir, "nginx.conf")
+	err = render("nginx.conf.tmpl", conf, map[string]any{
+		"Prefix":   dir,
+		"Listen":   addr,
+		"Upstream": strings.TrimPrefix(b.upstream, "http://"),
+		"Workers":  numCPU(), // as many as the gateway's GOMAXPROCS
+	})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	p, err := startProc("nginx", b.nginx, []string{"-p", dir, "-c", conf, "-e", "stderr"}, b.env)
+	return serving(ctx, p, err, addr, http.Header{}, 10*time.Second)
+}
+
+// serving waits until p, just started (or not, when err is set), answers GET /v1/bench on
+// addr with header, and returns what a target's start returns.
+func serving(ctx context.Context, p *proc, err error, addr string, header http.Header, within time.Duration) (string, http.Header, func(), error) {
+	if err != nil {
+		return "", nil, nil, err
+	}
+	url := "http://" + addr + benchPath
+	if err := p.waitReady(ctx, url, header, within); err != nil {
+		p.stop()
+		return "", nil, nil, err
+	}
+	return url, header, p.stop, nil
+}
+
+// render executes the embedded template name with data into the file path.
+func render(name, path string, data any) error {
+	t, err := template.ParseFS(templates, name)
+	if err != nil {
+		return fmt.Errorf("template %s: %w", name, err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return fmt.Errorf("template %s: %w", name, err)
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o600)
+}
+
+func numCPU() int { return runtime.GOMAXPROCS(0) }

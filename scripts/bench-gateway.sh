@@ -1,0 +1,18 @@
+#!/bin/sh
+# Measures the gateway next to a direct call and nginx on this machine (see gateway/bench).
+# Needs nginx (Debian: apt-get install nginx-light) and redis-server. Extra arguments go to
+# the bench, e.g. scripts/bench-gateway.sh -rates 1000,5000,10000 -duration 10s -markdown
+# Run it on a quiet machine: anything else using the CPU shows up in the p99s.
+set -eu
+cd "$(dirname "$0")/.."
+for bin in nginx redis-server; do
+  if ! command -v "$bin" >/dev/null 2>&1 && [ ! -x "/usr/sbin/$bin" ]; then
+    echo "bench-gateway: $bin is not installed" >&2
+    exit 1
+  fi
+done
+PATH="$PATH:/usr/sbin"
+bin="$(mktemp -d)/bench-gateway"
+trap 'rm -rf "$(dirname "$bin")"' EXIT
+go build -o "$bin" ./gateway/bench
+"$bin" "$@"
