@@ -28,7 +28,8 @@ type component struct {
 
 type ports struct{ http, grpc int }
 
-// Port plan: services 81xx (HTTP) / 91xx (gRPC); a second instance adds 100.
+// Port plan: services 81xx (HTTP) / 91xx (gRPC); a second instance adds 100; the gateway's
+// admin API listens on 9080.
 var components = []component{
 	{"auth", auth.Run, []ports{{8101, 9101}}},
 	{"catalog", catalog.Run, []ports{{8102, 9102}, {8202, 9202}}},
@@ -43,4 +44,28 @@ var components = []component{
 	{"bff-web", bffweb.Run, []ports{{8112, 0}}},
 	{"gateway", gateway.Run, []ports{{8080, 0}}},
 	{"playground", playground.Run, []ports{{8090, 0}}},
+}
+
+// wiring is the environment that tells components where the others listen: every address a
+// component dials, shifted by the port offset like the listeners.
+func wiring(offset int) map[string]string {
+	first := func(name string, grpc bool) string {
+		for _, c := range components {
+			if c.name == name {
+				if grpc {
+					return addr(c.instances[0].grpc + offset)
+				}
+				return addr(c.instances[0].http + offset)
+			}
+		}
+		return "" // a typo in this file; TestWiringNamesEveryAddress catches it
+	}
+	return map[string]string{
+		"AUTH_URL":            "http://" + first("auth", false),
+		"AUTH_GRPC_ADDR":      first("auth", true),
+		"CATALOG_GRPC_ADDR":   first("catalog", true),
+		"INVENTORY_GRPC_ADDR": first("inventory", true),
+		"PAYMENT_GRPC_ADDR":   first("payment", true),
+		"ADMIN_ADDR":          addr(9080 + offset),
+	}
 }

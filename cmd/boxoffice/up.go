@@ -27,10 +27,33 @@ import (
 type Endpoints struct {
 	Gateway    string              `json:"gateway"`
 	Playground string              `json:"playground"`
+	Admin      Admin               `json:"admin"`
 	Services   map[string][]string `json:"services"`
 	BFFs       map[string][]string `json:"bffs"`
 	NATS       string              `json:"nats"`
 	Redis      Redis               `json:"redis"`
+	Users      []User              `json:"users"`
+	Partners   []Partner           `json:"partners"`
+}
+
+// Admin is the gateway's admin API: its own loopback listener and bearer token.
+type Admin struct {
+	URL   string `json:"url"`
+	Token string `json:"token"`
+}
+
+// User is a demo fan to log in as. Every demo fan (fan0001…fan2000@boxoffice.test) shares the
+// password.
+type User struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+// Partner is a demo tenant and its API key (X-Api-Key).
+type Partner struct {
+	Tenant string `json:"tenant"`
+	Plan   string `json:"plan"`
+	APIKey string `json:"api_key"`
 }
 
 // Redis says which store the all-in-one mode resolved and why (env, redis-server, emulator).
@@ -68,13 +91,34 @@ func runUp(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer rd.Close()
 
+	sec, err := loadSecrets(*dataDir)
+	if err != nil {
+		return err
+	}
+	demoSecret := getenv("DEMO_SECRET")
+	if demoSecret == "" {
+		demoSecret = "boxoffice-demo"
+	}
 	shared := map[string]string{
 		"NATS_URL":         ns.ClientURL(),
 		"REDIS_URL":        rd.URL,
 		"DATA_DIR":         *dataDir,
 		"SHUTDOWN_TIMEOUT": "3s",
+		"SEED_DEMO":        "true",
+		"DEMO_SECRET":      demoSecret,
 	}
-	ep := Endpoints{Services: map[string][]string{}, BFFs: map[string][]string{}, NATS: ns.ClientURL(), Redis: Redis{URL: rd.URL, Source: rd.Source}}
+	for k, v := range wiring(*offset) {
+		shared[k] = v
+	}
+	for k, v := range sec.env() {
+		shared[k] = v
+	}
+	ep := Endpoints{
+		Services: map[string][]string{}, BFFs: map[string][]string{}, NATS: ns.ClientURL(),
+		Redis: Redis{URL: rd.URL, Source: rd.Source},
+		Admin: Admin{URL: "http://" + shared["ADMIN_ADDR"], Token: sec.adminToken},
+	}
+	ep.Users, ep.Partners = demoCredentials(demoSecret)
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -119,6 +163,13 @@ func runUp(ctx context.Context, args []string, getenv func(string) string, stdou
 	case <-runCtx.Done():
 		return g.Wait()
 	}
+
+	n, err := seedSeatMaps(runCtx, ep.Services["inventory"][0])
+	if err != nil {
+		cancel()
+		return errors.Join(err, g.Wait())
+	}
+	log.Info("demo data ready", "seat_maps_seeded", n)
 
 	path := filepath.Join(*dataDir, "endpoints.json")
 	if err := writeJSON(path, ep); err != nil {
@@ -201,11 +252,18 @@ BoxOffice is up.
 
   gateway      %s      the public entry
   playground   %s      scenarios and the algorithm lab
+  admin API    %s      Authorization: Bearer %s
 
-  services, BFFs and their ports: %s
+  log in as    %s / %s   (fan0001 … fan2000@boxoffice.test share the password)
+`, ep.Gateway, ep.Playground, ep.Admin.URL, ep.Admin.Token, ep.Users[0].Email, ep.Users[0].Password)
+	for _, p := range ep.Partners {
+		fmt.Fprintf(w, "  partner      %-10s (%s)  X-Api-Key: %s\n", p.Tenant, p.Plan, p.APIKey)
+	}
+	fmt.Fprintf(w, `
+  every URL and credential: %s
   logs: one file per component in %s
   redis: %s (%s)   nats: %s
 
 Press Ctrl-C to stop.
-`, ep.Gateway, ep.Playground, path, filepath.Join(filepath.Dir(path), "logs"), ep.Redis.URL, redisSource, ep.NATS)
+`, path, filepath.Join(filepath.Dir(path), "logs"), ep.Redis.URL, redisSource, ep.NATS)
 }

@@ -38,7 +38,7 @@ func freeOffset(t *testing.T) int {
 }
 
 func allPorts(off int) []int {
-	ps := []int{4222 + off}
+	ps := []int{4222 + off, 9080 + off}
 	for _, c := range components {
 		for _, p := range c.instances {
 			ps = append(ps, p.http+off)
@@ -123,6 +123,21 @@ func TestUpServesEveryComponentAndStopsCleanly(t *testing.T) {
 		}
 	}
 
+	if len(ep.Users) == 0 || len(ep.Partners) != 3 || ep.Admin.Token == "" {
+		t.Errorf("endpoints.json credentials = users %v partners %v admin %+v, want demo users, 3 partners and an admin token", ep.Users, ep.Partners, ep.Admin)
+	}
+	// Demo data: the flash-sale event has a seat map on both inventory instances.
+	for _, u := range ep.Services["inventory"] {
+		resp, err := http.Get(u + "/v1/events/evt-flash/seats")
+		if err != nil {
+			t.Fatalf("GET seats: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s/v1/events/evt-flash/seats = %d, want 200 (seeded)", u, resp.StatusCode)
+		}
+	}
+
 	cancel()
 	select {
 	case err := <-done:
@@ -131,5 +146,16 @@ func TestUpServesEveryComponentAndStopsCleanly(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("up did not stop within 5s of cancel")
+	}
+}
+
+func TestWiringNamesEveryAddress(t *testing.T) {
+	for k, v := range wiring(0) {
+		if v == "" || v == "http://" {
+			t.Errorf("wiring()[%s] is empty: a component name in wiring() is misspelt", k)
+		}
+	}
+	if got := wiring(100)["CATALOG_GRPC_ADDR"]; got != "127.0.0.1:9202" {
+		t.Errorf("wiring(100)[CATALOG_GRPC_ADDR] = %q, want the offset applied (127.0.0.1:9202)", got)
 	}
 }
