@@ -24,7 +24,11 @@ func startServer(ctx context.Context, bin, dataDir string, within time.Duration)
 	if within == 0 {
 		within = 5 * time.Second
 	}
-	dir := filepath.Join(dataDir, "redis")
+	// Absolute, because redis-server changes into --dir before it opens --logfile.
+	dir, err := filepath.Abs(filepath.Join(dataDir, "redis"))
+	if err != nil {
+		return nil, fmt.Errorf("redis-server dir: %w", err)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("redis-server dir: %w", err)
 	}
