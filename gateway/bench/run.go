@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +40,7 @@ type config struct {
 	targets  []string
 	markdown bool
 	nginx    string
+	profile  string // directory for CPU profiles; "" = none
 }
 
 // run is the bench's entry point. With a role as first argument ("upstream", "pools",
@@ -48,9 +51,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		case "upstream":
 			return serveUpstream(ctx, args[2:])
 		case "pools":
-			return servePools(ctx, args[2:])
+			return profiled(getenv, func() error { return servePools(ctx, args[2:]) })
 		case "gateway":
-			return gateway.Run(ctx, args[1:], getenv, stdout, stderr)
+			return profiled(getenv, func() error { return gateway.Run(ctx, args[1:], getenv, stdout, stderr) })
 		}
 	}
 	cfg, err := parseFlags(args[1:], stderr)
@@ -69,11 +72,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	conns := fs.Int("conns", 64, "concurrent connections of the max-throughput run")
 	targets := fs.String("targets", strings.Join(targetNames, ","), "targets to measure, in order")
 	markdown := fs.Bool("markdown", false, "print the table as Markdown (for docs/benchmarks.md)")
+	profile := fs.String("profile", "", "write a CPU profile of each proxy target into this directory")
 	nginx := fs.String("nginx", "nginx", "nginx binary")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	cfg := config{duration: *duration, warmup: *warmup, conns: *conns, markdown: *markdown, nginx: *nginx}
+	cfg := config{duration: *duration, warmup: *warmup, conns: *conns, markdown: *markdown, nginx: *nginx, profile: *profile}
 	for _, s := range strings.Split(*rates, ",") {
 		r, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || r <= 0 {
@@ -106,6 +110,39 @@ type bench struct {
 	token    string              // a valid user token
 	redis    *redisconn.Resolved // started on first use
 	nginx    string
+	profile  string // directory for CPU profiles; "" = none
+}
+
+// childEnv is the environment of a target's process: the bench's, a CPU profile when
+// asked for, and extra.
+func (b *bench) childEnv(target string, extra ...string) []string {
+	env := append(slices.Clone(b.env), extra...)
+	if b.profile != "" {
+		env = append(env, profileVar+"="+filepath.Join(b.profile, target+".cpu.pprof"))
+	}
+	return env
+}
+
+// profileVar names the file a role writes its CPU profile to.
+const profileVar = "BENCH_CPU_PROFILE"
+
+// profiled runs serve, recording a CPU profile into the file named by BENCH_CPU_PROFILE
+// when it is set.
+func profiled(getenv func(string) string, serve func() error) error {
+	path := getenv(profileVar)
+	if path == "" {
+		return serve()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	defer pprof.StopCPUProfile()
+	return serve()
 }
 
 // benchmark starts the upstream, measures each target in turn (one at a time, so that they
@@ -120,7 +157,15 @@ func benchmark(ctx context.Context, cfg config, getenv func(string) string, stdo
 		return fmt.Errorf("scratch directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{self: self, dir: dir, nginx: cfg.nginx, env: []string{"PATH=" + getenv("PATH"), "HOME=" + dir}}
+	b := &bench{self: self, dir: dir, nginx: cfg.nginx, profile: cfg.profile, env: []string{"PATH=" + getenv("PATH"), "HOME=" + dir}}
+	if b.profile != "" {
+		if b.profile, err = filepath.Abs(b.profile); err == nil {
+			err = os.MkdirAll(b.profile, 0o755)
+		}
+		if err != nil {
+			return fmt.Errorf("-profile: %w", err)
+		}
+	}
 	defer b.close()
 
 	seed := make([]byte, 32)

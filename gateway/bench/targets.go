@@ -28,8 +28,8 @@ type target struct {
 var targets = []target{
 	{"direct", "direct to the upstream", startDirect},
 	{"pools", "gateway/upstream layer only", startPools},
-	{"gateway", "gateway, no policies", startGateway("policy-plain.yaml.tmpl", false)},
-	{"gateway-jwt", "gateway, JWT + 2 Redis rules", startGateway("policy-jwt.yaml.tmpl", true)},
+	{"gateway", "gateway, no policies", startGateway("gateway", "policy-plain.yaml.tmpl", false)},
+	{"gateway-jwt", "gateway, JWT + 2 Redis rules", startGateway("gateway-jwt", "policy-jwt.yaml.tmpl", true)},
 	{"nginx", "nginx, plain reverse proxy", startNginx},
 }
 
@@ -54,13 +54,13 @@ func startPools(ctx context.Context, b *bench) (string, http.Header, func(), err
 	if err != nil {
 		return "", nil, nil, err
 	}
-	p, err := startProc("pools", b.self, []string{"pools", "-addr", addr, "-upstream", b.upstream}, b.env)
+	p, err := startProc("pools", b.self, []string{"pools", "-addr", addr, "-upstream", b.upstream}, b.childEnv("pools"))
 	return serving(ctx, p, err, addr, http.Header{}, 10*time.Second)
 }
 
-// startGateway runs the gateway (its Run, in a process of its own) with the policy file
-// rendered from policy; withToken sends a user token on every request.
-func startGateway(policy string, withToken bool) func(context.Context, *bench) (string, http.Header, func(), error) {
+// startGateway runs the gateway (its Run, in a process of its own) as target name, with the
+// policy file rendered from policy; withToken sends a user token on every request.
+func startGateway(name, policy string, withToken bool) func(context.Context, *bench) (string, http.Header, func(), error) {
 	return func(ctx context.Context, b *bench) (string, http.Header, func(), error) {
 		redisURL, err := b.redisServer(ctx)
 		if err != nil {
@@ -82,16 +82,16 @@ func startGateway(policy string, withToken bool) func(context.Context, *bench) (
 		if err != nil {
 			return "", nil, nil, err
 		}
-		env := append([]string{
-			"HTTP_ADDR=" + addr,
-			"ADMIN_ADDR=" + admin,
+		env := b.childEnv(name,
+			"HTTP_ADDR="+addr,
+			"ADMIN_ADDR="+admin,
 			"ADMIN_TOKEN=bench-admin-token",
-			"POLICY_FILE=" + policyFile,
-			"AUTH_URL=" + b.upstream,
-			"REDIS_URL=" + redisURL,
-			"DATA_DIR=" + dir,
+			"POLICY_FILE="+policyFile,
+			"AUTH_URL="+b.upstream,
+			"REDIS_URL="+redisURL,
+			"DATA_DIR="+dir,
 			"LOG_LEVEL=warn", // no access log line per request, as nginx's is off
-		}, b.env...)
+		)
 		header := http.Header{}
 		if withToken {
 			header.Set("Authorization", "Bearer "+b.token)
