@@ -76,14 +76,14 @@ func (p *Pools) resolveDNS(ctx context.Context, pl *pool) bool {
 	if cfg.DNS == "" {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, min(cfg.DNSInterval, 5*time.Second))
+	lookup, cancel := context.WithTimeout(ctx, min(cfg.DNSInterval, 5*time.Second))
 	defer cancel()
-	targets, err := resolve(ctx, p.resolver, cfg.DNS)
+	targets, err := resolve(lookup, p.resolver, cfg.DNS)
 	if err == nil && len(targets) == 0 {
 		err = fmt.Errorf("resolve %s: no addresses", cfg.DNS)
 	}
 	if err != nil {
-		if ctx.Err() == nil || ctx.Err() == context.DeadlineExceeded {
+		if ctx.Err() == nil { // not shutting down
 			p.log.Warn("upstream dns failed, keeping the last instances", "service", pl.name, "error", err)
 		}
 		return false
@@ -208,12 +208,11 @@ func (in *instance) setProbing(on bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	switch {
-	case !on:
-		in.probe, in.probeErr = probeDisabled, ""
-	case in.probe == probeDisabled:
-		in.probe = probeReady
+	case !on && in.probe != probeDisabled:
+		in.probe, in.probeErr, in.streak = probeDisabled, "", 0
+	case on && in.probe == probeDisabled:
+		in.probe, in.streak = probeReady, 0
 	}
-	in.streak = 0
 	in.ready.Store(in.probe == probeReady || in.probe == probeDisabled)
 }
 

@@ -134,3 +134,31 @@ func TestObserveProbe(t *testing.T) {
 		})
 	}
 }
+
+// TestProbesSwitchedOnAndOff: without probes an instance is ready at once, whatever its
+// /readyz says; switched on by an Update, the probes take it out.
+func TestProbesSwitchedOnAndOff(t *testing.T) {
+	a := newBackend(t, nil)
+	a.ready.Store(false)
+	off := ProbeConfig{Disabled: true}
+	g := startGateway(t, []ServiceConfig{{Name: "svc", Instances: []string{a.url}, Probe: off}}, Options{}, RouteOptions{}, true)
+
+	if res := g.do(t, "GET", "/x", nil, true); res.status != http.StatusOK {
+		t.Fatalf("probes off: status %d, want 200", res.status)
+	}
+	if s := g.status(t, a.url); s.Probe != "disabled" || a.probes.Load() != 0 {
+		t.Errorf("probes off: probe %q after %d probes, want disabled and none", s.Probe, a.probes.Load())
+	}
+
+	if err := g.pools.Update([]ServiceConfig{{Name: "svc", Instances: []string{a.url}, Probe: fastProbe}}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 5*time.Second, "a probed not ready", func() bool { return !g.status(t, a.url).Ready })
+	before := a.hits.Load()
+	if res := g.do(t, "GET", "/x", nil, true); res.status != http.StatusServiceUnavailable {
+		t.Errorf("probes on, a not ready: status %d, want 503", res.status)
+	}
+	if n := a.hits.Load() - before; n != 0 {
+		t.Errorf("requests to a once probed not ready = %d, want 0", n)
+	}
+}
