@@ -1,0 +1,54 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"boxoffice.dev/platform/problem"
+)
+
+// Limit reads the page size a list request asks for in its "limit" parameter: def when q has
+// none, else an integer from 1 to max. Anything else is an Invalid problem naming limit, so
+// ?limit=0 and ?limit=1000 are refused rather than quietly changed.
+func Limit(q url.Values, def, max int) (int, error) {
+	v := q.Get("limit")
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > max {
+		return 0, problem.InvalidField("limit", "want an integer from 1 to %d", max)
+	}
+	return n, nil
+}
+
+// Cursor is a keyset position in a list: the sort key of the last item of a page (a time in
+// unix milli- or microseconds, usually) and that item's id, which orders items with equal
+// keys. The next page starts after it, so pages stay consistent while items are added,
+// which an offset would not.
+type Cursor struct {
+	Key int64
+	ID  string
+}
+
+// String is c as the opaque next_cursor a client passes back: base64url of "<key>:<id>".
+// Nothing in it is secret; a list must still scope what it reads to the caller (an account's
+// own orders), whatever a cursor says.
+func (c Cursor) String() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.Key, 10) + ":" + c.ID))
+}
+
+// ParseCursor decodes a cursor String made. Anything else, "" included, is an Invalid
+// problem naming cursor; callers treat "" as "from the start" before calling it.
+func ParseCursor(s string) (Cursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		key, id, ok := strings.Cut(string(b), ":")
+		if n, err := strconv.ParseInt(key, 10, 64); ok && err == nil && id != "" {
+			return Cursor{Key: n, ID: id}, nil
+		}
+	}
+	return Cursor{}, problem.InvalidField("cursor", "want a next_cursor from a previous page")
+}

@@ -1,0 +1,41 @@
+// Package httpapi is what every BoxOffice service's REST API is made of: one route table,
+// JSON answers, and the paging parameters of lists (limit and an opaque cursor).
+//
+// Errors are not here: handlers answer them with problem.Write, so a bad limit or cursor
+// reads like any other invalid field.
+package httpapi
+
+import "net/http"
+
+// Route is one entry of a route table: requests with Method whose path matches Pattern (a
+// net/http pattern such as /v1/events/{id}) go to Handler.
+type Route struct {
+	Method  string
+	Pattern string
+	Handler http.Handler
+}
+
+// Routes is a service's whole REST surface, written once (routes.go) so that serving it and
+// checking it against its OpenAPI description read the same list.
+type Routes []Route
+
+// Mux returns a ServeMux serving every route. Like http.ServeMux.Handle it panics on an
+// invalid or conflicting pattern: a route table that cannot be served is a bug found at start.
+func (rs Routes) Mux() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, r := range rs {
+		mux.Handle(r.Method+" "+r.Pattern, r.Handler)
+	}
+	return mux
+}
+
+// Endpoints lists the routes as "METHOD /pattern", in table order, for comparing with a
+// description of the API (testkit.CheckOpenAPI). Handlers are not called, so a table built
+// with nil dependencies lists the same endpoints.
+func (rs Routes) Endpoints() []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Method + " " + r.Pattern
+	}
+	return out
+}
