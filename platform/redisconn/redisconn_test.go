@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +181,24 @@ func assertServes(t *testing.T, ctx context.Context, c redis.UniversalClient) {
 	}
 	if got, err := c.Get(ctx, "resolve-check").Result(); err != nil || got != "ok" {
 		t.Fatalf("GET through the resolved client = %q, %v; want \"ok\"", got, err)
+	}
+}
+
+// A redis-server that exits at once (here: an unknown option) must fail Resolve promptly,
+// not leave it waiting on a process that is gone.
+func TestResolveFailsFastWhenServerExits(t *testing.T) {
+	bin := testkit.LookPath(t, "redis-server")
+	fake := filepath.Join(t.TempDir(), "redis-server")
+	script := "#!/bin/sh\nexec " + bin + " --no-such-option\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := redisconn.Resolve(context.Background(), redisconn.Options{DataDir: t.TempDir(), RedisServerPath: fake, StartTimeout: 3 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "exited before answering PING") {
+		t.Fatalf("Resolve with a crashing redis-server = %v, want an exit error", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Resolve took %v to notice the exit, want well under the 3s start timeout", d)
 	}
 }

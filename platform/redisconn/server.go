@@ -46,8 +46,10 @@ func startServer(ctx context.Context, bin, dataDir string, within time.Duration)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed (never sent on) so that both waitReady and stop can see the exit.
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	stop := func() error {
 		select {
 		case <-exited: // already gone
@@ -64,29 +66,33 @@ func startServer(ctx context.Context, bin, dataDir string, within time.Duration)
 		return nil
 	}
 
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	if err := waitReady(ctx, c, exited, within); err != nil {
-		_ = c.Close()
+	if err := waitReady(ctx, addr, exited, func() error { return waitErr }, within); err != nil {
 		_ = stop()
 		return nil, fmt.Errorf("redis-server on %s: %w%s", addr, err, logTail(logFile))
 	}
+	c := redis.NewClient(&redis.Options{Addr: addr})
 	return &Resolved{Client: c, URL: "redis://" + addr + "/0", Source: SourceRedisServer, stop: stop}, nil
 }
 
-// waitReady polls PING until it answers, the process exits, within passes or ctx ends.
-func waitReady(ctx context.Context, c *redis.Client, exited <-chan error, within time.Duration) error {
+// waitReady polls PING until it answers, the process exits, within passes or ctx ends. Its
+// probe client neither retries nor waits long for a dial, so an exit is noticed at once.
+func waitReady(ctx context.Context, addr string, exited <-chan struct{}, exitErr func() error, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 100 * time.Millisecond, PoolSize: 1})
+	defer c.Close()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		err := c.Ping(ctx).Err()
+		pingCtx, cancelPing := context.WithTimeout(ctx, 200*time.Millisecond)
+		err := c.Ping(pingCtx).Err()
+		cancelPing()
 		if err == nil {
 			return nil
 		}
 		select {
-		case werr := <-exited:
-			return fmt.Errorf("exited before answering PING: %w", errors.Join(werr, err))
+		case <-exited:
+			return fmt.Errorf("exited before answering PING: %w", errors.Join(exitErr(), err))
 		case <-ctx.Done():
 			return fmt.Errorf("no PING answer: %w", errors.Join(ctx.Err(), err))
 		case <-tick.C:
