@@ -2,8 +2,8 @@
 package main
 
 import (
-	"boxoffice.dev/playground"
 	"boxoffice.dev/platform/server"
+	"boxoffice.dev/playground"
 )
 
 func main() { server.Exec(playground.Run) }
