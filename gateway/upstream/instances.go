@@ -66,15 +66,9 @@ func (pl *pool) configure(cfg ServiceConfig, now time.Time) {
 	pl.kickLoop()
 }
 
-// replace sets the instance list to targets, in their order. Instances already known keep
-// their state; new ones wait for their first probe (or are ready at once without probes);
-// requests in flight to a removed instance finish normally.
-func (pl *pool) replace(targets []*url.URL) {
-	pl.mu.Lock()
-	defer pl.mu.Unlock()
-	pl.replaceLocked(targets, *pl.cfg.Load())
-}
-
+// replaceLocked sets the instance list to targets, in their order. Instances already known
+// keep their state; new ones wait for their first probe (or are ready at once without
+// probes); requests in flight to a removed instance finish normally. pl.mu is held.
 func (pl *pool) replaceLocked(targets []*url.URL, cfg ServiceConfig) {
 	old := *pl.instances.Load()
 	next := make([]*instance, 0, len(targets))
