@@ -160,7 +160,8 @@ func (p *Pools) attempt(w http.ResponseWriter, r *http.Request, pl *pool, in *in
 	defer a.timer.Stop()
 	out := r.WithContext(context.WithValue(ctx, attemptKey{}, a))
 	if body != nil {
-		out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		// Sent again from memory, with its length now known.
+		out.Body, out.ContentLength, out.TransferEncoding = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
 	}
 
 	start := p.now()

@@ -119,6 +119,7 @@ func TestRetry(t *testing.T) {
 		a          http.HandlerFunc // nil: a is stopped before the request
 		method     string
 		body       string
+		chunked    bool // the body's length is not known in advance
 		retry      bool
 		wantStatus int
 		wantBody   string
@@ -128,6 +129,7 @@ func TestRetry(t *testing.T) {
 		{name: "refused, retryable", method: "GET", retry: true, wantStatus: 200, wantBody: "b got ", wantBHits: 1},
 		{name: "refused, not retryable", method: "POST", wantStatus: 502, wantBHits: 0},
 		{name: "hang-up, retryable with body", a: hangUp, method: "PUT", body: "seat 12", retry: true, wantStatus: 200, wantBody: "b got seat 12", wantBHits: 1},
+		{name: "hang-up, retryable with a chunked body", a: hangUp, method: "POST", body: "seat 13", chunked: true, retry: true, wantStatus: 200, wantBody: "b got seat 13", wantBHits: 1},
 		{name: "hang-up, not retryable", a: hangUp, method: "PUT", body: "seat 12", wantStatus: 502, wantBHits: 0},
 		{name: "timeout, retryable", a: slow, method: "GET", retry: true, wantStatus: 200, wantBody: "b got ", wantBHits: 1},
 		{name: "timeout, not retryable", a: slow, method: "GET", wantStatus: 504, wantBHits: 0},
@@ -149,7 +151,11 @@ func TestRetry(t *testing.T) {
 			g := startGateway(t, []ServiceConfig{{Name: "svc", Instances: []string{a.url, b.url}, Probe: ProbeConfig{Disabled: true}}},
 				Options{Rand: first}, RouteOptions{ResponseTimeout: 100 * time.Millisecond}, false)
 
-			res := g.do(t, c.method, "/x", strings.NewReader(c.body), c.retry)
+			var body io.Reader = strings.NewReader(c.body)
+			if c.chunked {
+				body = struct{ io.Reader }{body} // hides the length from the client
+			}
+			res := g.do(t, c.method, "/x", body, c.retry)
 			if res.status != c.wantStatus {
 				t.Errorf("status = %d, want %d (body %q)", res.status, c.wantStatus, res.body)
 			}
