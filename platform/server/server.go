@@ -8,9 +8,10 @@
 //			func(ctx context.Context, s *server.Server) (http.Handler, error) { return routes(s), nil })
 //	}
 //
-// The process serves its own routes next to /healthz, /readyz, /metrics and /control. On
-// SIGTERM (ctx cancelled) it marks itself not ready, stops accepting connections, lets
-// in-flight requests finish within SHUTDOWN_TIMEOUT and closes what it opened, in reverse order.
+// The process serves its own routes next to /healthz, /readyz, /metrics and /control, and
+// runs its background loops as workers (Server.Go). On SIGTERM (ctx cancelled) it marks
+// itself not ready, stops accepting connections, lets in-flight requests finish, stops its
+// workers, all within SHUTDOWN_TIMEOUT, and closes what it opened, in reverse order.
 package server
 
 import (
@@ -88,6 +89,7 @@ type Server struct {
 	NATS      *nats.Conn
 
 	grpc *grpcserver.Server
+	work *workers
 
 	mu      sync.Mutex
 	closers []func() error
@@ -104,6 +106,7 @@ func New(ctx context.Context, cfg config.Process, stdout io.Writer) (*Server, er
 		Config: cfg,
 		Log:    logging.New(stdout, level, cfg.Name),
 		Health: health.New(0),
+		work:   newWorkers(ctx),
 	}
 	s.Telemetry, err = telemetry.Setup(ctx, telemetry.Config{Service: cfg.Name, Instance: cfg.HTTPAddr, OTLPEndpoint: cfg.OTLPEndpoint})
 	if err != nil {
@@ -193,6 +196,10 @@ func (s *Server) Run(ctx context.Context, h http.Handler) error {
 }
 
 // Serve is Run on listeners the caller opened (tests pass 127.0.0.1:0). gl may be nil.
+//
+// Shutdown begins when ctx is done or a worker fails (see Go). Readiness fails first, so
+// balancers stop sending before the listeners close; the listeners drain, then the workers
+// are stopped, all within SHUTDOWN_TIMEOUT from the start.
 func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener) error {
 	attrs := []any{"http", hl.Addr().String()}
 	if gl != nil {
@@ -200,18 +207,27 @@ func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener)
 	}
 	s.Log.InfoContext(ctx, "serving", attrs...)
 
-	// Readiness fails first, so balancers stop sending before the listeners close.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	context.AfterFunc(ctx, s.Health.SetDraining)
+	go func() {
+		select {
+		case <-s.work.failed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 
-	g, ctx := errgroup.WithContext(ctx)
+	g, gctx := errgroup.WithContext(ctx)
 	srv := httpserver.New(s.Handler(h))
-	g.Go(func() error { return httpserver.Serve(ctx, srv, hl, s.Config.ShutdownTimeout) })
+	g.Go(func() error { return httpserver.Serve(gctx, srv, hl, s.Config.ShutdownTimeout) })
 	if gl != nil {
-		g.Go(func() error { return s.grpc.Serve(ctx, gl, s.Config.ShutdownTimeout) })
+		g.Go(func() error { return s.grpc.Serve(gctx, gl, s.Config.ShutdownTimeout) })
 	}
-	err := g.Wait()
+	<-gctx.Done()
+	deadline := time.NewTimer(s.Config.ShutdownTimeout)
+	defer deadline.Stop()
+	err := errors.Join(g.Wait(), s.work.stop(deadline.C))
 	s.Log.Info("stopped", "error", err)
 	return err
 }
@@ -237,13 +253,18 @@ func (s *Server) onClose(f func() error) {
 	s.closers = append(s.closers, f)
 }
 
-// Close releases what the Server opened, newest first. Safe to call more than once.
+// Close stops the workers Run has not stopped (when building failed, say) within
+// SHUTDOWN_TIMEOUT, then releases what the Server opened, newest first. Safe to call more
+// than once.
 func (s *Server) Close() error {
+	deadline := time.NewTimer(s.Config.ShutdownTimeout)
+	defer deadline.Stop()
+	workErr := s.work.stop(deadline.C)
 	s.mu.Lock()
 	closers := s.closers
 	s.closers = nil
 	s.mu.Unlock()
-	var errs []error
+	errs := []error{workErr}
 	for i := len(closers) - 1; i >= 0; i-- {
 		errs = append(errs, closers[i]())
 	}
