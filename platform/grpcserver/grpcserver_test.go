@@ -47,8 +47,8 @@ func (p *probe) desc() *grpc.ServiceDesc {
 				return in, nil
 			}),
 			unary("Panic", func(context.Context, *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
-				var m map[string]int
-				m["seat"]++ // a real bug: assignment to a nil map
+				var seats []string
+				_ = seats[3] // a real bug: index out of range
 				return nil, nil
 			}),
 			unary("Block", func(ctx context.Context, in *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {

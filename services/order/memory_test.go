@@ -178,8 +178,3 @@ func (m *memPayments) status(key string) ChargeStatus {
 	defer m.mu.Unlock()
 	return m.charges[key].Status
 }
-
-// memPrices prices every event with the same table.
-type memPrices map[string]Money
-
-func (p memPrices) Prices(context.Context, string) (map[string]Money, error) { return p, nil }
