@@ -26,6 +26,27 @@ import (
 // and no BEGIN/COMMIT: Migrate wraps each file in a transaction.
 var migrationName = regexp.MustCompile(`^(\d+)_([A-Za-z0-9_]+?)(?:\.(sqlite|postgres))?\.sql$`)
 
+// Dir returns the migrations in directory dir of fsys, the usual `//go:embed migrations/*.sql`
+// of a service, as the root Migrate reads. An invalid dir is not reported here but by
+// Migrate, so a package can keep its migrations in a variable:
+//
+//	//go:embed migrations/*.sql
+//	var migrationFiles embed.FS
+//
+//	var migrations = sqldb.Dir(migrationFiles, "migrations")
+func Dir(fsys fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		return brokenFS{err}
+	}
+	return sub
+}
+
+// brokenFS fails every Open with the error Dir met.
+type brokenFS struct{ err error }
+
+func (b brokenFS) Open(string) (fs.File, error) { return nil, b.err }
+
 // migrationLockKey is the PostgreSQL advisory lock that serialises migrations of one
 // database; any constant works as long as every BoxOffice process uses the same one.
 const migrationLockKey = 0x626f786f6666 // "boxoff"
