@@ -1,0 +1,3 @@
+module boxoffice.dev/deploy
+
+go 1.26.0
