@@ -1,0 +1,3 @@
+module boxoffice.dev/docs
+
+go 1.26.0
