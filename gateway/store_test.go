@@ -76,10 +76,10 @@ func equalInts(a, b []int) bool {
 // requests, spread over both, at a 20-token bucket: exactly 20 pass.
 //
 // The limiter's store timeout is raised to 1s here: 200 requests at once on a small machine
-// (under the race detector) can keep a Redis call past the 5ms default, and such a call
-// falls back to the local limit/N, which is approximate by design (TestRedisDown covers it).
-// This test is about the shared store's atomicity, so it also checks every decision was the
-// store's.
+// (under the race detector) can keep a Redis call past even the harness's 250ms, and such a
+// call falls back to the local limit/N, which is approximate by design (TestRedisDown covers
+// it). This test is about the shared store's atomicity, so it also checks every decision
+// was the store's.
 func TestTwoReplicasShareOneBucket(t *testing.T) {
 	be := newBackend(t)
 	rd := testkit.StartRedis(t)

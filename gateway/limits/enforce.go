@@ -120,12 +120,19 @@ func (e *Enforcer) Settle(ctx context.Context, res ratelimit.Result, charges []C
 	}()
 }
 
-// charge spends q's cost, or what is left of the budget when that is less.
+// chargeAttempts bounds the tries to spend what is left of a budget that other requests
+// are spending at the same time.
+const chargeAttempts = 4
+
+// charge spends q's cost, or what is left of the budget when that is less. Reading what is
+// left and spending it are two calls, so a concurrent request can take some in between and
+// make the second one too large: then it tries again with what is left now.
 func (e *Enforcer) charge(ctx context.Context, q ratelimit.Request) {
-	res, err := e.limiter.Allow(ctx, []ratelimit.Request{q})
-	if err != nil || res.Allowed || res.Remaining <= 0 {
-		return
+	for range chargeAttempts {
+		res, err := e.limiter.Allow(ctx, []ratelimit.Request{q})
+		if err != nil || res.Allowed || res.Remaining <= 0 {
+			return
+		}
+		q.Cost = res.Remaining
 	}
-	q.Cost = res.Remaining
-	_, _ = e.limiter.Allow(ctx, []ratelimit.Request{q})
 }
