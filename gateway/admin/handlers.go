@@ -31,48 +31,111 @@ func (a *api) getPolicy(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
-func (a *api) listLimits(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"limits": a.Live.Current().Policy.Limits})
+// element is one kind of policy element the admin API edits by id: limits, routes,
+// services. One set of handlers serves all three.
+type element[T any] struct {
+	what string
+	// list returns every element of the running policy; find the one with id.
+	list func(s *policy.Snapshot) []T
+	find func(s *policy.Snapshot, id string) (T, bool)
+	// id is the element's own id field.
+	id func(v *T) *string
+	// put adds the element or replaces the one with its id.
+	put func(l *policy.Live, v T) error
 }
 
-func (a *api) getLimit(w http.ResponseWriter, r *http.Request) {
-	l := a.Live.Current().Limit(r.PathValue("id"))
-	if l == nil {
-		problem.Write(w, r, nil, problem.New(problem.NotFound, "no limit %q", r.PathValue("id")))
-		return
+var (
+	limits = element[policy.Limit]{
+		what: "limit",
+		list: func(s *policy.Snapshot) []policy.Limit { return s.Policy.Limits },
+		find: func(s *policy.Snapshot, id string) (policy.Limit, bool) {
+			if l := s.Limit(id); l != nil {
+				return l.Limit, true
+			}
+			return policy.Limit{}, false
+		},
+		id:  func(v *policy.Limit) *string { return &v.ID },
+		put: (*policy.Live).PutLimit,
 	}
-	writeJSON(w, http.StatusOK, l.Limit)
+	routes = element[policy.Route]{
+		what: "route",
+		list: func(s *policy.Snapshot) []policy.Route { return s.Policy.Routes },
+		find: func(s *policy.Snapshot, id string) (policy.Route, bool) {
+			if r := s.Route(id); r != nil {
+				return r.Route, true
+			}
+			return policy.Route{}, false
+		},
+		id:  func(v *policy.Route) *string { return &v.ID },
+		put: (*policy.Live).PutRoute,
+	}
+	services = element[policy.Service]{
+		what: "service",
+		list: func(s *policy.Snapshot) []policy.Service { return s.Policy.Services },
+		find: func(s *policy.Snapshot, name string) (policy.Service, bool) {
+			i := slices.IndexFunc(s.Policy.Services, func(sv policy.Service) bool { return sv.Name == name })
+			if i < 0 {
+				return policy.Service{}, false
+			}
+			return s.Policy.Services[i], true
+		},
+		id:  func(v *policy.Service) *string { return &v.Name },
+		put: (*policy.Live).PutService,
+	}
+)
+
+// listHandler answers {"<what>s": [...]}.
+func (e element[T]) listHandler(a *api) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{e.what + "s": e.list(a.Live.Current())})
+	}
 }
 
-// putLimit answers PUT (the whole limit) and, with merge, PATCH (the fields sent, over the
-// limit as it runs: {"mode":"shadow"} flips one rule to shadow).
-func (a *api) putLimit(merge bool) http.HandlerFunc {
+func (e element[T]) getHandler(a *api) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, ok := e.find(a.Live.Current(), r.PathValue("id"))
+		if !ok {
+			problem.Write(w, r, nil, problem.New(problem.NotFound, "no %s %q", e.what, r.PathValue("id")))
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// putHandler answers PUT (the whole element) and, with merge, PATCH (the fields sent, over
+// the element as it runs: {"mode":"shadow"} flips one limit to shadow). The answer is the
+// element as it now runs, defaults applied.
+func (e element[T]) putHandler(a *api, merge bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		var l policy.Limit
+		var v T
 		if merge {
-			cur := a.Live.Current().Limit(id)
-			if cur == nil {
-				problem.Write(w, r, nil, problem.New(problem.NotFound, "no limit %q", id))
+			cur, ok := e.find(a.Live.Current(), id)
+			if !ok {
+				problem.Write(w, r, nil, problem.New(problem.NotFound, "no %s %q", e.what, id))
 				return
 			}
-			l = cur.Limit
+			// A deep copy: decoding into the running element's slices would write into them.
+			b, _ := json.Marshal(cur)
+			_ = json.Unmarshal(b, &v)
 		}
-		if err := problem.DecodeJSON(r, &l); err != nil {
+		if err := problem.DecodeJSON(r, &v); err != nil {
 			problem.Write(w, r, a.Log, err)
 			return
 		}
-		if l.ID != "" && l.ID != id {
-			problem.Write(w, r, nil, problem.InvalidField("id", "%q differs from the path's %q", l.ID, id))
+		field := e.id(&v)
+		if *field != "" && *field != id {
+			problem.Write(w, r, nil, problem.InvalidField("id", "%q differs from the path's %q", *field, id))
 			return
 		}
-		l.ID = id
-		if err := a.Live.PutLimit(l); err != nil {
+		*field = id
+		if err := e.put(a.Live, v); err != nil {
 			a.fail(w, r, err)
 			return
 		}
-		a.changed(r, "limit", id)
-		writeJSON(w, http.StatusOK, a.Live.Current().Limit(id).Limit)
+		a.changed(r, e.what, id)
+		v, _ = e.find(a.Live.Current(), id)
+		writeJSON(w, http.StatusOK, v)
 	}
 }
 
@@ -87,87 +150,6 @@ func (a *api) deleteLimit(w http.ResponseWriter, r *http.Request) {
 	default:
 		a.changed(r, "limit", id)
 		w.WriteHeader(http.StatusNoContent)
-	}
-}
-
-func (a *api) listRoutes(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"routes": a.Live.Current().Policy.Routes})
-}
-
-func (a *api) getRoute(w http.ResponseWriter, r *http.Request) {
-	rt := a.Live.Current().Route(r.PathValue("id"))
-	if rt == nil {
-		problem.Write(w, r, nil, problem.New(problem.NotFound, "no route %q", r.PathValue("id")))
-		return
-	}
-	writeJSON(w, http.StatusOK, rt.Route)
-}
-
-// putRoute changes a route: its limits, auth, timeouts and retry, or adds one.
-func (a *api) putRoute(merge bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		var rt policy.Route
-		if merge {
-			cur := a.Live.Current().Route(id)
-			if cur == nil {
-				problem.Write(w, r, nil, problem.New(problem.NotFound, "no route %q", id))
-				return
-			}
-			rt = cur.Route
-			rt.Limits = slices.Clone(rt.Limits)
-		}
-		if err := problem.DecodeJSON(r, &rt); err != nil {
-			problem.Write(w, r, a.Log, err)
-			return
-		}
-		if rt.ID != "" && rt.ID != id {
-			problem.Write(w, r, nil, problem.InvalidField("id", "%q differs from the path's %q", rt.ID, id))
-			return
-		}
-		rt.ID = id
-		if err := a.Live.PutRoute(rt); err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		a.changed(r, "route", id)
-		writeJSON(w, http.StatusOK, a.Live.Current().Route(id).Route)
-	}
-}
-
-func (a *api) listServices(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"services": a.Live.Current().Policy.Services})
-}
-
-// putService changes a service's upstream knobs: instances, max_in_flight, probe, ejection.
-func (a *api) putService(merge bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		name := r.PathValue("name")
-		var sv policy.Service
-		if merge {
-			i := slices.IndexFunc(a.Live.Current().Policy.Services, func(s policy.Service) bool { return s.Name == name })
-			if i < 0 {
-				problem.Write(w, r, nil, problem.New(problem.NotFound, "no service %q", name))
-				return
-			}
-			sv = a.Live.Current().Policy.Services[i]
-			sv.Instances = slices.Clone(sv.Instances)
-		}
-		if err := problem.DecodeJSON(r, &sv); err != nil {
-			problem.Write(w, r, a.Log, err)
-			return
-		}
-		if sv.Name != "" && sv.Name != name {
-			problem.Write(w, r, nil, problem.InvalidField("name", "%q differs from the path's %q", sv.Name, name))
-			return
-		}
-		sv.Name = name
-		if err := a.Live.PutService(sv); err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		a.changed(r, "service", name)
-		writeJSON(w, http.StatusOK, sv)
 	}
 }
 
