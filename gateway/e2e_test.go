@@ -170,6 +170,16 @@ func TestTooManyRequestsContract(t *testing.T) {
 	if n := be.hits.Load(); n != 5 {
 		t.Errorf("backend hits = %d, want 5", n)
 	}
+	// The limiter counts decisions by rule and outcome, on the gateway's /metrics.
+	metrics := string(gw.call(t, "GET", "/metrics", "").body)
+	found := false
+	for _, line := range strings.Split(metrics, "\n") {
+		found = found || strings.HasPrefix(line, "ratelimit_decisions_total{") &&
+			strings.Contains(line, `outcome="denied"`) && strings.Contains(line, `rule="holds-per-account"`) && strings.HasSuffix(line, " 1")
+	}
+	if !found {
+		t.Errorf("/metrics has no ratelimit_decisions_total of 1 denial by holds-per-account")
+	}
 	// The access log names the rule that decided, with the trace id.
 	var denied map[string]any
 	for _, l := range gw.accessLog(t) {
