@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"boxoffice.dev/gateway/authn"
+	"boxoffice.dev/gateway/limits"
+	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/platform/logging"
+)
+
+// forwarded records what the pipeline handed to the upstream layer.
+type forwarded struct {
+	service string
+	path    string
+	ro      upstream.RouteOptions
+}
+
+type recordingForwarder struct{ last *forwarded }
+
+func (f *recordingForwarder) Forward(w http.ResponseWriter, r *http.Request, service string, ro upstream.RouteOptions) {
+	*f.last = forwarded{service: service, path: r.URL.Path, ro: ro}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// TestPipelineRouteOptions checks what the pipeline asks of the upstream layer: the
+// route's timeouts, the path after strip_prefix, and a retry only for idempotent methods or
+// requests carrying an Idempotency-Key, on routes that allow retries.
+func TestPipelineRouteOptions(t *testing.T) {
+	p, err := policy.Parse([]byte(`
+settings: {connect_timeout: 300ms, response_timeout: 4s}
+services: [{name: svc, instances: ["http://127.0.0.1:1"]}]
+routes:
+  - {id: things, match: {path: "/v1/things/{rest...}"}, service: svc, auth: none, response_timeout: 9s}
+  - {id: once, match: {method: POST, path: /v1/once}, service: svc, auth: none, retry: false}
+  - {id: partner, match: {method: GET, path: /partner/v1/x}, service: svc, auth: none, strip_prefix: /partner}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := policy.NewLive(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := newMetrics(nil)
+	var last forwarded
+	g := &gateway{
+		live: live, auth: &authn.Authenticator{}, enforcer: limits.NewEnforcer(ratelimit.NewMemory(nil), nil, nil),
+		upstream: &recordingForwarder{last: &last}, log: logging.Discard(), metrics: m, now: time.Now,
+		newTrace: func() (trace.TraceID, trace.SpanID) { return trace.TraceID{1}, trace.SpanID{1} },
+	}
+	h := g.handler()
+	tests := []struct {
+		name, method, path string
+		idempotencyKey     string
+		want               forwarded
+	}{
+		{"GET retries", "GET", "/v1/things/a", "", forwarded{"svc", "/v1/things/a", upstream.RouteOptions{ConnectTimeout: 300 * time.Millisecond, ResponseTimeout: 9 * time.Second, Retry: true}}},
+		{"POST does not", "POST", "/v1/things/a", "", forwarded{"svc", "/v1/things/a", upstream.RouteOptions{ConnectTimeout: 300 * time.Millisecond, ResponseTimeout: 9 * time.Second}}},
+		{"POST with an Idempotency-Key does", "POST", "/v1/things/a", "k-1", forwarded{"svc", "/v1/things/a", upstream.RouteOptions{ConnectTimeout: 300 * time.Millisecond, ResponseTimeout: 9 * time.Second, Retry: true}}},
+		{"DELETE retries", "DELETE", "/v1/things/a", "", forwarded{"svc", "/v1/things/a", upstream.RouteOptions{ConnectTimeout: 300 * time.Millisecond, ResponseTimeout: 9 * time.Second, Retry: true}}},
+		{"a route without retries", "POST", "/v1/once", "k-1", forwarded{"svc", "/v1/once", upstream.RouteOptions{ConnectTimeout: 300 * time.Millisecond, ResponseTimeout: 4 * time.Second}}},
+		{"strip prefix", "GET", "/partner/v1/x", "", forwarded{"svc", "/v1/x", upstream.RouteOptions{ConnectTimeout: 300 * time.Millisecond, ResponseTimeout: 4 * time.Second, Retry: true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			last = forwarded{}
+			r := httptest.NewRequest(tt.method, tt.path, nil)
+			if tt.idempotencyKey != "" {
+				r.Header.Set("Idempotency-Key", tt.idempotencyKey)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if last != tt.want {
+				t.Errorf("%s %s forwarded %+v, want %+v", tt.method, tt.path, last, tt.want)
+			}
+			if got := w.Header().Get("X-Request-Id"); got != (trace.TraceID{1}).String() {
+				t.Errorf("X-Request-Id = %q, want the trace id", got)
+			}
+		})
+	}
+}
