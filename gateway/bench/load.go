@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -150,19 +151,35 @@ func (l *loader) closed(ctx context.Context, conns int, d time.Duration) result 
 	return res
 }
 
+// settle waits until the target answers a request with 200, polling until within passes.
+func (l *loader) settle(ctx context.Context, within time.Duration) error {
+	deadline := l.now().Add(within)
+	for {
+		err := l.send(ctx)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if !l.now().Before(deadline) {
+			return fmt.Errorf("no 200 within %v: %w", within, err)
+		}
+		l.sleep(50 * time.Millisecond) // poll interval
+	}
+}
+
 // send makes one request and reads the whole answer; anything but a 200 is an error.
 func (l *loader) send(ctx context.Context) error {
 	res, err := l.client.Do(l.newRequest(ctx))
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	if err != nil {
-		return fmt.Errorf("read answer: %w", err)
-	}
+	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", res.StatusCode)
+		// The start of the body says why (a problem+json names the violated policy).
+		head, _ := io.ReadAll(io.LimitReader(res.Body, 300))
+		return fmt.Errorf("status %d %s", res.StatusCode, bytes.TrimSpace(head))
+	}
+	if _, err := io.Copy(io.Discard, res.Body); err != nil {
+		return fmt.Errorf("read answer: %w", err)
 	}
 	return nil
 }

@@ -81,8 +81,8 @@ func TestClosedCountsFailures(t *testing.T) {
 	if diff := res.sent - 2*res.ok; diff < -4 || diff > 4 {
 		t.Errorf("closed: ok %d of %d, want about half (every other answer is 503)", res.ok, res.sent)
 	}
-	if res.firstErr != "status 503" {
-		t.Errorf("first error = %q, want %q", res.firstErr, "status 503")
+	if want := "status 503 no"; res.firstErr != want {
+		t.Errorf("first error = %q, want %q", res.firstErr, want)
 	}
 }
 
@@ -114,5 +114,24 @@ func TestPrintTable(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printTable output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+func TestSettle(t *testing.T) {
+	var n atomic.Int64
+	l := loaderFor(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) < 3 {
+			http.Error(w, "not yet", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok")
+	})
+	if err := l.settle(context.Background(), 5*time.Second); err != nil || n.Load() != 3 {
+		t.Errorf("settle = %v after %d requests, want nil after 3", err, n.Load())
+	}
+
+	never := loaderFor(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", http.StatusServiceUnavailable) })
+	if err := never.settle(context.Background(), 100*time.Millisecond); err == nil || !strings.Contains(err.Error(), "status 503") {
+		t.Errorf("settle on a target that never recovers = %v, want an error naming its last answer", err)
 	}
 }

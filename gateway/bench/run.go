@@ -233,14 +233,22 @@ func (b *bench) measure(ctx context.Context, cfg config, t target) ([]result, er
 		l.open(ctx, cfg.rates[0], cfg.warmup)
 	}
 	var out []result
+	runs := make([]func() result, 0, len(cfg.rates)+1)
 	for _, rate := range cfg.rates {
-		r := l.open(ctx, rate, cfg.duration)
+		runs = append(runs, func() result { return l.open(ctx, rate, cfg.duration) })
+	}
+	runs = append(runs, func() result { return l.closed(ctx, cfg.conns, cfg.duration) })
+	for i, run := range runs {
+		// A run past the target's capacity can leave it shedding or with instances marked
+		// not ready for a while; the next run starts once it answers again.
+		if err := l.settle(ctx, 30*time.Second); err != nil {
+			return out, fmt.Errorf("after run %d: %w", i, err)
+		}
+		r := run()
 		r.target = t.label
 		out = append(out, r)
 	}
-	r := l.closed(ctx, cfg.conns, cfg.duration)
-	r.target = t.label
-	return append(out, r), ctx.Err()
+	return out, ctx.Err()
 }
 
 // redisServer starts a redis-server for the gateways on first use.
