@@ -146,14 +146,16 @@ type failure struct {
 func (p *Pools) attempt(w http.ResponseWriter, r *http.Request, pl *pool, in *instance, ro RouteOptions, n int, body []byte) *failure {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	ctx, span := p.tracer.Start(ctx, "upstream "+pl.name, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
+	ctx, span := p.tracer.Start(ctx, "upstream "+pl.name, trace.WithSpanKind(trace.SpanKindClient))
+	defer span.End()
+	if span.IsRecording() { // attributes cost allocations that a no-op tracer would discard
+		span.SetAttributes(
 			attribute.String("boxoffice.upstream.service", pl.name),
 			attribute.String("boxoffice.upstream.instance", in.key),
 			attribute.Int("boxoffice.upstream.attempt", n),
 			attribute.String("http.request.method", r.Method),
-		))
-	defer span.End()
+		)
+	}
 
 	a := &attempt{in: in, connect: ro.ConnectTimeout}
 	a.timer = time.AfterFunc(ro.ResponseTimeout, func() { cancel(errResponseTimeout) })

@@ -60,6 +60,13 @@ func TestForwardPassesRequestAndResponse(t *testing.T) {
 	if len(ended) != 1 {
 		t.Fatalf("spans ended = %d, want 1 upstream span", len(ended))
 	}
+	attrs := attribute.NewSet(ended[0].Attributes()...)
+	if v, _ := attrs.Value("boxoffice.upstream.instance"); v.AsString() != b.url {
+		t.Errorf("span attribute boxoffice.upstream.instance = %q, want %s", v.AsString(), b.url)
+	}
+	if v, _ := attrs.Value("http.response.status_code"); v.AsInt64() != 201 {
+		t.Errorf("span attribute http.response.status_code = %d, want 201", v.AsInt64())
+	}
 	sc := ended[0].SpanContext()
 	if want := fmt.Sprintf("00-%s-%s-01", sc.TraceID(), sc.SpanID()); got.Header.Get("Traceparent") != want {
 		t.Errorf("upstream traceparent = %q, want the attempt span's %q", got.Header.Get("Traceparent"), want)
