@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"boxoffice.dev/bff-mobile"
 	"boxoffice.dev/bff-web"
 	"boxoffice.dev/gateway"
@@ -60,7 +62,7 @@ func wiring(offset int) map[string]string {
 		}
 		return "" // a typo in this file; TestWiringNamesEveryAddress catches it
 	}
-	return map[string]string{
+	env := map[string]string{
 		"AUTH_URL":            "http://" + first("auth", false),
 		"AUTH_GRPC_ADDR":      first("auth", true),
 		"CATALOG_GRPC_ADDR":   first("catalog", true),
@@ -68,4 +70,16 @@ func wiring(offset int) map[string]string {
 		"PAYMENT_GRPC_ADDR":   first("payment", true),
 		"ADMIN_ADDR":          addr(9080 + offset),
 	}
+	// The gateway's upstreams: every instance of every component behind it.
+	for _, c := range components {
+		if c.name == "gateway" || c.name == "playground" {
+			continue
+		}
+		var urls []string
+		for _, p := range c.instances {
+			urls = append(urls, "http://"+addr(p.http+offset))
+		}
+		env["UPSTREAM_"+strings.ToUpper(strings.ReplaceAll(c.name, "-", "_"))] = strings.Join(urls, ",")
+	}
+	return env
 }

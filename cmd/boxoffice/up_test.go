@@ -126,6 +126,15 @@ func TestUpServesEveryComponentAndStopsCleanly(t *testing.T) {
 	if len(ep.Users) == 0 || len(ep.Partners) != 3 || ep.Admin.Token == "" {
 		t.Errorf("endpoints.json credentials = users %v partners %v admin %+v, want demo users, 3 partners and an admin token", ep.Users, ep.Partners, ep.Admin)
 	}
+	// Through the gateway (on the offset ports): the catalog's demo events are listed.
+	resp, err := http.Get(ep.Gateway + "/v1/events?limit=5")
+	if err != nil {
+		t.Fatalf("GET gateway /v1/events: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s/v1/events = %d, want 200 from a catalog instance behind the gateway", ep.Gateway, resp.StatusCode)
+	}
 	// Demo data: the flash-sale event has a seat map on both inventory instances.
 	for _, u := range ep.Services["inventory"] {
 		resp, err := http.Get(u + "/v1/events/evt-flash/seats")
@@ -155,7 +164,14 @@ func TestWiringNamesEveryAddress(t *testing.T) {
 			t.Errorf("wiring()[%s] is empty: a component name in wiring() is misspelt", k)
 		}
 	}
-	if got := wiring(100)["CATALOG_GRPC_ADDR"]; got != "127.0.0.1:9202" {
+	w := wiring(100)
+	if got := w["CATALOG_GRPC_ADDR"]; got != "127.0.0.1:9202" {
 		t.Errorf("wiring(100)[CATALOG_GRPC_ADDR] = %q, want the offset applied (127.0.0.1:9202)", got)
+	}
+	if got, want := w["UPSTREAM_CATALOG"], "http://127.0.0.1:8202,http://127.0.0.1:8302"; got != want {
+		t.Errorf("wiring(100)[UPSTREAM_CATALOG] = %q, want %q", got, want)
+	}
+	if got := w["UPSTREAM_BFF_MOBILE"]; got != "http://127.0.0.1:8211" {
+		t.Errorf("wiring(100)[UPSTREAM_BFF_MOBILE] = %q, want http://127.0.0.1:8211", got)
 	}
 }
