@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +19,9 @@ import (
 // in memory, on Redis with one and three rules, behind Failsafe, and — against the same
 // redis-server in the same run — github.com/go-redis/redis_rate (GCRA, one call per limit)
 // as the peer baseline. Limits are high so every request passes: the cost measured is the
-// decision's, not a denial shortcut. Run with `make bench`.
+// decision's, not a denial shortcut. Besides wall-clock numbers it reports the Redis server's
+// own time per decision (server-µs, from INFO commandstats), which the load of a shared
+// machine disturbs far less. Run with `make bench`.
 func BenchmarkDecision(b *testing.B) {
 	srv := testkit.StartRedis(b)
 	client := srv.Client()
@@ -88,15 +91,26 @@ func BenchmarkDecision(b *testing.B) {
 	} {
 		// serial: one decision in flight, so latency is the round trips'; parallel: many, as
 		// in a busy gateway, so throughput is bound by the CPU of client and server.
-		b.Run("serial/"+bc.name, func(b *testing.B) { measure(b, 0, bc.decide) })
-		b.Run("parallel/"+bc.name, func(b *testing.B) { measure(b, 4, bc.decide) })
+		stats := client
+		if strings.HasPrefix(bc.name, "memory/") {
+			stats = nil
+		}
+		b.Run("serial/"+bc.name, func(b *testing.B) { measure(b, 0, stats, bc.decide) })
+		b.Run("parallel/"+bc.name, func(b *testing.B) { measure(b, 4, stats, bc.decide) })
 	}
 }
 
 // measure runs b.N decisions over 1,000 client keys, from one goroutine, or from
-// parallelism×GOMAXPROCS goroutines, and reports throughput and latency percentiles.
-func measure(b *testing.B, parallelism int, decide func(key string) error) {
+// parallelism×GOMAXPROCS goroutines, and reports throughput and latency percentiles, and,
+// when stats is not nil, the server time per decision that its INFO commandstats show.
+func measure(b *testing.B, parallelism int, stats *redis.Client, decide func(key string) error) {
 	b.Helper()
+	b.ReportAllocs()
+	if stats != nil {
+		if err := stats.ConfigResetStat(context.Background()).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
 	var (
 		mu        sync.Mutex
 		latencies = make([]time.Duration, 0, b.N)
@@ -143,4 +157,36 @@ func measure(b *testing.B, parallelism int, decide func(key string) error) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "decisions/s")
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
+	if stats != nil {
+		b.ReportMetric(float64(scriptTime(b, stats))/float64(b.N), "server-µs")
+	}
+}
+
+// scriptTime is the time in µs the server has spent running scripts since its statistics
+// were reset: the scripts' own commands included, the reading of requests and the writing of
+// replies not.
+func scriptTime(b *testing.B, stats *redis.Client) int64 {
+	b.Helper()
+	info, err := stats.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total int64
+	for line := range strings.Lines(info) {
+		// cmdstat_evalsha:calls=5000,usec=52000,usec_per_call=10.40,...
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+			continue
+		}
+		for f := range strings.SplitSeq(fields, ",") {
+			if v, ok := strings.CutPrefix(f, "usec="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					b.Fatalf("INFO commandstats %q: %v", line, err)
+				}
+				total += n
+			}
+		}
+	}
+	return total
 }
