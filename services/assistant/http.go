@@ -1,11 +1,11 @@
 package assistant
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strconv"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -29,7 +29,6 @@ func handleAsk(log *slog.Logger, a *Assistant) http.Handler {
 			return
 		}
 		w.Header().Set(TokensHeader, strconv.Itoa(ans.Tokens))
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(ans)
+		httpapi.WriteJSON(w, http.StatusOK, ans)
 	})
 }

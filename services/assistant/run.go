@@ -40,6 +40,6 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		a := &Assistant{Catalog: catalogv1.NewCatalogClient(conn)}
 		assistantv1.RegisterAssistantServer(s.GRPC(), &grpcServer{assistant: a})
-		return routes(s.Log, a), nil
+		return routes(s.Log, a).Mux(), nil
 	})
 }

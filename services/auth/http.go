@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/problem"
 )
@@ -31,7 +32,7 @@ func handleSignup(log *slog.Logger, svc *Service) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusCreated, struct {
+		httpapi.WriteJSON(w, http.StatusCreated, struct {
 			ID    string `json:"id"`
 			Email string `json:"email"`
 		}{u.ID, u.Email})
@@ -50,7 +51,7 @@ type tokenResponse struct {
 func writeTokens(w http.ResponseWriter, p TokenPair) {
 	// Tokens must not be kept by any cache between the client and us (RFC 6749 5.1).
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, tokenResponse{
+	httpapi.WriteJSON(w, http.StatusOK, tokenResponse{
 		AccessToken: p.AccessToken, RefreshToken: p.RefreshToken,
 		ExpiresIn: int(p.ExpiresIn / time.Second), TokenType: "Bearer",
 	})
@@ -138,7 +139,7 @@ func handleCreateTenant(log *slog.Logger, svc *Service) http.Handler {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, http.StatusCreated, struct {
+		httpapi.WriteJSON(w, http.StatusCreated, struct {
 			Tenant tenantJSON `json:"tenant"`
 			APIKey string     `json:"api_key"`
 		}{tenantJSON(t), key})
@@ -161,7 +162,7 @@ func writeKeys(w http.ResponseWriter, status int, keys []KeyInfo) {
 	for _, k := range keys {
 		out.Keys = append(out.Keys, keyJSON(k))
 	}
-	writeJSON(w, status, out)
+	httpapi.WriteJSON(w, status, out)
 }
 
 // handleListKeys answers GET /v1/admin/keys with the published keys and their states.
@@ -200,15 +201,4 @@ func internalOnly(log *slog.Logger) func(http.Handler) http.Handler {
 			}
 		})
 	}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		w.WriteHeader(http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
 }

@@ -102,5 +102,5 @@ func build(ctx context.Context, s *server.Server, cfg Config, seed bool, backgro
 	}
 	background.Go(func() { _ = svc.Maintain(ctx) })
 	authv1.RegisterAuthServer(s.GRPC(), &grpcServer{svc: svc})
-	return routes(s.Log, svc), nil
+	return routes(s.Log, svc).Mux(), nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -34,7 +35,7 @@ func handleListEvents(log *slog.Logger, store *Store) http.Handler {
 			return
 		}
 		page.Events = orEmpty(page.Events)
-		writeJSON(w, http.StatusOK, page)
+		httpapi.WriteJSON(w, http.StatusOK, page)
 	})
 }
 
@@ -49,8 +50,8 @@ func listParams(q url.Values) (f Filter, limit int, err error) {
 	if f.MaxPrice, err = intParam(q.Get("max_price"), "max_price"); err != nil {
 		return f, 0, err
 	}
-	n, err := intParam(q.Get("limit"), "limit")
-	return f, int(n), err
+	limit, err = httpapi.Limit(q, defaultPageSize, maxPageSize)
+	return f, limit, err
 }
 
 // handleGetEvent answers GET /v1/events/{id}.
@@ -61,7 +62,7 @@ func handleGetEvent(log *slog.Logger, store *Store) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, e)
+		httpapi.WriteJSON(w, http.StatusOK, e)
 	})
 }
 
@@ -73,7 +74,7 @@ func handleGetVenue(log *slog.Logger, store *Store) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, v)
+		httpapi.WriteJSON(w, http.StatusOK, v)
 	})
 }
 
@@ -90,7 +91,7 @@ func handleCreateVenue(log *slog.Logger, store *Store) http.Handler {
 			return
 		}
 		w.Header().Set("Location", "/v1/venues/"+v.ID)
-		writeJSON(w, http.StatusCreated, v)
+		httpapi.WriteJSON(w, http.StatusCreated, v)
 	})
 }
 
@@ -111,7 +112,7 @@ func handleCreateEvent(log *slog.Logger, store *Store) http.Handler {
 			return
 		}
 		w.Header().Set("Location", "/v1/events/"+e.ID)
-		writeJSON(w, http.StatusCreated, e)
+		httpapi.WriteJSON(w, http.StatusCreated, e)
 	})
 }
 
@@ -133,7 +134,7 @@ func handleUpdateEvent(log *slog.Logger, store *Store) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, e)
+		httpapi.WriteJSON(w, http.StatusOK, e)
 	})
 }
 
@@ -207,10 +208,4 @@ func intParam(v, name string) (int64, error) {
 		return 0, problem.InvalidField(name, "want a non-negative integer")
 	}
 	return n, nil
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

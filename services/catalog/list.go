@@ -2,12 +2,10 @@ package catalog
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"strconv"
 	"strings"
 
-	"boxoffice.dev/platform/problem"
+	"boxoffice.dev/platform/httpapi"
 )
 
 // ListEvents returns up to limit events matching f, soonest first (ties by id), after the
@@ -23,12 +21,12 @@ func (s *Store) ListEvents(ctx context.Context, f Filter, limit int, cursor stri
 	}
 	where, args := filterSQL(f)
 	if cursor != "" {
-		at, id, err := decodeCursor(cursor)
+		after, err := httpapi.ParseCursor(cursor, httpapi.Cursor{})
 		if err != nil {
 			return nil, "", err
 		}
 		where = append(where, `(starts_at > ? OR (starts_at = ? AND id > ?))`)
-		args = append(args, at, at, id)
+		args = append(args, after.Key, after.Key, after.ID)
 	}
 	q := `SELECT ` + eventColumns + ` FROM events`
 	if len(where) > 0 {
@@ -49,7 +47,7 @@ func (s *Store) ListEvents(ctx context.Context, f Filter, limit int, cursor stri
 	if len(out) > limit {
 		out = out[:limit]
 		last := out[limit-1]
-		next = encodeCursor(last.StartsAt.UnixMilli(), last.ID)
+		next = httpapi.Cursor{Key: last.StartsAt.UnixMilli(), ID: last.ID}.String()
 	}
 	return out, next, nil
 }
@@ -87,21 +85,4 @@ func filterSQL(f Filter) (where []string, args []any) {
 
 func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
-
-// encodeCursor and decodeCursor make the keyset position (starts_at, id) opaque, so clients
-// pass it back rather than build it.
-func encodeCursor(startsAt int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(startsAt, 10) + "|" + id))
-}
-
-func decodeCursor(c string) (int64, string, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err == nil {
-		at, id, ok := strings.Cut(string(raw), "|")
-		if n, err := strconv.ParseInt(at, 10, 64); ok && err == nil && id != "" {
-			return n, id, nil
-		}
-	}
-	return 0, "", problem.InvalidField("cursor", "is not a cursor this API returned")
 }

@@ -65,5 +65,5 @@ func build(ctx context.Context, s *server.Server, seed bool, background *sync.Wa
 		s.Log.InfoContext(ctx, "demo catalog", "seeded", seeded)
 	}
 	catalogv1.RegisterCatalogServer(s.GRPC(), &grpcServer{store: store})
-	return routes(s.Log, store), nil
+	return routes(s.Log, store).Mux(), nil
 }

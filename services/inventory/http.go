@@ -1,11 +1,10 @@
 package inventory
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strconv"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/problem"
 )
@@ -22,7 +21,7 @@ func handleGetSeats(log *slog.Logger, store *Store) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, m)
+		httpapi.WriteJSON(w, http.StatusOK, m)
 	})
 }
 
@@ -55,7 +54,7 @@ func handlePlaceHold(log *slog.Logger, store *Store) http.Handler {
 			return
 		}
 		w.Header().Set("Location", "/v1/holds/"+h.ID)
-		writeJSON(w, http.StatusCreated, h)
+		httpapi.WriteJSON(w, http.StatusCreated, h)
 	})
 }
 
@@ -71,16 +70,12 @@ func handleListHolds(log *slog.Logger, store *Store) http.Handler {
 			return
 		}
 		q := r.URL.Query()
-		limit := 0
-		if v := q.Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				problem.Write(w, r, log, problem.InvalidField("limit", "want an integer from 1 to %d", MaxHoldsPage))
-				return
-			}
-			limit = n
+		limit, err := httpapi.Limit(q, DefaultHoldsPage, MaxHoldsPage)
+		var holds []Hold
+		var next string
+		if err == nil {
+			holds, next, err = store.ListHolds(r.Context(), user, limit, q.Get("cursor"))
 		}
-		holds, next, err := store.ListHolds(r.Context(), user, limit, q.Get("cursor"))
 		if err != nil {
 			problem.Write(w, r, log, err)
 			return
@@ -88,7 +83,7 @@ func handleListHolds(log *slog.Logger, store *Store) http.Handler {
 		if holds == nil {
 			holds = []Hold{}
 		}
-		writeJSON(w, http.StatusOK, page{Holds: holds, NextCursor: next})
+		httpapi.WriteJSON(w, http.StatusOK, page{Holds: holds, NextCursor: next})
 	})
 }
 
@@ -104,7 +99,7 @@ func handleGetHold(log *slog.Logger, store *Store) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, h)
+		httpapi.WriteJSON(w, http.StatusOK, h)
 	})
 }
 
@@ -121,7 +116,7 @@ func handleReleaseHold(log *slog.Logger, store *Store) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, h)
+		httpapi.WriteJSON(w, http.StatusOK, h)
 	})
 }
 
@@ -139,7 +134,7 @@ func handlePutSeatMap(log *slog.Logger, store *Store) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, m)
+		httpapi.WriteJSON(w, http.StatusOK, m)
 	})
 }
 
@@ -151,16 +146,4 @@ func requireUser(w http.ResponseWriter, r *http.Request, log *slog.Logger) (stri
 		return "", false
 	}
 	return user, true
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, "encode response", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }

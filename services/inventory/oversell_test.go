@@ -39,7 +39,7 @@ func TestNeverOversellsAcrossTwoInstances(t *testing.T) {
 		stores := []*Store{newStore(t, db, clk), newStore(t, secondHandle(t, db), clk)}
 		var instances []*httptest.Server
 		for _, s := range stores {
-			srv := httptest.NewServer(routes(slog.New(slog.DiscardHandler), s))
+			srv := httptest.NewServer(routes(slog.New(slog.DiscardHandler), s).Mux())
 			t.Cleanup(srv.Close)
 			instances = append(instances, srv)
 		}

@@ -91,7 +91,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 	}
 	background.Go(func() { sweep(ctx, store, cfg.SweepInterval, s.Log) })
 	inventoryv1.RegisterInventoryServer(s.GRPC(), &grpcServer{store: store})
-	return routes(s.Log, store), nil
+	return routes(s.Log, store).Mux(), nil
 }
 
 // sweepBatch is how many due holds one ExpireDue call takes; a sweep repeats it while

@@ -2,13 +2,12 @@ package inventory
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -45,12 +44,12 @@ func (s *Store) ListHolds(ctx context.Context, account string, limit int, cursor
 	}
 	where, args := `WHERE account = ?`, []any{account}
 	if cursor != "" {
-		c, err := decodeCursor(cursor)
+		before, err := httpapi.ParseCursor(cursor, httpapi.Cursor{})
 		if err != nil {
 			return nil, "", err
 		}
 		where += ` AND (created_ms < ? OR (created_ms = ? AND id < ?))`
-		args = append(args, c.createdMS, c.createdMS, c.id)
+		args = append(args, before.Key, before.Key, before.ID)
 	}
 	// One row more than the page says whether another page follows.
 	holds, err = s.readHolds(ctx, s.DB, where+` ORDER BY created_ms DESC, id DESC LIMIT ?`, append(args, limit+1)...)
@@ -60,7 +59,7 @@ func (s *Store) ListHolds(ctx context.Context, account string, limit int, cursor
 	if len(holds) > limit {
 		holds = holds[:limit]
 		last := holds[limit-1]
-		next = encodeCursor(holdCursor{createdMS: last.CreatedAt.UnixMilli(), id: last.ID})
+		next = httpapi.Cursor{Key: last.CreatedAt.UnixMilli(), ID: last.ID}.String()
 	}
 	return holds, next, nil
 }
@@ -140,31 +139,4 @@ func addTicket(tickets []TicketCount, class string) []TicketCount {
 		}
 	}
 	return append(tickets, TicketCount{Class: class, Quantity: 1})
-}
-
-// holdCursor is where a page of ListHolds ends: the last hold's creation time and id,
-// which order holds totally (two holds created in one millisecond differ by id).
-type holdCursor struct {
-	createdMS int64
-	id        string
-}
-
-// Cursors are opaque to clients: base64url of "<created_ms>:<id>". Nothing secret is in
-// them, and an account can only page its own holds whatever a cursor says.
-func encodeCursor(c holdCursor) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.createdMS, 10) + ":" + c.id))
-}
-
-func decodeCursor(s string) (holdCursor, error) {
-	bad := problem.InvalidField("cursor", "want a next_cursor from a previous page")
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return holdCursor{}, bad
-	}
-	ms, id, ok := strings.Cut(string(b), ":")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil || id == "" {
-		return holdCursor{}, bad
-	}
-	return holdCursor{createdMS: n, id: id}, nil
 }

@@ -1,17 +1,20 @@
 package notification
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strconv"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/problem"
 )
 
-// DefaultPageSize is the length of an inbox page when the client names none.
-const DefaultPageSize = 20
+// DefaultPageSize is the length of an inbox page when the client names none, MaxPageSize
+// the longest a client may ask for.
+const (
+	DefaultPageSize = 20
+	MaxPageSize     = 100
+)
 
 var errSignIn = problem.New(problem.Unauthorized, "the inbox needs a signed-in user")
 
@@ -24,21 +27,15 @@ func handleInbox(log *slog.Logger, store *Store) http.Handler {
 			problem.Write(w, r, log, errSignIn)
 			return
 		}
-		limit := DefaultPageSize
-		if v := r.URL.Query().Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 100 {
-				problem.Write(w, r, log, problem.InvalidField("limit", "want an integer from 1 to 100"))
-				return
-			}
-			limit = n
+		limit, err := httpapi.Limit(r.URL.Query(), DefaultPageSize, MaxPageSize)
+		var page Page
+		if err == nil {
+			page, err = store.List(r.Context(), account, limit, r.URL.Query().Get("cursor"))
 		}
-		page, err := store.List(r.Context(), account, limit, r.URL.Query().Get("cursor"))
 		if err != nil {
 			problem.Write(w, r, log, err)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(page)
+		httpapi.WriteJSON(w, http.StatusOK, page)
 	})
 }

@@ -48,5 +48,5 @@ func build(ctx context.Context, s *server.Server, background *sync.WaitGroup) (h
 		s.Log.Warn("NATS_URL is not set: no events will reach the inbox")
 	}
 	notificationv1.RegisterNotificationServer(s.GRPC(), &grpcServer{store: store})
-	return routes(s.Log, store), nil
+	return routes(s.Log, store).Mux(), nil
 }

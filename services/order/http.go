@@ -1,17 +1,20 @@
 package order
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strconv"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/problem"
 )
 
-// DefaultPageSize is the length of an order history page when the client names none.
-const DefaultPageSize = 20
+// DefaultPageSize is the length of an order history page when the client names none,
+// MaxPageSize the longest a client may ask for.
+const (
+	DefaultPageSize = 20
+	MaxPageSize     = 100
+)
 
 // handlePlace answers POST /v1/orders {"hold_id"} with Idempotency-Key: 201 with a new
 // pending order, or 200 with the order an earlier request with the same key created (marked
@@ -42,7 +45,7 @@ func handlePlace(log *slog.Logger, orders *Orders) http.Handler {
 			w.Header().Set("Idempotent-Replayed", "true")
 		}
 		w.Header().Set("Location", "/v1/orders/"+o.ID)
-		writeJSON(w, status, o)
+		httpapi.WriteJSON(w, status, o)
 	})
 }
 
@@ -54,33 +57,22 @@ func handleGet(log *slog.Logger, orders *Orders) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, o)
+		httpapi.WriteJSON(w, http.StatusOK, o)
 	})
 }
 
 // handleList answers GET /v1/orders?limit=&cursor= with the caller's history, newest first.
 func handleList(log *slog.Logger, orders *Orders) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		limit := DefaultPageSize
-		if v := r.URL.Query().Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 100 {
-				problem.Write(w, r, log, problem.InvalidField("limit", "want an integer from 1 to 100"))
-				return
-			}
-			limit = n
+		limit, err := httpapi.Limit(r.URL.Query(), DefaultPageSize, MaxPageSize)
+		var page Page
+		if err == nil {
+			page, err = orders.List(r.Context(), identity.FromRequest(r).User, limit, r.URL.Query().Get("cursor"))
 		}
-		page, err := orders.List(r.Context(), identity.FromRequest(r).User, limit, r.URL.Query().Get("cursor"))
 		if err != nil {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, page)
+		httpapi.WriteJSON(w, http.StatusOK, page)
 	})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }

@@ -2,29 +2,16 @@ package order
 
 import (
 	"log/slog"
-	"net/http"
+
+	"boxoffice.dev/platform/httpapi"
 )
 
-// route is one entry of the route table: a Go 1.22 mux pattern and its handler.
-type route struct {
-	pattern string
-	handler http.Handler
-}
-
-// routeTable is order's whole REST surface; docs/openapi/order.yaml describes the same
+// routes is order's whole REST surface; docs/openapi/order.yaml describes the same
 // routes and a test keeps the two equal.
-func routeTable(log *slog.Logger, orders *Orders) []route {
-	return []route{
-		{"POST /v1/orders", handlePlace(log, orders)},
-		{"GET /v1/orders", handleList(log, orders)},
-		{"GET /v1/orders/{id}", handleGet(log, orders)},
+func routes(log *slog.Logger, orders *Orders) httpapi.Routes {
+	return httpapi.Routes{
+		{Method: "POST", Pattern: "/v1/orders", Handler: handlePlace(log, orders)},
+		{Method: "GET", Pattern: "/v1/orders", Handler: handleList(log, orders)},
+		{Method: "GET", Pattern: "/v1/orders/{id}", Handler: handleGet(log, orders)},
 	}
-}
-
-func routes(log *slog.Logger, orders *Orders) *http.ServeMux {
-	mux := http.NewServeMux()
-	for _, r := range routeTable(log, orders) {
-		mux.Handle(r.pattern, r.handler)
-	}
-	return mux
 }

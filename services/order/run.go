@@ -119,5 +119,5 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 	background.Go(func() { _ = saga.Run(ctx) }) // returns nil once ctx ends
 	orders := &Orders{Store: store, Holds: holds, Prices: newCatalogPrices(catalog), Saga: saga}
 	orderv1.RegisterOrderServer(s.GRPC(), &grpcServer{orders: orders})
-	return routes(s.Log, orders), nil
+	return routes(s.Log, orders).Mux(), nil
 }

@@ -5,17 +5,15 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"embed"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
-	"strconv"
-	"strings"
 	"time"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
@@ -177,17 +175,17 @@ type Page struct {
 	Next   string  `json:"next_cursor,omitempty"`
 }
 
-// List returns account's orders newest first, limit at a time (clamped to 1..100), from
+// List returns account's orders newest first, limit at a time (clamped to 1..MaxPageSize), from
 // cursor ("" = the newest).
 func (s *Store) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
-	limit = min(max(limit, 1), 100)
-	beforeUS, beforeID, err := decodeCursor(cursor)
+	limit = min(max(limit, 1), MaxPageSize)
+	before, err := httpapi.ParseCursor(cursor, httpapi.Cursor{Key: math.MaxInt64})
 	if err != nil {
 		return Page{}, err
 	}
 	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT `+orderColumns+` FROM orders
 		WHERE account = ? AND (created_us < ? OR (created_us = ? AND id < ?))
-		ORDER BY created_us DESC, id DESC LIMIT ?`), account, beforeUS, beforeUS, beforeID, limit+1)
+		ORDER BY created_us DESC, id DESC LIMIT ?`), account, before.Key, before.Key, before.ID, limit+1)
 	if err != nil {
 		return Page{}, fmt.Errorf("list orders: %w", err)
 	}
@@ -198,7 +196,7 @@ func (s *Store) List(ctx context.Context, account string, limit int, cursor stri
 	if len(page.Orders) > limit {
 		page.Orders = page.Orders[:limit]
 		last := page.Orders[limit-1]
-		page.Next = encodeCursor(last.CreatedAt.UnixMicro(), last.ID)
+		page.Next = httpapi.Cursor{Key: last.CreatedAt.UnixMicro(), ID: last.ID}.String()
 	}
 	return page, nil
 }
@@ -287,23 +285,4 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
-}
-
-// encodeCursor and decodeCursor make the position after (created, id) opaque to clients.
-func encodeCursor(createdUS int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(createdUS, 10) + ":" + id))
-}
-
-func decodeCursor(cursor string) (int64, string, error) {
-	if cursor == "" {
-		return math.MaxInt64, "", nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err == nil {
-		us, id, ok := strings.Cut(string(b), ":")
-		if n, perr := strconv.ParseInt(us, 10, 64); ok && perr == nil {
-			return n, id, nil
-		}
-	}
-	return 0, "", problem.InvalidField("cursor", "not a cursor this list returned")
 }

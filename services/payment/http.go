@@ -1,12 +1,18 @@
 package payment
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strconv"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/problem"
+)
+
+// DefaultPageSize is the length of a page of charges when the client names none,
+// MaxPageSize the longest a client may ask for.
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 500
 )
 
 // handleListCharges answers GET /v1/admin/charges?order_id=&limit=&cursor= with a page of
@@ -14,21 +20,15 @@ import (
 func handleListCharges(log *slog.Logger, store *Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		limit := 100
-		if v := q.Get("limit"); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 500 {
-				problem.Write(w, r, log, problem.InvalidField("limit", "want an integer from 1 to 500"))
-				return
-			}
-			limit = n
+		limit, err := httpapi.Limit(q, DefaultPageSize, MaxPageSize)
+		var page Page
+		if err == nil {
+			page, err = store.List(r.Context(), q.Get("order_id"), limit, q.Get("cursor"))
 		}
-		page, err := store.List(r.Context(), q.Get("order_id"), limit, q.Get("cursor"))
 		if err != nil {
 			problem.Write(w, r, log, err)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(page)
+		httpapi.WriteJSON(w, http.StatusOK, page)
 	})
 }

@@ -54,6 +54,6 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		charges, _ := s.Telemetry.MeterProvider.Meter("boxoffice.dev/services/payment").Int64Counter("payment.charges",
 			metric.WithDescription("Charges made, by status (succeeded, declined, voided)."))
 		paymentv1.RegisterPaymentServer(s.GRPC(), &grpcServer{store: store, late: late, charges: charges})
-		return routes(s.Log, store), nil
+		return routes(s.Log, store).Mux(), nil
 	})
 }

@@ -5,15 +5,13 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"embed"
-	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
-	"strconv"
-	"strings"
 	"time"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 )
@@ -164,15 +162,15 @@ type Page struct {
 }
 
 // List returns charges oldest first, only those of orderID when it is not "", limit at a
-// time (clamped to 1..500) from cursor ("" = the first page).
+// time (clamped to 1..MaxPageSize) from cursor ("" = the first page).
 func (s *Store) List(ctx context.Context, orderID string, limit int, cursor string) (Page, error) {
-	limit = min(max(limit, 1), 500)
-	afterUS, afterID, err := decodeCursor(cursor)
+	limit = min(max(limit, 1), MaxPageSize)
+	after, err := httpapi.ParseCursor(cursor, httpapi.Cursor{Key: -1})
 	if err != nil {
 		return Page{}, err
 	}
 	q := `SELECT ` + chargeColumns + ` FROM charges WHERE (created_us > ? OR (created_us = ? AND id > ?))`
-	args := []any{afterUS, afterUS, afterID}
+	args := []any{after.Key, after.Key, after.ID}
 	if orderID != "" {
 		q += ` AND order_id = ?`
 		args = append(args, orderID)
@@ -198,7 +196,7 @@ func (s *Store) List(ctx context.Context, orderID string, limit int, cursor stri
 	if len(page.Charges) > limit {
 		page.Charges = page.Charges[:limit]
 		last := page.Charges[limit-1]
-		page.Next = encodeCursor(last.CreatedAt.UnixMicro(), last.ID)
+		page.Next = httpapi.Cursor{Key: last.CreatedAt.UnixMicro(), ID: last.ID}.String()
 	}
 	return page, nil
 }
@@ -262,23 +260,4 @@ func ignoreDone(err error) error {
 		return nil
 	}
 	return err
-}
-
-// encodeCursor and decodeCursor make the position after (created, id) opaque to clients.
-func encodeCursor(createdUS int64, id string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(createdUS, 10) + ":" + id))
-}
-
-func decodeCursor(cursor string) (int64, string, error) {
-	if cursor == "" {
-		return -1, "", nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err == nil {
-		us, id, ok := strings.Cut(string(b), ":")
-		if n, perr := strconv.ParseInt(us, 10, 64); ok && perr == nil {
-			return n, id, nil
-		}
-	}
-	return 0, "", problem.InvalidField("cursor", "not a cursor this list returned")
 }

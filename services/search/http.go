@@ -1,11 +1,10 @@
 package search
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strconv"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -15,11 +14,7 @@ func handleSearch(log *slog.Logger, index *Index) http.Handler {
 		q := r.URL.Query()
 		query := Query{Text: q.Get("q"), City: q.Get("city")}
 		var err error
-		if v := q.Get("limit"); v != "" {
-			if query.Limit, err = strconv.Atoi(v); err != nil || query.Limit < 1 {
-				err = problem.InvalidField("limit", "want 1 to %d", maxLimit)
-			}
-		}
+		query.Limit, err = httpapi.Limit(q, defaultLimit, maxLimit)
 		var res Result
 		if err == nil {
 			res, err = index.Search(query)
@@ -28,7 +23,6 @@ func handleSearch(log *slog.Logger, index *Index) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(res)
+		httpapi.WriteJSON(w, http.StatusOK, res)
 	})
 }

@@ -79,5 +79,5 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 		defer conn.Close()
 		_ = feeder.Run(ctx) // Run only ends, with nil, when ctx does
 	})
-	return routes(s.Log, index), nil
+	return routes(s.Log, index).Mux(), nil
 }

@@ -1,11 +1,10 @@
 package waitroom
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strconv"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/problem"
 )
@@ -19,7 +18,7 @@ func handleJoin(log *slog.Logger, q *Queue) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, st)
+		httpapi.WriteJSON(w, http.StatusOK, st)
 	})
 }
 
@@ -32,7 +31,7 @@ func handleStatus(log *slog.Logger, q *Queue) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, st)
+		httpapi.WriteJSON(w, http.StatusOK, st)
 	})
 }
 
@@ -44,7 +43,7 @@ func handleGetSettings(log *slog.Logger, q *Queue) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, s)
+		httpapi.WriteJSON(w, http.StatusOK, s)
 	})
 }
 
@@ -74,18 +73,6 @@ func handlePutSettings(log *slog.Logger, q *Queue) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, s)
+		httpapi.WriteJSON(w, http.StatusOK, s)
 	})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, "encode response", http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }

@@ -1,43 +1,13 @@
 package waitroom
 
 import (
-	"os"
-	"slices"
-	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
+	"boxoffice.dev/platform/testkit"
 )
 
-// TestOpenAPIMatchesRoutes keeps docs/openapi/waitroom.yaml and the route table equal:
-// every documented path and method is served, and every served route is documented.
+// TestOpenAPIMatchesRoutes keeps docs/openapi/waitroom.yaml and the route table equal: every
+// documented operation is served, and every served route is documented.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
-	b, err := os.ReadFile("../../docs/openapi/waitroom.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Paths map[string]map[string]any `yaml:"paths"`
-	}
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("parse openapi: %v", err)
-	}
-	var documented []string
-	for path, ops := range doc.Paths {
-		for method := range ops {
-			if method == "parameters" { // shared by a path's operations, not an operation
-				continue
-			}
-			documented = append(documented, strings.ToUpper(method)+" "+path)
-		}
-	}
-	var served []string
-	for _, r := range routeTable(nil, nil) {
-		served = append(served, r.pattern)
-	}
-	slices.Sort(documented)
-	slices.Sort(served)
-	if !slices.Equal(documented, served) {
-		t.Errorf("openapi documents %q, route table serves %q; want the same", documented, served)
-	}
+	testkit.CheckOpenAPI(t, "../../docs/openapi/waitroom.yaml", routes(nil, nil).Endpoints())
 }

@@ -81,7 +81,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 		MeterProvider: s.Telemetry.MeterProvider}
 	background.Go(func() { q.Run(ctx, cfg.AdmitInterval, s.Log) })
 	waitroomv1.RegisterWaitroomServer(s.GRPC(), &grpcServer{queue: q})
-	return routes(s.Log, q), nil
+	return routes(s.Log, q).Mux(), nil
 }
 
 // generateKey makes a signing key for a process started without WAITROOM_SIGNING_KEY and
