@@ -23,9 +23,9 @@ func say(s string) http.Handler {
 
 func TestRoutesMuxServesEachRouteOnItsMethod(t *testing.T) {
 	routes := httpapi.Routes{
-		{"GET", "/v1/things/{id}", say("get")},
-		{"DELETE", "/v1/things/{id}", say("delete")},
-		{"POST", "/v1/things", say("post")},
+		{Method: "GET", Pattern: "/v1/things/{id}", Handler: say("get")},
+		{Method: "DELETE", Pattern: "/v1/things/{id}", Handler: say("delete")},
+		{Method: "POST", Pattern: "/v1/things", Handler: say("post")},
 	}
 	srv := httptest.NewServer(routes.Mux())
 	defer srv.Close()
@@ -57,7 +57,7 @@ func TestRoutesMuxServesEachRouteOnItsMethod(t *testing.T) {
 }
 
 func TestRoutesEndpoints(t *testing.T) {
-	routes := httpapi.Routes{{"GET", "/v1/a", nil}, {"POST", "/v1/a/{id}/b", nil}}
+	routes := httpapi.Routes{{Method: "GET", Pattern: "/v1/a"}, {Method: "POST", Pattern: "/v1/a/{id}/b"}}
 	got := routes.Endpoints()
 	if want := []string{"GET /v1/a", "POST /v1/a/{id}/b"}; !slices.Equal(got, want) {
 		t.Errorf("Endpoints() = %q, want %q", got, want)
@@ -138,17 +138,23 @@ func TestCursorRoundTrip(t *testing.T) {
 	}
 	for _, c := range tests {
 		s := c.String()
-		got, err := httpapi.ParseCursor(s)
+		got, err := httpapi.ParseCursor(s, httpapi.Cursor{})
 		if err != nil || got != c {
 			t.Errorf("ParseCursor(%v.String() = %q) = %v, %v; want %v", c, s, got, err, c)
 		}
 	}
 }
 
+func TestParseCursorOfNothingIsTheFirstPage(t *testing.T) {
+	first := httpapi.Cursor{Key: math.MaxInt64}
+	if got, err := httpapi.ParseCursor("", first); err != nil || got != first {
+		t.Errorf("ParseCursor(\"\", %v) = %v, %v; want %v", first, got, err, first)
+	}
+}
+
 func TestParseCursorRefusesWhatStringDidNotMake(t *testing.T) {
 	b64 := base64.RawURLEncoding.EncodeToString
 	tests := []struct{ name, in string }{
-		{"empty", ""},
 		{"not base64url", "%%"},
 		{"no separator", b64([]byte("12345"))},
 		{"key not a number", b64([]byte("soon:evt-1"))},
@@ -156,7 +162,7 @@ func TestParseCursorRefusesWhatStringDidNotMake(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := httpapi.ParseCursor(tt.in)
+			got, err := httpapi.ParseCursor(tt.in, httpapi.Cursor{})
 			if pe, ok := errors.AsType[*problem.Error](err); !ok || pe.Code != problem.Invalid || pe.Field != "cursor" {
 				t.Errorf("ParseCursor(%q) = %v, %v; want an invalid problem naming cursor", tt.in, got, err)
 			}

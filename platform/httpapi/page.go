@@ -40,9 +40,13 @@ func (c Cursor) String() string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.Key, 10) + ":" + c.ID))
 }
 
-// ParseCursor decodes a cursor String made. Anything else, "" included, is an Invalid
-// problem naming cursor; callers treat "" as "from the start" before calling it.
-func ParseCursor(s string) (Cursor, error) {
+// ParseCursor decodes a cursor String made, and "" as first: the position before the first
+// page (Cursor{Key: math.MaxInt64} for a list newest first). Anything else is an Invalid
+// problem naming cursor.
+func ParseCursor(s string, first Cursor) (Cursor, error) {
+	if s == "" {
+		return first, nil
+	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
 		key, id, ok := strings.Cut(string(b), ":")
