@@ -1,0 +1,559 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"boxoffice.dev/gateway/policy"
+)
+
+// LoadCompose loads and validates compose files (relative to root) through the compose-spec
+// loader, the one `docker compose` itself uses, with every profile enabled and an empty
+// environment: each ${VAR:-default} takes its default, the configuration a student gets.
+// Later files override earlier ones, as with `docker compose -f a.yml -f b.yml`.
+func LoadCompose(ctx context.Context, root string, files ...string) (*types.Project, error) {
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = filepath.Join(root, filepath.FromSlash(f))
+	}
+	opts, err := cli.NewProjectOptions(paths,
+		cli.WithWorkingDirectory(root),
+		cli.WithEnv(nil),
+		cli.WithProfiles([]string{"*"}),
+		cli.WithInterpolation(true),
+		cli.WithResolvedPaths(true),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("compose: %w", err)
+	}
+	p, err := opts.LoadProject(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compose: %w", err)
+	}
+	return p, nil
+}
+
+// PublishedPorts are the only host ports compose publishes, by service: the edge (the API's
+// one entry), the playground and the dashboards (Grafana, and Jaeger's UI for traces). The
+// services, Redis, NATS and PostgreSQL are reachable only on the compose network, as inside
+// a cluster; a published database is how demo stacks end up on the internet.
+var PublishedPorts = map[string][]string{
+	"edge":       {"8080"},
+	"playground": {"8090"},
+	"grafana":    {"3000"},
+	"jaeger":     {"16686"},
+}
+
+// MemoryBudget is what the default stack's memory limits may add up to: 2 GiB, so BoxOffice
+// runs on a small laptop or a free CI runner. (Services under a profile, such as k6, come on
+// top and are listed apart.)
+const MemoryBudget = 2 << 30
+
+// healthcheckBin is where the Dockerfile puts deploy/healthcheck in every image.
+const healthcheckBin = "/usr/local/bin/healthcheck"
+
+// goService is a compose service that runs one of the workspace's deployables.
+type goService struct {
+	types.ServiceConfig
+	d Deployable
+}
+
+// env returns the service's value for name and whether it sets one.
+func (s goService) env(name string) (string, bool) {
+	v, ok := s.Environment[name]
+	if !ok || v == nil {
+		return "", false
+	}
+	return *v, true
+}
+
+// httpPort is the port the service's HTTP listener uses: HTTP_ADDR's, or the deployable's.
+func (s goService) httpPort() string {
+	if v, ok := s.env("HTTP_ADDR"); ok {
+		if _, p, err := net.SplitHostPort(v); err == nil {
+			return p
+		}
+	}
+	return fmt.Sprint(s.d.HTTPPort)
+}
+
+// grpcPort is the port of the service's gRPC listener, "" when it has none.
+func (s goService) grpcPort() string {
+	if v, ok := s.env("GRPC_ADDR"); ok {
+		_, p, _ := net.SplitHostPort(v)
+		return p
+	}
+	if s.d.GRPCPort == 0 {
+		return ""
+	}
+	return fmt.Sprint(s.d.GRPCPort)
+}
+
+// CheckCompose checks a loaded compose project against the workspace: every deployable runs
+// in a service built from the Dockerfile with a healthcheck; services start in dependency
+// order on healthy dependencies; only PublishedPorts are published, on loopback; each service
+// sets the variables RequiredEnv asks of it, and none that nothing reads; every address in
+// its environment names a service (at the right port when it is a deployable); each database
+// is its service's own; the edge and Prometheus reach every replica; images are pinned; and
+// memory limits stay within MemoryBudget. It returns every problem found, joined.
+func CheckCompose(w *Workspace, p *types.Project) error {
+	gs, errs := goServices(w, p)
+	errs = append(errs, checkDeployablesRun(w, gs)...)
+	errs = append(errs, checkHealthchecks(p, gs)...)
+	errs = append(errs, checkDependsOn(p)...)
+	errs = append(errs, checkPublished(p)...)
+	errs = append(errs, checkComposeEnv(w, gs)...)
+	errs = append(errs, checkAddresses(w, gs, p)...)
+	errs = append(errs, checkDatabases(gs, p)...)
+	errs = append(errs, checkImages(p)...)
+	errs = append(errs, checkComposeMemory(gs, p)...)
+	errs = append(errs, checkEdge(gs, p)...)
+	errs = append(errs, checkPrometheus(gs, p)...)
+	return errors.Join(errs...)
+}
+
+// goServices returns the services built from the Dockerfile, each with its deployable
+// (MODULE build argument), in name order.
+func goServices(w *Workspace, p *types.Project) ([]goService, []error) {
+	var out []goService
+	var errs []error
+	for _, name := range serviceNames(p) {
+		svc := p.Services[name]
+		if svc.Build == nil {
+			continue
+		}
+		mod := svc.Build.Args["MODULE"]
+		if mod == nil || *mod == "" {
+			errs = append(errs, fmt.Errorf("service %s: built without a MODULE build argument", name))
+			continue
+		}
+		d, ok := w.DeployableOf(*mod)
+		if !ok {
+			errs = append(errs, fmt.Errorf("service %s: MODULE=%s is no deployable of go.work (want a directory with cmd/<name>/main.go)", name, *mod))
+			continue
+		}
+		out = append(out, goService{ServiceConfig: svc, d: d})
+	}
+	return out, errs
+}
+
+func serviceNames(p *types.Project) []string { return sortedKeys(p.Services) }
+
+// checkDeployablesRun: every deployable runs in at least one service.
+func checkDeployablesRun(w *Workspace, gs []goService) []error {
+	var errs []error
+	for _, d := range w.Deployables {
+		if !slices.ContainsFunc(gs, func(s goService) bool { return s.d.Name == d.Name }) {
+			errs = append(errs, fmt.Errorf("deployable %s (%s) runs in no compose service", d.Name, d.Main))
+		}
+	}
+	return errs
+}
+
+// checkHealthchecks: every long-running service has a healthcheck (a job under a profile,
+// such as k6, runs to completion and has none), and a deployable's asks its own /readyz or
+// /healthz through the image's healthcheck binary.
+func checkHealthchecks(p *types.Project, gs []goService) []error {
+	var errs []error
+	for _, name := range serviceNames(p) {
+		svc := p.Services[name]
+		hc := svc.HealthCheck
+		if len(svc.Profiles) == 0 && (hc == nil || hc.Disable || len(hc.Test) == 0) {
+			errs = append(errs, fmt.Errorf("service %s: no healthcheck", name))
+		}
+	}
+	for _, s := range gs {
+		hc := s.HealthCheck
+		if hc == nil || hc.Disable || len(hc.Test) == 0 {
+			if len(s.Profiles) > 0 {
+				errs = append(errs, fmt.Errorf("service %s: no healthcheck", s.Name))
+			}
+			continue
+		}
+		want := []string{"CMD", healthcheckBin, "http://127.0.0.1:" + s.httpPort() + "/readyz"}
+		alt := []string{"CMD", healthcheckBin, "http://127.0.0.1:" + s.httpPort() + "/healthz"}
+		if got := []string(hc.Test); !slices.Equal(got, want) && !slices.Equal(got, alt) {
+			errs = append(errs, fmt.Errorf("service %s: healthcheck %q, want %q", s.Name, got, want))
+		}
+	}
+	return errs
+}
+
+// checkDependsOn: a service waits for its dependencies to be healthy, not merely started,
+// which needs a healthcheck on each of them.
+func checkDependsOn(p *types.Project) []error {
+	var errs []error
+	for _, name := range serviceNames(p) {
+		deps := p.Services[name].DependsOn
+		for _, dep := range sortedKeys(deps) {
+			if c := deps[dep].Condition; c != types.ServiceConditionHealthy {
+				errs = append(errs, fmt.Errorf("service %s: depends on %s with condition %q, want %s", name, dep, c, types.ServiceConditionHealthy))
+			}
+			if hc := p.Services[dep].HealthCheck; hc == nil || hc.Disable || len(hc.Test) == 0 {
+				errs = append(errs, fmt.Errorf("service %s: depends on %s being healthy, which has no healthcheck", name, dep))
+			}
+		}
+	}
+	return errs
+}
+
+// checkPublished: only PublishedPorts are published, and on the loopback interface.
+func checkPublished(p *types.Project) []error {
+	var errs []error
+	for _, name := range serviceNames(p) {
+		for _, port := range p.Services[name].Ports {
+			if port.Published == "" {
+				errs = append(errs, fmt.Errorf("service %s: port %d is published on a random host port; publish nothing or add it to PublishedPorts", name, port.Target))
+				continue
+			}
+			if !slices.Contains(PublishedPorts[name], port.Published) {
+				errs = append(errs, fmt.Errorf("service %s: publishes port %s, which only the edge, the playground and the dashboards may (see PublishedPorts)", name, port.Published))
+				continue
+			}
+			if ip := net.ParseIP(port.HostIP); ip == nil || !ip.IsLoopback() {
+				errs = append(errs, fmt.Errorf("service %s: port %s is published on %q, want 127.0.0.1 by default (${BOXOFFICE_BIND:-127.0.0.1})", name, port.Published, port.HostIP))
+			}
+		}
+	}
+	return errs
+}
+
+// checkComposeEnv: each deployable's service sets what RequiredEnv asks (and the gateway
+// the UPSTREAM_<SERVICE> its policy needs), and sets nothing its code does not read: a
+// misspelt variable is otherwise silently ignored.
+func checkComposeEnv(w *Workspace, gs []goService) []error {
+	var errs []error
+	for _, s := range gs {
+		required := RequiredEnv(s.d)
+		var upstreams map[string]string
+		if s.d.Name == "gateway" {
+			pol, err := composePolicy(w, s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("service %s: %w", s.Name, err))
+				continue
+			}
+			upstreams = UpstreamEnv(pol)
+			for name, why := range upstreams {
+				if why != "" {
+					required[name] = why
+				}
+			}
+		}
+		for _, name := range sortedKeys(required) {
+			if v, _ := s.env(name); v == "" {
+				errs = append(errs, fmt.Errorf("service %s: %s is not set: %s", s.Name, name, required[name]))
+			}
+		}
+		for _, name := range sortedKeys(s.Environment) {
+			if !knownEnv(s.d, name, upstreams) {
+				errs = append(errs, fmt.Errorf("service %s: sets %s, which %s does not read", s.Name, name, s.d.Name))
+			}
+		}
+	}
+	return errs
+}
+
+// composePolicy is the policy a gateway service runs: the file POLICY_FILE names, through the
+// service's bind mounts, or the gateway's embedded default.
+func composePolicy(w *Workspace, s goService) (*policy.Policy, error) {
+	file, _ := s.env("POLICY_FILE")
+	if file == "" {
+		return w.DefaultPolicy()
+	}
+	for _, v := range s.Volumes {
+		if v.Type == types.VolumeTypeBind && v.Target == file {
+			return readPolicy(v.Source)
+		}
+	}
+	return nil, fmt.Errorf("POLICY_FILE=%s is not a file the service mounts", file)
+}
+
+// DefaultPolicy is the policy the gateway embeds and runs without POLICY_FILE
+// (gateway/policy.yaml).
+func (w *Workspace) DefaultPolicy() (*policy.Policy, error) {
+	return readPolicy(filepath.Join(w.Root, "gateway", "policy.yaml"))
+}
+
+func readPolicy(path string) (*policy.Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	pol, err := policy.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return pol, nil
+}
+
+// UpstreamEnv maps each UPSTREAM_<SERVICE> variable of the gateway's policy to why it must
+// be set: "" when optional, a reason when the policy's instances of that service are on
+// loopback (the all-in-one mode's ports), which in a container is the gateway itself.
+func UpstreamEnv(pol *policy.Policy) map[string]string {
+	out := map[string]string{}
+	for _, sv := range pol.Services {
+		why := ""
+		if slices.ContainsFunc(sv.Instances, namesLoopback) {
+			why = fmt.Sprintf("the policy's instances of %s %v are on loopback", sv.Name, sv.Instances)
+		}
+		out[UpstreamVar(sv.Name)] = why
+	}
+	return out
+}
+
+// UpstreamVar names the gateway's variable for a service's instances, as gateway/run.go
+// reads it: UPSTREAM_BFF_MOBILE for bff-mobile.
+func UpstreamVar(service string) string {
+	return "UPSTREAM_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(service))
+}
+
+// checkAddresses: every host an environment value names is a service (or network alias) of
+// the project. Where the variable names a deployable (AUTH_URL, CATALOG_GRPC_ADDR,
+// UPSTREAM_BFF_WEB), its hosts are that deployable's services and the port is the listener
+// it names: HTTP for URLs, gRPC for _GRPC_ADDR.
+func checkAddresses(w *Workspace, gs []goService, p *types.Project) []error {
+	hosts := projectHosts(p)
+	var errs []error
+	for _, s := range gs {
+		for _, name := range sortedKeys(s.Environment) {
+			v, _ := s.env(name)
+			target, grpc := addressedDeployable(w, name)
+			for _, hp := range hostPorts(v) {
+				host, port, _ := net.SplitHostPort(hp)
+				runs, ok := hosts[host]
+				if !ok {
+					errs = append(errs, fmt.Errorf("service %s: %s=%s names %s, which is no service of the project", s.Name, name, v, host))
+					continue
+				}
+				if target == "" {
+					continue
+				}
+				for _, svc := range runs {
+					i := slices.IndexFunc(gs, func(g goService) bool { return g.Name == svc })
+					if i < 0 || gs[i].d.Name != target {
+						errs = append(errs, fmt.Errorf("service %s: %s=%s names %s, which does not run %s", s.Name, name, v, host, target))
+						break
+					}
+					want := gs[i].httpPort()
+					if grpc {
+						want = gs[i].grpcPort()
+					}
+					if port != want {
+						errs = append(errs, fmt.Errorf("service %s: %s=%s: %s listens on %s, not %s", s.Name, name, v, svc, want, port))
+						break
+					}
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// addressedDeployable returns the deployable a variable's name says it points at, and
+// whether at its gRPC listener: UPSTREAM_<NAME> and <NAME>_URL the HTTP one, <NAME>_GRPC_ADDR
+// the gRPC one. "" when the name says nothing (REDIS_URL names no deployable).
+func addressedDeployable(w *Workspace, name string) (string, bool) {
+	var stem string
+	grpc := false
+	switch {
+	case strings.HasPrefix(name, "UPSTREAM_"):
+		stem = strings.TrimPrefix(name, "UPSTREAM_")
+	case strings.HasSuffix(name, "_GRPC_ADDR"):
+		stem, grpc = strings.TrimSuffix(name, "_GRPC_ADDR"), true
+	case strings.HasSuffix(name, "_URL"):
+		stem = strings.TrimSuffix(name, "_URL")
+	default:
+		return "", false
+	}
+	for _, d := range w.Deployables {
+		if UpstreamVar(d.Name) == "UPSTREAM_"+stem {
+			return d.Name, grpc
+		}
+	}
+	return "", false
+}
+
+// projectHosts maps every name a container resolves on the project's networks (service
+// names and aliases) to the services behind it.
+func projectHosts(p *types.Project) map[string][]string {
+	hosts := map[string][]string{}
+	for _, name := range serviceNames(p) {
+		hosts[name] = append(hosts[name], name)
+		for _, n := range p.Services[name].Networks {
+			if n == nil {
+				continue
+			}
+			for _, a := range n.Aliases {
+				hosts[a] = append(hosts[a], name)
+			}
+		}
+	}
+	return hosts
+}
+
+// hostPorts returns the host:port pairs in an environment value: a URL, a host:port, or a
+// comma-separated list of either. Values of another shape (durations, keys) yield none.
+func hostPorts(v string) []string {
+	var out []string
+	for part := range strings.SplitSeq(v, ",") {
+		part = strings.TrimSpace(part)
+		if u, err := url.Parse(part); err == nil && u.Host != "" && u.Port() != "" {
+			out = append(out, u.Host)
+			continue
+		}
+		if h, p, err := net.SplitHostPort(part); err == nil && h != "" && p != "" && !strings.Contains(part, "/") {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// checkDatabases: every DATABASE_URL names its deployable's own database, and the postgres
+// service creates exactly those (BOXOFFICE_DATABASES, read by deploy/compose/postgres-init.sh).
+func checkDatabases(gs []goService, p *types.Project) []error {
+	var errs []error
+	want := map[string]bool{}
+	for _, s := range gs {
+		v, ok := s.env("DATABASE_URL")
+		if !ok {
+			continue
+		}
+		u, err := url.Parse(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("service %s: DATABASE_URL: %w", s.Name, err))
+			continue
+		}
+		if db := strings.TrimPrefix(u.Path, "/"); db != s.d.Name {
+			errs = append(errs, fmt.Errorf("service %s: DATABASE_URL names database %q, want %q: one database per service", s.Name, db, s.d.Name))
+		}
+		want[s.d.Name] = true
+	}
+	pg, ok := p.Services["postgres"]
+	if !ok {
+		if len(want) > 0 {
+			errs = append(errs, errors.New("services use DATABASE_URL but there is no postgres service"))
+		}
+		return errs
+	}
+	created := map[string]bool{}
+	if v := pg.Environment["BOXOFFICE_DATABASES"]; v != nil {
+		for _, db := range strings.Fields(*v) {
+			created[db] = true
+		}
+	}
+	for _, db := range sortedKeys(want) {
+		if !created[db] {
+			errs = append(errs, fmt.Errorf("service postgres: BOXOFFICE_DATABASES does not create database %s", db))
+		}
+	}
+	for _, db := range sortedKeys(created) {
+		if !want[db] {
+			errs = append(errs, fmt.Errorf("service postgres: BOXOFFICE_DATABASES creates database %s, which no service uses", db))
+		}
+	}
+	return errs
+}
+
+// checkImages: every image not built here is pinned to a version, so `docker compose up`
+// runs next year what it runs today.
+func checkImages(p *types.Project) []error {
+	var errs []error
+	for _, name := range serviceNames(p) {
+		svc := p.Services[name]
+		if svc.Build != nil {
+			continue
+		}
+		repo, tag, found := strings.Cut(svc.Image[strings.LastIndex(svc.Image, "/")+1:], ":")
+		if !found || tag == "" || tag == "latest" || repo == "" {
+			errs = append(errs, fmt.Errorf("service %s: image %q is not pinned to a version", name, svc.Image))
+		}
+	}
+	return errs
+}
+
+// ComposeMemory returns the sum of the memory limits of the services that start by default
+// (no profile), counting replicas, and the limit of each service.
+func ComposeMemory(p *types.Project) (total int64, limits map[string]int64) {
+	limits = map[string]int64{}
+	for _, name := range serviceNames(p) {
+		svc := p.Services[name]
+		limit := int64(svc.MemLimit)
+		if svc.Deploy != nil && svc.Deploy.Resources.Limits != nil && svc.Deploy.Resources.Limits.MemoryBytes > 0 {
+			limit = int64(svc.Deploy.Resources.Limits.MemoryBytes)
+		}
+		limits[name] = limit
+		if len(svc.Profiles) > 0 {
+			continue
+		}
+		n := 1
+		if svc.Deploy != nil && svc.Deploy.Replicas != nil {
+			n = *svc.Deploy.Replicas
+		}
+		total += limit * int64(n)
+	}
+	return total, limits
+}
+
+// checkComposeMemory: every service has a memory limit, a Go process's GOMEMLIMIT (when
+// set) is below it, and the default stack's sum is within MemoryBudget.
+func checkComposeMemory(gs []goService, p *types.Project) []error {
+	total, limits := ComposeMemory(p)
+	var errs []error
+	for _, name := range sortedKeys(limits) {
+		if limits[name] == 0 {
+			errs = append(errs, fmt.Errorf("service %s: no memory limit (deploy.resources.limits.memory)", name))
+		}
+	}
+	for _, name := range serviceNames(p) {
+		v := p.Services[name].Environment["GOMEMLIMIT"]
+		if v == nil || limits[name] == 0 {
+			continue
+		}
+		soft, err := parseGoMemLimit(*v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("service %s: GOMEMLIMIT: %w", name, err))
+		} else if soft >= limits[name] {
+			errs = append(errs, fmt.Errorf("service %s: GOMEMLIMIT=%s is not below its memory limit of %d MiB", name, *v, limits[name]>>20))
+		}
+	}
+	if total > MemoryBudget {
+		errs = append(errs, fmt.Errorf("memory limits add up to %d MiB, above the budget of %d MiB", total>>20, MemoryBudget>>20))
+	}
+	return errs
+}
+
+// parseGoMemLimit reads the Go runtime's GOMEMLIMIT syntax: a number with an optional
+// B, KiB, MiB, GiB or TiB suffix.
+func parseGoMemLimit(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		shift  uint
+	}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			var v int64
+			if _, err := fmt.Sscanf(n, "%d", &v); err != nil || fmt.Sprint(v) != n {
+				return 0, fmt.Errorf("%q: want a number and a unit such as 40MiB", s)
+			}
+			return v << u.shift, nil
+		}
+	}
+	var v int64
+	if _, err := fmt.Sscanf(s, "%d", &v); err != nil || fmt.Sprint(v) != s {
+		return 0, fmt.Errorf("%q: want a number and a unit such as 40MiB", s)
+	}
+	return v, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

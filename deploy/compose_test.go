@@ -1,0 +1,52 @@
+package deploy
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestCompose(t *testing.T) {
+	w := loadWorkspace(t)
+	p, err := LoadCompose(context.Background(), w.Root, "docker-compose.yml")
+	if err != nil {
+		t.Fatalf("LoadCompose = %v", err)
+	}
+	if err := CheckCompose(w, p); err != nil {
+		t.Errorf("CheckCompose(docker-compose.yml) = %v", err)
+	}
+}
+
+func TestComposeBroken(t *testing.T) {
+	w := loadWorkspace(t)
+	tests := []struct {
+		name, fixture, want string
+	}{
+		{"service removed", "no-search.yml", "deployable search (./services/search/cmd/search) runs in no compose service"},
+		{"healthcheck dropped", "no-healthcheck.yml", "service inventory-1: no healthcheck"},
+		{"dependent of a service without healthcheck", "no-healthcheck.yml", "service order-1: depends on inventory-1 being healthy, which has no healthcheck"},
+		{"required variable missing", "missing-env.yml", "service waitroom: REDIS_URL is not set: its module uses Redis"},
+		{"variable nothing reads", "misspelt-env.yml", "service order-1: sets PAYMENT_GRPC_ADR, which order does not read"},
+		{"address at the wrong port", "wrong-port.yml", "service order-2: PAYMENT_GRPC_ADDR=payment:8107: payment listens on 9107, not 8107"},
+		{"address of the wrong deployable", "wrong-target.yml", "service gateway-1: UPSTREAM_SEARCH=http://catalog-1:8102 names catalog-1, which does not run search"},
+		{"port published", "published-redis.yml", "service redis: publishes port 6379"},
+		{"dependency only started", "started-only.yml", `service search: depends on catalog-1 with condition "service_started"`},
+		{"over the memory budget", "over-budget.yml", "above the budget of 2048 MiB"},
+		{"edge not trusted", "untrusted-edge.yml", `service gateway-2: TRUSTED_PROXIES="10.0.0.0/24" does not include the edge's address 10.213.0.250`},
+		{"database shared", "shared-database.yml", `service payment: DATABASE_URL names database "order", want "payment"`},
+		{"image not pinned", "unpinned-image.yml", `service redis: image "redis:latest" is not pinned`},
+		{"GOMEMLIMIT above the limit", "gomemlimit-too-high.yml", "service notification: GOMEMLIMIT=64MiB is not below its memory limit of 48 MiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := LoadCompose(context.Background(), w.Root, "docker-compose.yml", "deploy/testdata/compose/"+tt.fixture)
+			if err != nil {
+				t.Fatalf("LoadCompose = %v", err)
+			}
+			err = CheckCompose(w, p)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("CheckCompose(+%s) = %v, want an error containing %q", tt.fixture, err, tt.want)
+			}
+		})
+	}
+}
