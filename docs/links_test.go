@@ -87,6 +87,34 @@ func TestLinkCheckerFixtures(t *testing.T) {
 	}
 }
 
+// TestLinkSyntaxExamples checks the examples of the link syntax at the top of docs/README.md
+// (a markdown block, which TestCodeLinks skips as code): the documented syntax must work.
+func TestLinkSyntaxExamples(t *testing.T) {
+	root := repoRoot(t)
+	c := newLinkChecker(root)
+	readme, err := c.document("docs/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var examples *fence
+	for i, f := range readme.fences {
+		if f.info == "markdown" {
+			examples = &readme.fences[i]
+			break
+		}
+	}
+	if examples == nil {
+		t.Fatal("docs/README.md has no markdown block of link examples")
+	}
+	problems, n := c.checkLinks("docs/README.md", parseDocument(examples.text).links)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if n < 5 {
+		t.Errorf("the examples hold %d links, want one of each kind: 5", n)
+	}
+}
+
 // linkChecker checks the links of markdown files against the repository at root, caching
 // what it parsed of each target.
 type linkChecker struct {
@@ -109,7 +137,12 @@ func (c *linkChecker) check(file string) (problems []string, checked int) {
 	if err != nil {
 		return []string{err.Error()}, 0
 	}
-	for _, l := range doc.links {
+	return c.checkLinks(file, doc.links)
+}
+
+// checkLinks checks links as written in file.
+func (c *linkChecker) checkLinks(file string, links []link) (problems []string, checked int) {
+	for _, l := range links {
 		if scheme.MatchString(l.target) {
 			continue // external: not checked, the test runs offline
 		}
