@@ -3,8 +3,30 @@ package docs
 import (
 	"strconv"
 	"strings"
+	"testing"
 	"unicode"
 )
+
+// TestSlug holds heading anchors to GitHub's: lower case, punctuation dropped, spaces to
+// hyphens, letters of any script and underscores kept, link and code markup removed.
+func TestSlug(t *testing.T) {
+	tests := []struct{ name, heading, want string }{
+		{"punctuation", "429 or 503: whose fault is it?", "429-or-503-whose-fault-is-it"},
+		{"commas", "Rate limit, quota, throttling", "rate-limit-quota-throttling"},
+		{"code span", "The `RateLimit` fields", "the-ratelimit-fields"},
+		{"link", "See [Failsafe](x.go#Failsafe) here", "see-failsafe-here"},
+		{"letters of any script", "Ação é Über", "ação-é-über"},
+		{"underscores and hyphens kept", "on_store_failure and fail-open", "on_store_failure-and-fail-open"},
+		{"symbols dropped", "N × limit / N → 1", "n--limit--n--1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := slug(tt.heading); got != tt.want {
+				t.Errorf("slug(%q) = %q, want %q", tt.heading, got, tt.want)
+			}
+		})
+	}
+}
 
 // document is a markdown file as the checks read it: its links, its fenced code blocks and
 // the anchors of its headings. It is not a full CommonMark parser; it reads the subset the
