@@ -247,6 +247,11 @@ func (s *Server) Handler(h http.Handler) http.Handler {
 	return mux
 }
 
+// OnClose registers f to run when the process closes, after its listeners and workers have
+// stopped: for what a Build opened itself, a gRPC client connection, say. Like what the
+// Server opened, it is closed newest first.
+func (s *Server) OnClose(f func() error) { s.onClose(f) }
+
 func (s *Server) onClose(f func() error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

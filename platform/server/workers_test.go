@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -195,5 +197,32 @@ func TestRelayOutboxWithoutNATSIsNil(t *testing.T) {
 	})
 	if err := <-got; err != nil {
 		t.Errorf("RelayOutbox without NATS_URL = %v, want nil relay and no error", err)
+	}
+}
+
+func TestOnCloseRunsAfterTheWorkersStopped(t *testing.T) {
+	var order []string
+	var mu sync.Mutex
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, s)
+	}
+	_, stop := startMain(t, nil, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+		s.OnClose(func() error { note("first registered, closed last"); return nil })
+		s.OnClose(func() error { note("client closed"); return nil })
+		s.Go("uses the client", func(ctx context.Context) error {
+			<-ctx.Done()
+			note("worker stopped")
+			return nil
+		})
+		return nil, nil
+	})
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"worker stopped", "client closed", "first registered, closed last"}
+	if !slices.Equal(order, want) {
+		t.Errorf("shutdown order = %q, want %q", order, want)
 	}
 }
