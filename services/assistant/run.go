@@ -26,18 +26,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
 	}
-	var conn *grpc.ClientConn
-	defer func() {
-		if conn != nil {
-			conn.Close()
-		}
-	}()
 	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		var err error
-		conn, err = grpc.NewClient(catalogAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), s.Telemetry.GRPCDialOption())
+		conn, err := grpc.NewClient(catalogAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), s.Telemetry.GRPCDialOption())
 		if err != nil {
 			return nil, fmt.Errorf("catalog client: %w", err)
 		}
+		s.OnClose(conn.Close)
 		a := &Assistant{Catalog: catalogv1.NewCatalogClient(conn)}
 		assistantv1.RegisterAssistantServer(s.GRPC(), &grpcServer{assistant: a})
 		return routes(s.Log, a).Mux(), nil

@@ -1,18 +1,12 @@
 package auth
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/outbox"
-	"boxoffice.dev/platform/sqldb"
 )
 
 // The auth service's events: one stream, subjects boxoffice.auth.<entity>.<verb>; the type
@@ -47,13 +41,4 @@ func userRegistered(random io.Reader, u User) (*outbox.Event, error) {
 		return nil, fmt.Errorf("encode %s: %w", typeUserRegistered, err)
 	}
 	return &outbox.Event{ID: id, Subject: "boxoffice." + typeUserRegistered, Payload: body, Time: u.CreatedAt}, nil
-}
-
-// newRelay makes sure the AUTH stream exists and returns the relay that publishes the
-// outbox to it; the caller runs it.
-func newRelay(ctx context.Context, db *sqldb.DB, js jetstream.JetStream, log *slog.Logger) (*outbox.Relay, error) {
-	if _, err := natsconn.EnsureStream(ctx, js, Stream, []string{StreamSubjects}); err != nil {
-		return nil, err
-	}
-	return &outbox.Relay{DB: db, JS: js, Log: log}, nil
 }

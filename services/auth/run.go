@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/outbox"
@@ -36,14 +33,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
 	}
-	// Key maintenance and the outbox relay run beside the server; Run returns only once they
-	// have stopped too.
-	ctx, cancel := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	defer background.Wait()
-	defer cancel()
 	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, cfg, seed, &background)
+		return build(ctx, s, cfg, seed)
 	})
 }
 
@@ -58,7 +49,8 @@ func loadConfig(r *config.Reader) Config {
 	return c
 }
 
-func build(ctx context.Context, s *server.Server, cfg Config, seed bool, background *sync.WaitGroup) (http.Handler, error) {
+// build wires the service; key maintenance and the outbox relay run as the process's workers.
+func build(ctx context.Context, s *server.Server, cfg Config, seed bool) (http.Handler, error) {
 	db, err := s.OpenDB(ctx, Migrations())
 	if err != nil {
 		return nil, err
@@ -71,17 +63,12 @@ func build(ctx context.Context, s *server.Server, cfg Config, seed bool, backgro
 		return nil, err
 	}
 	svc.Log = s.Log
-	if s.NATS != nil {
-		js, err := jetstream.New(s.NATS)
-		if err != nil {
-			return nil, fmt.Errorf("jetstream: %w", err)
-		}
-		relay, err := newRelay(ctx, db, js, s.Log)
-		if err != nil {
-			return nil, err
-		}
+	relay, err := s.RelayOutbox(ctx, db, Stream, StreamSubjects)
+	if err != nil {
+		return nil, err
+	}
+	if relay != nil { // without NATS, no events are written
 		svc.Events, svc.Committed = true, relay.Notify
-		background.Go(func() { _ = relay.Run(ctx) }) // Run only ends, with nil, when ctx does
 	}
 	if _, err := svc.RotateKeys(ctx, false); err != nil {
 		return nil, err
@@ -100,7 +87,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, seed bool, backgro
 		}
 		s.Log.InfoContext(ctx, "demo accounts", "seeded", seeded)
 	}
-	background.Go(func() { _ = svc.Maintain(ctx) })
+	s.Go("key-maintenance", svc.Maintain)
 	authv1.RegisterAuthServer(s.GRPC(), &grpcServer{svc: svc})
 	return routes(s.Log, svc).Mux(), nil
 }

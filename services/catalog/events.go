@@ -4,15 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/sqldb"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
@@ -61,13 +58,4 @@ func emit(ctx context.Context, tx *sql.Tx, db *sqldb.DB, id, typ string, at time
 		return fmt.Errorf("encode %s: %w", typ, err)
 	}
 	return outbox.Add(ctx, tx, db, outbox.Event{ID: id, Subject: "boxoffice." + typ, Payload: body, Time: at})
-}
-
-// newRelay makes sure the CATALOG stream exists and returns the relay that publishes the
-// outbox to it; the caller runs it.
-func newRelay(ctx context.Context, db *sqldb.DB, js jetstream.JetStream, log *slog.Logger) (*outbox.Relay, error) {
-	if _, err := natsconn.EnsureStream(ctx, js, Stream, []string{StreamSubjects}); err != nil {
-		return nil, err
-	}
-	return &outbox.Relay{DB: db, JS: js, Log: log}, nil
 }

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/outbox"
@@ -26,17 +23,13 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
 	}
-	// The relay runs beside the server; Run returns only once it has stopped too.
-	ctx, cancel := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	defer background.Wait()
-	defer cancel()
 	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, seed, &background)
+		return build(ctx, s, seed)
 	})
 }
 
-func build(ctx context.Context, s *server.Server, seed bool, background *sync.WaitGroup) (http.Handler, error) {
+// build wires the service; the outbox relay runs as the process's worker.
+func build(ctx context.Context, s *server.Server, seed bool) (http.Handler, error) {
 	db, err := s.OpenDB(ctx, Migrations())
 	if err != nil {
 		return nil, err
@@ -44,18 +37,13 @@ func build(ctx context.Context, s *server.Server, seed bool, background *sync.Wa
 	if err := outbox.EnsureTable(ctx, db); err != nil {
 		return nil, err
 	}
-	store := &Store{DB: db, Emit: s.NATS != nil}
-	if s.NATS != nil {
-		js, err := jetstream.New(s.NATS)
-		if err != nil {
-			return nil, fmt.Errorf("jetstream: %w", err)
-		}
-		relay, err := newRelay(ctx, db, js, s.Log)
-		if err != nil {
-			return nil, err
-		}
-		store.Committed = relay.Notify
-		background.Go(func() { _ = relay.Run(ctx) }) // Run only ends, with nil, when ctx does
+	relay, err := s.RelayOutbox(ctx, db, Stream, StreamSubjects)
+	if err != nil {
+		return nil, err
+	}
+	store := &Store{DB: db}
+	if relay != nil { // without NATS, no events are written
+		store.Emit, store.Committed = true, relay.Notify
 	}
 	if seed {
 		seeded, err := store.Seed(ctx)

@@ -8,14 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"boxoffice.dev/platform/config"
-	"boxoffice.dev/platform/natsconn"
-	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/server"
 	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"
 	"boxoffice.dev/services/waitroom/pass"
@@ -53,17 +48,13 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := errors.Join(err, r.Err()); err != nil {
 		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
 	}
-	// The relay and the sweeper run beside the server; Run returns only once they stopped.
-	ctx, cancel := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	defer background.Wait()
-	defer cancel()
 	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, cfg, &background)
+		return build(ctx, s, cfg)
 	})
 }
 
-func build(ctx context.Context, s *server.Server, cfg Config, background *sync.WaitGroup) (http.Handler, error) {
+// build wires the service; the outbox relay and the hold sweeper run as the process's workers.
+func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, error) {
 	db, err := s.OpenDB(ctx, Migrations())
 	if err != nil {
 		return nil, err
@@ -75,21 +66,19 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 	if cfg.PassKey == nil {
 		s.Log.Warn("WAITROOM_PUBLIC_KEY is not set: holds on flash-sale events are refused")
 	}
-	if s.NATS != nil {
-		js, err := jetstream.New(s.NATS)
-		if err != nil {
-			return nil, fmt.Errorf("jetstream: %w", err)
-		}
-		if _, err := natsconn.EnsureStream(ctx, js, Stream, []string{StreamSubjects}); err != nil {
-			return nil, err
-		}
-		relay := &outbox.Relay{DB: db, JS: js, Log: s.Log}
+	relay, err := s.RelayOutbox(ctx, db, Stream, StreamSubjects)
+	if err != nil {
+		return nil, err
+	}
+	if relay != nil {
 		store.Committed = relay.Notify
-		background.Go(func() { _ = relay.Run(ctx) }) // Run only ends, with nil, when ctx does
 	} else {
 		s.Log.Warn("NATS_URL is not set: hold events stay in the outbox until a relay runs")
 	}
-	background.Go(func() { sweep(ctx, store, cfg.SweepInterval, s.Log) })
+	s.Go("hold-sweeper", func(ctx context.Context) error {
+		sweep(ctx, store, cfg.SweepInterval, s.Log)
+		return nil
+	})
 	inventoryv1.RegisterInventoryServer(s.GRPC(), &grpcServer{store: store})
 	return routes(s.Log, store).Mux(), nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -20,18 +19,12 @@ var Spec = server.Spec{Name: "notification", HTTPAddr: ":8108", GRPCAddr: ":9108
 // Run starts the process and serves until ctx is done. Without NATS_URL it serves the inbox
 // but receives no events.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	// The consumers run beside the server; Run returns only once they stopped, so a restarted
-	// instance never overlaps with the tail of the previous one.
-	ctx, cancel := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	defer background.Wait()
-	defer cancel()
-	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, &background)
-	})
+	return server.Main(ctx, Spec, getenv, stdout, build)
 }
 
-func build(ctx context.Context, s *server.Server, background *sync.WaitGroup) (http.Handler, error) {
+// build wires the service. The consumers run as the process's workers: Run returns only
+// once they stopped, so a restarted instance never overlaps with the tail of the previous one.
+func build(ctx context.Context, s *server.Server) (http.Handler, error) {
 	db, err := s.OpenDB(ctx, migrations)
 	if err != nil {
 		return nil, err
@@ -43,7 +36,7 @@ func build(ctx context.Context, s *server.Server, background *sync.WaitGroup) (h
 			return nil, fmt.Errorf("jetstream: %w", err)
 		}
 		c := &Consumer{JS: js, Store: store, Log: s.Log, Tracer: s.Telemetry.TracerProvider.Tracer("boxoffice.dev/services/notification")}
-		background.Go(func() { _ = c.Run(ctx) }) // returns nil once ctx ends; failures are logged and retried
+		s.Go("consumer", c.Run) // failures are logged and retried; it returns nil at shutdown
 	} else {
 		s.Log.Warn("NATS_URL is not set: no events will reach the inbox")
 	}

@@ -5,17 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	orderv1 "boxoffice.dev/proto/boxoffice/order/v1"
 
 	"boxoffice.dev/platform/config"
-	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/server"
 )
@@ -56,18 +53,15 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("order: configuration: %w", err)
 	}
-	// The relay and the saga run beside the server; Run returns only once they stopped, so a
-	// restarted instance never overlaps with the tail of the previous one.
-	ctx, cancel := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	defer background.Wait()
-	defer cancel()
 	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, cfg, &background)
+		return build(ctx, s, cfg)
 	})
 }
 
-func build(ctx context.Context, s *server.Server, cfg Config, background *sync.WaitGroup) (http.Handler, error) {
+// build wires the service. The relay and the saga run as the process's workers: Run returns
+// only once they stopped, so a restarted instance never overlaps with the tail of the
+// previous one.
+func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, error) {
 	db, err := s.OpenDB(ctx, migrations)
 	if err != nil {
 		return nil, err
@@ -76,17 +70,12 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 		return nil, err
 	}
 	store := NewStore(db)
-	if s.NATS != nil {
-		js, err := jetstream.New(s.NATS)
-		if err != nil {
-			return nil, fmt.Errorf("jetstream: %w", err)
-		}
-		if _, err := natsconn.EnsureStream(ctx, js, Stream, Subjects); err != nil {
-			return nil, err
-		}
-		relay := &outbox.Relay{DB: db, JS: js, Log: s.Log}
+	relay, err := s.RelayOutbox(ctx, db, Stream, Subjects...)
+	if err != nil {
+		return nil, err
+	}
+	if relay != nil {
 		store.Committed = relay.Notify
-		background.Go(func() { _ = relay.Run(ctx) }) // returns nil once ctx ends; failures are logged and retried
 	} else {
 		s.Log.Warn("NATS_URL is not set: order events stay in the outbox until a relay runs")
 	}
@@ -96,7 +85,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 		if err != nil {
 			return nil, fmt.Errorf("dial %s: %w", addr, err)
 		}
-		context.AfterFunc(ctx, func() { _ = conn.Close() })
+		s.OnClose(conn.Close) // after the saga, which calls through it, has stopped
 		return conn, nil
 	}
 	payment, err := dial(cfg.PaymentAddr)
@@ -116,7 +105,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 	saga := &Saga{Store: store, Holds: holds, Payments: newPaymentClient(payment), Log: s.Log,
 		CallTimeout: cfg.CallTimeout, PaymentTimeout: cfg.PaymentTimeout, MaxAttempts: cfg.MaxAttempts, StallAfter: cfg.StallAfter, Workers: cfg.Workers,
 		MeterProvider: s.Telemetry.MeterProvider}
-	background.Go(func() { _ = saga.Run(ctx) }) // returns nil once ctx ends
+	s.Go("saga", saga.Run)
 	orders := &Orders{Store: store, Holds: holds, Prices: newCatalogPrices(catalog), Saga: saga}
 	orderv1.RegisterOrderServer(s.GRPC(), &grpcServer{orders: orders})
 	return routes(s.Log, orders).Mux(), nil

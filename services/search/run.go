@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc"
@@ -38,26 +37,22 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
 	}
-	// The feeder runs beside the server; Run returns only once it has stopped too.
-	ctx, cancel := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	defer background.Wait()
-	defer cancel()
 	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, cfg, &background)
+		return build(ctx, s, cfg)
 	})
 }
 
-func build(ctx context.Context, s *server.Server, cfg Config, background *sync.WaitGroup) (http.Handler, error) {
+// build wires the service; the feeder runs as the process's worker.
+func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, error) {
 	conn, err := grpc.NewClient(cfg.CatalogAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), s.Telemetry.GRPCDialOption())
 	if err != nil {
 		return nil, fmt.Errorf("catalog client: %w", err)
 	}
+	s.OnClose(conn.Close)
 	index := NewIndex()
 	feeder := &Feeder{Index: index, Catalog: catalogv1.NewCatalogClient(conn), Log: s.Log}
 	if s.NATS != nil {
 		if feeder.JS, err = jetstream.New(s.NATS); err != nil {
-			conn.Close()
 			return nil, fmt.Errorf("jetstream: %w", err)
 		}
 		feeder.Consumer = cfg.Consumer
@@ -75,9 +70,6 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 		return nil
 	})
 	searchv1.RegisterSearchServer(s.GRPC(), &grpcServer{index: index})
-	background.Go(func() {
-		defer conn.Close()
-		_ = feeder.Run(ctx) // Run only ends, with nil, when ctx does
-	})
+	s.Go("feeder", feeder.Run)
 	return routes(s.Log, index).Mux(), nil
 }

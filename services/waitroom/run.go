@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"boxoffice.dev/platform/config"
@@ -56,17 +55,13 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := errors.Join(err, r.Err()); err != nil {
 		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
 	}
-	// The admitter runs beside the server; Run returns only once it has stopped too.
-	ctx, cancel := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	defer background.Wait()
-	defer cancel()
 	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, cfg, &background)
+		return build(ctx, s, cfg)
 	})
 }
 
-func build(ctx context.Context, s *server.Server, cfg Config, background *sync.WaitGroup) (http.Handler, error) {
+// build wires the service; the admitter runs as the process's worker.
+func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, error) {
 	rdb, err := s.Redis(ctx)
 	if err != nil {
 		return nil, err
@@ -79,7 +74,10 @@ func build(ctx context.Context, s *server.Server, cfg Config, background *sync.W
 	}
 	q := &Queue{Redis: rdb, Key: key, DefaultRate: cfg.AdmitPerSecond, PassTTL: cfg.PassTTL, QueueTTL: cfg.QueueTTL,
 		MeterProvider: s.Telemetry.MeterProvider}
-	background.Go(func() { q.Run(ctx, cfg.AdmitInterval, s.Log) })
+	s.Go("admitter", func(ctx context.Context) error {
+		q.Run(ctx, cfg.AdmitInterval, s.Log)
+		return nil
+	})
 	waitroomv1.RegisterWaitroomServer(s.GRPC(), &grpcServer{queue: q})
 	return routes(s.Log, q).Mux(), nil
 }
