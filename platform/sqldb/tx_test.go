@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/testkit"
 )
@@ -37,6 +38,8 @@ func TestRetryable(t *testing.T) {
 		{"sqlite busy snapshot, an extended code", sqliteError{5 | 2<<8}, true},
 		{"sqlite constraint", sqliteError{19}, false},
 		{"wrapped", fmt.Errorf("place hold: %w", pgError{"40001"}), true},
+		{"joined", errors.Join(errors.New("commit"), sqliteError{5}), true},
+		{"an answer, not a conflict", problem.New(problem.Conflict, "seat taken"), false},
 		{"another error", errors.New("disk full"), false},
 		{"nil", nil, false},
 	}
