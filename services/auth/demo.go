@@ -58,7 +58,7 @@ func (s *Service) SeedDemo(ctx context.Context) (bool, error) {
 		}
 		users[i] = User{ID: id, Email: DemoEmail(i + 1), Name: fmt.Sprintf("Fan %04d", i+1), CreatedAt: now}
 	}
-	err = s.Store.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.Store.db.InTx(ctx, func(tx *sql.Tx) error {
 		for start := 0; start < len(users); start += demoBatch {
 			if err := s.Store.insertUsers(ctx, tx, users[start:min(start+demoBatch, len(users))], hash); err != nil {
 				return err

@@ -20,13 +20,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations is the auth schema, for server.OpenDB or sqldb.DB.Migrate.
-func Migrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the directory is embedded at build time: unreachable
-	}
-	return sub
-}
+func Migrations() fs.FS { return sqldb.Dir(migrationFiles, "migrations") }
 
 // Store keeps users, sessions, tenants and signing keys in SQLite or PostgreSQL, with the
 // same SQL for both. It is safe for concurrent use; every method that changes more than one
@@ -46,7 +40,7 @@ var (
 // CreateUser adds u with its password hash and, in the same transaction, ev to the outbox
 // (nil = no event). An email already registered is a Conflict.
 func (s *Store) CreateUser(ctx context.Context, u User, passwordHash string, ev *outbox.Event) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.db.InTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO users (id, email, name, password_hash, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (email) DO NOTHING`),
 			u.ID, u.Email, u.Name, passwordHash, millis(u.CreatedAt))
@@ -114,7 +108,7 @@ func (s *Store) HasUsers(ctx context.Context) (bool, error) {
 
 // StartSession stores the first refresh token of a new family (a login) for userID.
 func (s *Store) StartSession(ctx context.Context, first RefreshToken) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.db.InTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO refresh_families (id, user_id, created_at) VALUES (?, ?, ?)`),
 			first.FamilyID, first.UserID, millis(first.IssuedAt)); err != nil {
 			return fmt.Errorf("insert refresh family: %w", err)
@@ -236,7 +230,7 @@ func (s *Store) insertRefresh(ctx context.Context, tx *sql.Tx, t RefreshToken) e
 // unknown instead, which is safe: it expired long ago.
 func (s *Store) PruneRefresh(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.db.Rebind(`DELETE FROM refresh_tokens WHERE expires_at < ?`), millis(before))
 		if err != nil {
 			return fmt.Errorf("prune refresh tokens: %w", err)
@@ -255,7 +249,7 @@ func (s *Store) PruneRefresh(ctx context.Context, before time.Time) (int64, erro
 // CreateTenant adds t with the hash of its first API key, in one transaction. A name
 // already taken is a Conflict.
 func (s *Store) CreateTenant(ctx context.Context, t Tenant, keyHash string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.db.InTx(ctx, func(tx *sql.Tx) error {
 		added, err := s.insertTenant(ctx, tx, t, keyHash)
 		if err == nil && !added {
 			err = &problem.Error{Code: problem.Conflict, Field: "name", Message: "a tenant has this name already"}
@@ -347,7 +341,7 @@ func (s *Store) AddSigningKey(ctx context.Context, k SigningKey) (added bool, er
 
 // DeleteSigningKeys removes the keys with the given ids.
 func (s *Store) DeleteSigningKeys(ctx context.Context, ids []string) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.db.InTx(ctx, func(tx *sql.Tx) error {
 		for _, id := range ids {
 			if _, err := tx.ExecContext(ctx, s.db.Rebind(`DELETE FROM signing_keys WHERE id = ?`), id); err != nil {
 				return fmt.Errorf("delete signing key %s: %w", id, err)
@@ -365,26 +359,6 @@ func decodeSeed(s string) (ed25519.PrivateKey, error) {
 		return nil, errors.New("stored key is not a base64 Ed25519 seed")
 	}
 	return ed25519.NewKeyFromSeed(seed), nil
-}
-
-// inTx runs fn in a transaction, committing if it returns nil and rolling back otherwise.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
 }
 
 // millis and fromMillis convert between time.Time and the BIGINT unix milliseconds the

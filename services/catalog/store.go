@@ -20,13 +20,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations is the catalog's schema, for sqldb.DB.Migrate.
-func Migrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // unreachable: the directory is embedded above
-	}
-	return sub
-}
+func Migrations() fs.FS { return sqldb.Dir(migrationFiles, "migrations") }
 
 // Store keeps venues and events, and adds an outbox row for every change in the same
 // transaction. It is safe for concurrent use.
@@ -445,30 +439,16 @@ func pick[T any](ids []string, byID map[string]T) (found []T, missing []string) 
 
 func placeholders(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }
 
-// inTx runs fn in a transaction, committed when fn returns nil and rolled back otherwise,
-// then tells Committed.
+// inTx runs fn in a transaction (sqldb.DB.InTx: fn may run again after a transient
+// conflict), then tells Committed.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, ignoreDone(tx.Rollback()))
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	if err := s.DB.InTx(ctx, fn); err != nil {
+		return err
 	}
 	if s.Committed != nil {
 		s.Committed()
 	}
 	return nil
-}
-
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
 }
 
 func (s *Store) now() time.Time {

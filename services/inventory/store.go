@@ -25,10 +25,7 @@ import (
 var migrationFiles embed.FS
 
 // Migrations is inventory's schema, for sqldb.DB.Migrate (or server.Server.OpenDB).
-func Migrations() fs.FS {
-	sub, _ := fs.Sub(migrationFiles, "migrations") // cannot fail: the directory is embedded
-	return sub
-}
+func Migrations() fs.FS { return sqldb.Dir(migrationFiles, "migrations") }
 
 // Store keeps seat maps and holds in a SQL database (SQLite or PostgreSQL) and writes the
 // events announcing hold changes into the same transactions (platform/outbox).
@@ -65,71 +62,6 @@ func (s *Store) Init(ctx context.Context) error {
 		return fmt.Errorf("inventory store: %w", err)
 	}
 	return nil
-}
-
-// maxAttempts bounds how often a transaction is retried after a transient failure (see
-// retryable). Five attempts over a few milliseconds ride out lock contention between
-// instances; beyond that the database is genuinely overloaded and the caller should hear so.
-const maxAttempts = 5
-
-// inTx runs fn in a transaction, retrying the whole of it when the database reports a
-// transient conflict. fn may run more than once and must not keep state from a failed run.
-// A *problem.Error from fn rolls back and is returned as is: it is an answer, not a failure.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	for attempt := 1; ; attempt++ {
-		err := s.tryTx(ctx, fn)
-		if err == nil || attempt == maxAttempts || !retryable(err) {
-			return err
-		}
-		pause := time.NewTimer(time.Duration(attempt) * 2 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			pause.Stop()
-			return errors.Join(err, ctx.Err())
-		case <-pause.C:
-		}
-	}
-}
-
-func (s *Store) tryTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
-// retryable reports whether err is a transient conflict worth running the transaction again
-// for: SQLITE_BUSY or SQLITE_LOCKED (another writer held the lock past the busy timeout), or
-// PostgreSQL's serialization failure and deadlock detection. The driver errors are matched
-// by method, so this package needs neither driver's types.
-func retryable(err error) bool {
-	if e, ok := errors.AsType[interface {
-		error
-		SQLState() string
-	}](err); ok {
-		switch e.SQLState() {
-		case "40001", "40P01": // serialization_failure, deadlock_detected
-			return true
-		}
-	}
-	if e, ok := errors.AsType[interface {
-		error
-		Code() int
-	}](err); ok {
-		switch e.Code() & 0xff { // the primary code; extended codes add high bits
-		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
-			return true
-		}
-	}
-	return false
 }
 
 // forUpdate and forShare lock the rows a SELECT reads until the transaction ends, on
@@ -198,7 +130,7 @@ func (s *Store) PutSeatMap(ctx context.Context, eventID string, l Layout) (SeatM
 	if err := l.Validate(); err != nil {
 		return SeatMap{}, err
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		// The event row is the seat map's lock: PlaceHold reads it FOR SHARE, so on
 		// PostgreSQL no hold lands between the check below and the replacement.
 		var flash bool

@@ -60,7 +60,7 @@ func (s *Store) placeHold(ctx context.Context, req HoldRequest) (Hold, error) {
 		h.Seats = slices.SortedFunc(slices.Values(req.Seats), CompareSeatIDs)
 		h.Quantity = len(h.Seats)
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		// FOR SHARE: many holds proceed together, a seat-map replacement waits for them.
 		var flash bool
 		err := tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT flash_sale FROM events WHERE event_id = ?`+s.forShare()), h.EventID).Scan(&flash)
@@ -194,7 +194,7 @@ func (s *Store) ConfirmHold(ctx context.Context, id, account string) (Hold, erro
 	var h Hold
 	var answer error // an answer that must not roll back what the transaction did
 	var changed bool // the hold ended here, not before
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		answer, changed = nil, false
 		var err error
 		if h, err = s.lockHold(ctx, tx, id); err != nil {
@@ -246,7 +246,7 @@ func (s *Store) ConfirmHold(ctx context.Context, id, account string) (Hold, erro
 func (s *Store) ReleaseHold(ctx context.Context, id, account string) (Hold, error) {
 	var h Hold
 	var changed bool
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		changed = false
 		var err error
 		if h, err = s.lockHold(ctx, tx, id); err != nil {
@@ -296,7 +296,7 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) (int, error) {
 	expired := 0
 	for _, id := range ids {
 		var did bool
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
+		err := s.DB.InTx(ctx, func(tx *sql.Tx) error {
 			h, err := s.lockHold(ctx, tx, id)
 			if err != nil {
 				return err

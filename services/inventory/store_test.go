@@ -3,7 +3,6 @@ package inventory
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -417,38 +416,3 @@ func TestStoreAvailability(t *testing.T) {
 		wantCode(t, "Availability(101 ids)", err, problem.Invalid)
 	})
 }
-
-func TestRetryable(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"sqlite busy", codeErr(5), true},
-		{"sqlite busy snapshot", codeErr(517), true},
-		{"sqlite locked", codeErr(6), true},
-		{"sqlite constraint", codeErr(19), false},
-		{"postgres serialization", stateErr("40001"), true},
-		{"postgres deadlock", stateErr("40P01"), true},
-		{"postgres unique", stateErr("23505"), false},
-		{"wrapped busy", errors.Join(errors.New("commit"), codeErr(5)), true},
-		{"problem", problem.New(problem.Conflict, "taken"), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := retryable(tt.err); got != tt.want {
-				t.Errorf("retryable(%v) = %v, want %v", tt.err, got, tt.want)
-			}
-		})
-	}
-}
-
-type codeErr int
-
-func (e codeErr) Error() string { return "sqlite error" }
-func (e codeErr) Code() int     { return int(e) }
-
-type stateErr string
-
-func (e stateErr) Error() string    { return "postgres error" }
-func (e stateErr) SQLState() string { return string(e) }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/problem"
@@ -91,7 +92,7 @@ func (c *Consumer) consume(ctx context.Context, src Source) {
 		if !errors.Is(err, jetstream.ErrStreamNotFound) {
 			log.WarnContext(ctx, "consume", "error", err)
 		}
-		if sleep(ctx, cmp.Or(c.RetryEvery, time.Second)) != nil {
+		if clock.Sleep(ctx, cmp.Or(c.RetryEvery, time.Second)) != nil {
 			return
 		}
 	}
@@ -145,15 +146,4 @@ func (c *Consumer) apply(ctx context.Context, payload []byte) error {
 	}
 	_, _, err = c.Store.Add(ctx, m)
 	return err
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

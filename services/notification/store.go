@@ -7,7 +7,6 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"math"
 	"time"
 
@@ -18,9 +17,8 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migrations is the notification schema, for server.OpenDB: the files at its root, as
-// sqldb.Migrate wants them.
-var migrations, _ = fs.Sub(migrationFiles, "migrations") // fails only on an invalid path name
+// migrations is the notification schema, for server.OpenDB.
+var migrations = sqldb.Dir(migrationFiles, "migrations")
 
 // Store keeps the inbox in SQLite or PostgreSQL. It is safe for concurrent use, and several
 // instances may share a database: the unique event id is the only guard they need.

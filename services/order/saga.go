@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/problem"
 )
@@ -115,7 +116,7 @@ func (s *Saga) init() {
 			s.Log = logging.Discard()
 		}
 		if s.Sleep == nil {
-			s.Sleep = sleep
+			s.Sleep = clock.Sleep
 		}
 		mp := s.MeterProvider
 		if mp == nil {
@@ -372,15 +373,4 @@ func problemMessage(err error) string {
 		return p.Message
 	}
 	return err.Error()
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -10,6 +10,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/testkit"
@@ -191,7 +192,7 @@ func TestSagaResumesFromEveryState(t *testing.T) {
 func TestSagaRunRecoversStalledOrders(t *testing.T) {
 	db := testkit.OpenDBs(t, "order")[0]
 	f := newSagaFixture(t, db)
-	f.saga.StallAfter, f.saga.ScanEvery, f.saga.Sleep = time.Millisecond, 5*time.Millisecond, sleep
+	f.saga.StallAfter, f.saga.ScanEvery, f.saga.Sleep = time.Millisecond, 5*time.Millisecond, clock.Sleep
 	ctx, cancel := context.WithCancel(context.Background())
 	o := f.order(t, "hold-stalled", 10000, t0.Add(time.Hour))
 	o, _ = o.Move(Charging, "", f.store.now())

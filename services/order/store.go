@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"time"
 
@@ -22,9 +21,8 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migrations is the order schema, for server.OpenDB: the files at its root, as
-// sqldb.Migrate wants them. The outbox table is outbox.EnsureTable's.
-var migrations, _ = fs.Sub(migrationFiles, "migrations") // fails only on an invalid path name
+// migrations is the order schema, for server.OpenDB. The outbox table is outbox.EnsureTable's.
+var migrations = sqldb.Dir(migrationFiles, "migrations")
 
 // errStale means another writer moved the order since it was read; the caller reloads.
 var errStale = errors.New("order changed meanwhile")
@@ -104,7 +102,7 @@ func (s *Store) Create(ctx context.Context, req CreateRequest, o Order) (Order, 
 	}
 	o.Version = 1
 	taken := false
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO order_idempotency (account, idempotency_key, request_hash, order_id, created_us)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (account, idempotency_key) DO NOTHING`),
 			req.Account, req.IdempotencyKey, req.Hash(), o.ID, o.CreatedAt.UnixMicro())
@@ -136,7 +134,7 @@ func (s *Store) Create(ctx context.Context, req CreateRequest, o Order) (Order, 
 func (s *Store) Save(ctx context.Context, o Order) (Order, error) {
 	from := o.Version
 	o.Version++
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE orders SET state = ?, failure_reason = ?, charge_id = ?, attempts = ?,
 			version = ?, updated_us = ? WHERE id = ? AND version = ?`),
 			o.State, o.FailureReason, o.ChargeID, o.Attempts, o.Version, o.UpdatedAt.UnixMicro(), o.ID, from)
@@ -268,21 +266,4 @@ func (s *Store) committed() {
 	if s.Committed != nil {
 		s.Committed()
 	}
-}
-
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
-			return errors.Join(err, rerr)
-		}
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"boxoffice.dev/platform/httpapi"
@@ -19,9 +18,8 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migrations is the payment schema, for server.OpenDB: the files at its root, as
-// sqldb.Migrate wants them.
-var migrations, _ = fs.Sub(migrationFiles, "migrations") // fails only on an invalid path name
+// migrations is the payment schema, for server.OpenDB.
+var migrations = sqldb.Dir(migrationFiles, "migrations")
 
 // Store keeps charges in SQLite or PostgreSQL. It is safe for concurrent use, and so are
 // several Stores (several payment instances) on one database: every guarantee rests on the
@@ -80,7 +78,7 @@ func (s *Store) Charge(ctx context.Context, req ChargeRequest) (c Charge, create
 		ID: s.newID(), IdempotencyKey: req.IdempotencyKey, OrderID: req.OrderID, Account: req.Account,
 		Amount: req.Amount, Status: status, DeclineReason: reason, CreatedAt: now, UpdatedAt: now,
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		created, err = s.insert(ctx, tx, c)
 		if err != nil || created {
 			return err
@@ -108,7 +106,7 @@ func (s *Store) Refund(ctx context.Context, req RefundRequest) (Charge, error) {
 		return Charge{}, err
 	}
 	var c Charge
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		now := s.now()
 		column, value := "id", req.ChargeID
 		if req.IdempotencyKey != "" {
@@ -239,25 +237,4 @@ func scanCharge(row interface{ Scan(...any) error }) (Charge, error) {
 		&c.Status, &c.DeclineReason, &created, &updated)
 	c.CreatedAt, c.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
 	return c, err
-}
-
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
-	tx, err := s.DB.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, ignoreDone(tx.Rollback()))
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
-func ignoreDone(err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return nil
-	}
-	return err
 }
