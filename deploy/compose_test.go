@@ -2,8 +2,11 @@ package deploy
 
 import (
 	"context"
+	"crypto/ed25519"
 	"strings"
 	"testing"
+
+	"boxoffice.dev/services/waitroom/pass"
 )
 
 func TestCompose(t *testing.T) {
@@ -48,5 +51,49 @@ func TestComposeBroken(t *testing.T) {
 				t.Errorf("CheckCompose(+%s) = %v, want an error containing %q", tt.fixture, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestComposeWaitroomKeys: inventory verifies admission passes with the public half of the key
+// the waitroom signs them with; a mismatch would refuse every fan the waiting room admits.
+func TestComposeWaitroomKeys(t *testing.T) {
+	w := loadWorkspace(t)
+	p, err := LoadCompose(context.Background(), w.Root, "docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs, errs := goServices(w, p)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var signers []ed25519.PrivateKey
+	var verifiers []string
+	for _, s := range gs {
+		if v, ok := s.env("WAITROOM_SIGNING_KEY"); ok {
+			k, err := pass.ParsePrivateKey(v)
+			if err != nil {
+				t.Fatalf("service %s: WAITROOM_SIGNING_KEY: %v", s.Name, err)
+			}
+			signers = append(signers, k)
+		}
+		if v, ok := s.env("WAITROOM_PUBLIC_KEY"); ok {
+			verifiers = append(verifiers, s.Name+"="+v)
+		}
+	}
+	if len(signers) == 0 || len(verifiers) == 0 {
+		t.Fatalf("found %d signing keys and %d public keys, want both", len(signers), len(verifiers))
+	}
+	for _, sk := range signers {
+		want := pass.EncodePublicKey(sk.Public().(ed25519.PublicKey))
+		for _, v := range verifiers {
+			name, key, _ := strings.Cut(v, "=")
+			pk, err := pass.ParsePublicKey(key)
+			if err != nil {
+				t.Fatalf("service %s: WAITROOM_PUBLIC_KEY: %v", name, err)
+			}
+			if got := pass.EncodePublicKey(pk); got != want {
+				t.Errorf("service %s: WAITROOM_PUBLIC_KEY = %s, want %s, the public half of WAITROOM_SIGNING_KEY", name, got, want)
+			}
+		}
 	}
 }
