@@ -7,6 +7,7 @@ import (
 
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/problem"
+	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
 	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"
 )
 
@@ -79,6 +80,24 @@ func (g *grpcServer) GetHold(ctx context.Context, req *inventoryv1.GetHoldReques
 		return nil, problem.GRPC(err)
 	}
 	return holdToProto(h), nil
+}
+
+// ListHolds is GET /v1/holds over gRPC: the calling user's holds, newest first, paged by the
+// same cursor.
+func (g *grpcServer) ListHolds(ctx context.Context, req *inventoryv1.ListHoldsRequest) (*inventoryv1.ListHoldsResponse, error) {
+	user := identity.FromIncomingContext(ctx).User
+	if user == "" {
+		return nil, problem.GRPC(problem.New(problem.Unauthorized, "sign in to see or hold tickets"))
+	}
+	holds, next, err := g.store.ListHolds(ctx, user, int(req.GetPage().GetPageSize()), req.GetPage().GetPageToken())
+	if err != nil {
+		return nil, problem.GRPC(err)
+	}
+	resp := &inventoryv1.ListHoldsResponse{Page: &commonv1.PageResponse{NextPageToken: next}}
+	for _, h := range holds {
+		resp.Holds = append(resp.Holds, holdToProto(h))
+	}
+	return resp, nil
 }
 
 var (

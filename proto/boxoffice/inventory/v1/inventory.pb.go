@@ -9,6 +9,7 @@
 package inventoryv1
 
 import (
+	v1 "boxoffice.dev/proto/boxoffice/common/v1"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -956,6 +957,102 @@ func (x *GetHoldRequest) GetHoldId() string {
 	return ""
 }
 
+type ListHoldsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Page          *v1.PageRequest        `protobuf:"bytes,1,opt,name=page,proto3" json:"page,omitempty"` // page_size 0 = 20, at most 100
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListHoldsRequest) Reset() {
+	*x = ListHoldsRequest{}
+	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListHoldsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListHoldsRequest) ProtoMessage() {}
+
+func (x *ListHoldsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListHoldsRequest.ProtoReflect.Descriptor instead.
+func (*ListHoldsRequest) Descriptor() ([]byte, []int) {
+	return file_boxoffice_inventory_v1_inventory_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListHoldsRequest) GetPage() *v1.PageRequest {
+	if x != nil {
+		return x.Page
+	}
+	return nil
+}
+
+type ListHoldsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Holds         []*Hold                `protobuf:"bytes,1,rep,name=holds,proto3" json:"holds,omitempty"`
+	Page          *v1.PageResponse       `protobuf:"bytes,2,opt,name=page,proto3" json:"page,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListHoldsResponse) Reset() {
+	*x = ListHoldsResponse{}
+	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListHoldsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListHoldsResponse) ProtoMessage() {}
+
+func (x *ListHoldsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListHoldsResponse.ProtoReflect.Descriptor instead.
+func (*ListHoldsResponse) Descriptor() ([]byte, []int) {
+	return file_boxoffice_inventory_v1_inventory_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListHoldsResponse) GetHolds() []*Hold {
+	if x != nil {
+		return x.Holds
+	}
+	return nil
+}
+
+func (x *ListHoldsResponse) GetPage() *v1.PageResponse {
+	if x != nil {
+		return x.Page
+	}
+	return nil
+}
+
 type Hold struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -974,7 +1071,7 @@ type Hold struct {
 
 func (x *Hold) Reset() {
 	*x = Hold{}
-	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[14]
+	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1083,7 @@ func (x *Hold) String() string {
 func (*Hold) ProtoMessage() {}
 
 func (x *Hold) ProtoReflect() protoreflect.Message {
-	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[14]
+	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1096,7 @@ func (x *Hold) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hold.ProtoReflect.Descriptor instead.
 func (*Hold) Descriptor() ([]byte, []int) {
-	return file_boxoffice_inventory_v1_inventory_proto_rawDescGZIP(), []int{14}
+	return file_boxoffice_inventory_v1_inventory_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Hold) GetId() string {
@@ -1082,7 +1179,7 @@ type TicketCount struct {
 
 func (x *TicketCount) Reset() {
 	*x = TicketCount{}
-	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[15]
+	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1191,7 @@ func (x *TicketCount) String() string {
 func (*TicketCount) ProtoMessage() {}
 
 func (x *TicketCount) ProtoReflect() protoreflect.Message {
-	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[15]
+	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1204,7 @@ func (x *TicketCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TicketCount.ProtoReflect.Descriptor instead.
 func (*TicketCount) Descriptor() ([]byte, []int) {
-	return file_boxoffice_inventory_v1_inventory_proto_rawDescGZIP(), []int{15}
+	return file_boxoffice_inventory_v1_inventory_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TicketCount) GetClass() string {
@@ -1139,7 +1236,7 @@ type HoldChange struct {
 
 func (x *HoldChange) Reset() {
 	*x = HoldChange{}
-	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[16]
+	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1151,7 +1248,7 @@ func (x *HoldChange) String() string {
 func (*HoldChange) ProtoMessage() {}
 
 func (x *HoldChange) ProtoReflect() protoreflect.Message {
-	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[16]
+	mi := &file_boxoffice_inventory_v1_inventory_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1164,7 +1261,7 @@ func (x *HoldChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldChange.ProtoReflect.Descriptor instead.
 func (*HoldChange) Descriptor() ([]byte, []int) {
-	return file_boxoffice_inventory_v1_inventory_proto_rawDescGZIP(), []int{16}
+	return file_boxoffice_inventory_v1_inventory_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HoldChange) GetId() string {
@@ -1199,7 +1296,7 @@ var File_boxoffice_inventory_v1_inventory_proto protoreflect.FileDescriptor
 
 const file_boxoffice_inventory_v1_inventory_proto_rawDesc = "" +
 	"\n" +
-	"&boxoffice/inventory/v1/inventory.proto\x12\x16boxoffice.inventory.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"d\n" +
+	"&boxoffice/inventory/v1/inventory.proto\x12\x16boxoffice.inventory.v1\x1a boxoffice/common/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"d\n" +
 	"\x06Counts\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x1c\n" +
 	"\tavailable\x18\x02 \x01(\x05R\tavailable\x12\x12\n" +
@@ -1247,7 +1344,12 @@ const file_boxoffice_inventory_v1_inventory_proto_rawDesc = "" +
 	"\x12ConfirmHoldRequest\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\")\n" +
 	"\x0eGetHoldRequest\x12\x17\n" +
-	"\ahold_id\x18\x01 \x01(\tR\x06holdId\"\x84\x03\n" +
+	"\ahold_id\x18\x01 \x01(\tR\x06holdId\"H\n" +
+	"\x10ListHoldsRequest\x124\n" +
+	"\x04page\x18\x01 \x01(\v2 .boxoffice.common.v1.PageRequestR\x04page\"~\n" +
+	"\x11ListHoldsResponse\x122\n" +
+	"\x05holds\x18\x01 \x03(\v2\x1c.boxoffice.inventory.v1.HoldR\x05holds\x125\n" +
+	"\x04page\x18\x02 \x01(\v2!.boxoffice.common.v1.PageResponseR\x04page\"\x84\x03\n" +
 	"\x04Hold\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\bevent_id\x18\x02 \x01(\tR\aeventId\x12\x18\n" +
@@ -1290,7 +1392,7 @@ const file_boxoffice_inventory_v1_inventory_proto_rawDesc = "" +
 	"\x1cAVAILABILITY_LEVEL_AVAILABLE\x10\x01\x12\x1e\n" +
 	"\x1aAVAILABILITY_LEVEL_LIMITED\x10\x02\x12\x1f\n" +
 	"\x1bAVAILABILITY_LEVEL_SOLD_OUT\x10\x03\x12\x1e\n" +
-	"\x1aAVAILABILITY_LEVEL_UNKNOWN\x10\x042\xc1\x04\n" +
+	"\x1aAVAILABILITY_LEVEL_UNKNOWN\x10\x042\xa3\x05\n" +
 	"\tInventory\x12X\n" +
 	"\n" +
 	"GetSeatMap\x12).boxoffice.inventory.v1.GetSeatMapRequest\x1a\x1f.boxoffice.inventory.v1.SeatMap\x12\x81\x01\n" +
@@ -1298,7 +1400,8 @@ const file_boxoffice_inventory_v1_inventory_proto_rawDesc = "" +
 	"\tPlaceHold\x12(.boxoffice.inventory.v1.PlaceHoldRequest\x1a\x1c.boxoffice.inventory.v1.Hold\x12W\n" +
 	"\vReleaseHold\x12*.boxoffice.inventory.v1.ReleaseHoldRequest\x1a\x1c.boxoffice.inventory.v1.Hold\x12W\n" +
 	"\vConfirmHold\x12*.boxoffice.inventory.v1.ConfirmHoldRequest\x1a\x1c.boxoffice.inventory.v1.Hold\x12O\n" +
-	"\aGetHold\x12&.boxoffice.inventory.v1.GetHoldRequest\x1a\x1c.boxoffice.inventory.v1.HoldB8Z6boxoffice.dev/proto/boxoffice/inventory/v1;inventoryv1b\x06proto3"
+	"\aGetHold\x12&.boxoffice.inventory.v1.GetHoldRequest\x1a\x1c.boxoffice.inventory.v1.Hold\x12`\n" +
+	"\tListHolds\x12(.boxoffice.inventory.v1.ListHoldsRequest\x1a).boxoffice.inventory.v1.ListHoldsResponseB8Z6boxoffice.dev/proto/boxoffice/inventory/v1;inventoryv1b\x06proto3"
 
 var (
 	file_boxoffice_inventory_v1_inventory_proto_rawDescOnce sync.Once
@@ -1313,7 +1416,7 @@ func file_boxoffice_inventory_v1_inventory_proto_rawDescGZIP() []byte {
 }
 
 var file_boxoffice_inventory_v1_inventory_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_boxoffice_inventory_v1_inventory_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_boxoffice_inventory_v1_inventory_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_boxoffice_inventory_v1_inventory_proto_goTypes = []any{
 	(SeatStatus)(0),                      // 0: boxoffice.inventory.v1.SeatStatus
 	(HoldStatus)(0),                      // 1: boxoffice.inventory.v1.HoldStatus
@@ -1332,10 +1435,14 @@ var file_boxoffice_inventory_v1_inventory_proto_goTypes = []any{
 	(*ReleaseHoldRequest)(nil),           // 14: boxoffice.inventory.v1.ReleaseHoldRequest
 	(*ConfirmHoldRequest)(nil),           // 15: boxoffice.inventory.v1.ConfirmHoldRequest
 	(*GetHoldRequest)(nil),               // 16: boxoffice.inventory.v1.GetHoldRequest
-	(*Hold)(nil),                         // 17: boxoffice.inventory.v1.Hold
-	(*TicketCount)(nil),                  // 18: boxoffice.inventory.v1.TicketCount
-	(*HoldChange)(nil),                   // 19: boxoffice.inventory.v1.HoldChange
-	(*timestamppb.Timestamp)(nil),        // 20: google.protobuf.Timestamp
+	(*ListHoldsRequest)(nil),             // 17: boxoffice.inventory.v1.ListHoldsRequest
+	(*ListHoldsResponse)(nil),            // 18: boxoffice.inventory.v1.ListHoldsResponse
+	(*Hold)(nil),                         // 19: boxoffice.inventory.v1.Hold
+	(*TicketCount)(nil),                  // 20: boxoffice.inventory.v1.TicketCount
+	(*HoldChange)(nil),                   // 21: boxoffice.inventory.v1.HoldChange
+	(*v1.PageRequest)(nil),               // 22: boxoffice.common.v1.PageRequest
+	(*v1.PageResponse)(nil),              // 23: boxoffice.common.v1.PageResponse
+	(*timestamppb.Timestamp)(nil),        // 24: google.protobuf.Timestamp
 }
 var file_boxoffice_inventory_v1_inventory_proto_depIdxs = []int32{
 	6,  // 0: boxoffice.inventory.v1.SeatMap.sections:type_name -> boxoffice.inventory.v1.Section
@@ -1348,29 +1455,34 @@ var file_boxoffice_inventory_v1_inventory_proto_depIdxs = []int32{
 	12, // 7: boxoffice.inventory.v1.BatchGetAvailabilityResponse.availability:type_name -> boxoffice.inventory.v1.Availability
 	2,  // 8: boxoffice.inventory.v1.Availability.level:type_name -> boxoffice.inventory.v1.AvailabilityLevel
 	3,  // 9: boxoffice.inventory.v1.Availability.counts:type_name -> boxoffice.inventory.v1.Counts
-	1,  // 10: boxoffice.inventory.v1.Hold.status:type_name -> boxoffice.inventory.v1.HoldStatus
-	18, // 11: boxoffice.inventory.v1.Hold.tickets:type_name -> boxoffice.inventory.v1.TicketCount
-	20, // 12: boxoffice.inventory.v1.Hold.created_at:type_name -> google.protobuf.Timestamp
-	20, // 13: boxoffice.inventory.v1.Hold.expires_at:type_name -> google.protobuf.Timestamp
-	20, // 14: boxoffice.inventory.v1.HoldChange.occurred_at:type_name -> google.protobuf.Timestamp
-	17, // 15: boxoffice.inventory.v1.HoldChange.hold:type_name -> boxoffice.inventory.v1.Hold
-	4,  // 16: boxoffice.inventory.v1.Inventory.GetSeatMap:input_type -> boxoffice.inventory.v1.GetSeatMapRequest
-	10, // 17: boxoffice.inventory.v1.Inventory.BatchGetAvailability:input_type -> boxoffice.inventory.v1.BatchGetAvailabilityRequest
-	13, // 18: boxoffice.inventory.v1.Inventory.PlaceHold:input_type -> boxoffice.inventory.v1.PlaceHoldRequest
-	14, // 19: boxoffice.inventory.v1.Inventory.ReleaseHold:input_type -> boxoffice.inventory.v1.ReleaseHoldRequest
-	15, // 20: boxoffice.inventory.v1.Inventory.ConfirmHold:input_type -> boxoffice.inventory.v1.ConfirmHoldRequest
-	16, // 21: boxoffice.inventory.v1.Inventory.GetHold:input_type -> boxoffice.inventory.v1.GetHoldRequest
-	5,  // 22: boxoffice.inventory.v1.Inventory.GetSeatMap:output_type -> boxoffice.inventory.v1.SeatMap
-	11, // 23: boxoffice.inventory.v1.Inventory.BatchGetAvailability:output_type -> boxoffice.inventory.v1.BatchGetAvailabilityResponse
-	17, // 24: boxoffice.inventory.v1.Inventory.PlaceHold:output_type -> boxoffice.inventory.v1.Hold
-	17, // 25: boxoffice.inventory.v1.Inventory.ReleaseHold:output_type -> boxoffice.inventory.v1.Hold
-	17, // 26: boxoffice.inventory.v1.Inventory.ConfirmHold:output_type -> boxoffice.inventory.v1.Hold
-	17, // 27: boxoffice.inventory.v1.Inventory.GetHold:output_type -> boxoffice.inventory.v1.Hold
-	22, // [22:28] is the sub-list for method output_type
-	16, // [16:22] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	22, // 10: boxoffice.inventory.v1.ListHoldsRequest.page:type_name -> boxoffice.common.v1.PageRequest
+	19, // 11: boxoffice.inventory.v1.ListHoldsResponse.holds:type_name -> boxoffice.inventory.v1.Hold
+	23, // 12: boxoffice.inventory.v1.ListHoldsResponse.page:type_name -> boxoffice.common.v1.PageResponse
+	1,  // 13: boxoffice.inventory.v1.Hold.status:type_name -> boxoffice.inventory.v1.HoldStatus
+	20, // 14: boxoffice.inventory.v1.Hold.tickets:type_name -> boxoffice.inventory.v1.TicketCount
+	24, // 15: boxoffice.inventory.v1.Hold.created_at:type_name -> google.protobuf.Timestamp
+	24, // 16: boxoffice.inventory.v1.Hold.expires_at:type_name -> google.protobuf.Timestamp
+	24, // 17: boxoffice.inventory.v1.HoldChange.occurred_at:type_name -> google.protobuf.Timestamp
+	19, // 18: boxoffice.inventory.v1.HoldChange.hold:type_name -> boxoffice.inventory.v1.Hold
+	4,  // 19: boxoffice.inventory.v1.Inventory.GetSeatMap:input_type -> boxoffice.inventory.v1.GetSeatMapRequest
+	10, // 20: boxoffice.inventory.v1.Inventory.BatchGetAvailability:input_type -> boxoffice.inventory.v1.BatchGetAvailabilityRequest
+	13, // 21: boxoffice.inventory.v1.Inventory.PlaceHold:input_type -> boxoffice.inventory.v1.PlaceHoldRequest
+	14, // 22: boxoffice.inventory.v1.Inventory.ReleaseHold:input_type -> boxoffice.inventory.v1.ReleaseHoldRequest
+	15, // 23: boxoffice.inventory.v1.Inventory.ConfirmHold:input_type -> boxoffice.inventory.v1.ConfirmHoldRequest
+	16, // 24: boxoffice.inventory.v1.Inventory.GetHold:input_type -> boxoffice.inventory.v1.GetHoldRequest
+	17, // 25: boxoffice.inventory.v1.Inventory.ListHolds:input_type -> boxoffice.inventory.v1.ListHoldsRequest
+	5,  // 26: boxoffice.inventory.v1.Inventory.GetSeatMap:output_type -> boxoffice.inventory.v1.SeatMap
+	11, // 27: boxoffice.inventory.v1.Inventory.BatchGetAvailability:output_type -> boxoffice.inventory.v1.BatchGetAvailabilityResponse
+	19, // 28: boxoffice.inventory.v1.Inventory.PlaceHold:output_type -> boxoffice.inventory.v1.Hold
+	19, // 29: boxoffice.inventory.v1.Inventory.ReleaseHold:output_type -> boxoffice.inventory.v1.Hold
+	19, // 30: boxoffice.inventory.v1.Inventory.ConfirmHold:output_type -> boxoffice.inventory.v1.Hold
+	19, // 31: boxoffice.inventory.v1.Inventory.GetHold:output_type -> boxoffice.inventory.v1.Hold
+	18, // 32: boxoffice.inventory.v1.Inventory.ListHolds:output_type -> boxoffice.inventory.v1.ListHoldsResponse
+	26, // [26:33] is the sub-list for method output_type
+	19, // [19:26] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_boxoffice_inventory_v1_inventory_proto_init() }
@@ -1384,7 +1496,7 @@ func file_boxoffice_inventory_v1_inventory_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_boxoffice_inventory_v1_inventory_proto_rawDesc), len(file_boxoffice_inventory_v1_inventory_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

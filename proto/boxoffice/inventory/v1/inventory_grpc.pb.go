@@ -27,6 +27,7 @@ const (
 	Inventory_ReleaseHold_FullMethodName          = "/boxoffice.inventory.v1.Inventory/ReleaseHold"
 	Inventory_ConfirmHold_FullMethodName          = "/boxoffice.inventory.v1.Inventory/ConfirmHold"
 	Inventory_GetHold_FullMethodName              = "/boxoffice.inventory.v1.Inventory/GetHold"
+	Inventory_ListHolds_FullMethodName            = "/boxoffice.inventory.v1.Inventory/ListHolds"
 )
 
 // InventoryClient is the client API for Inventory service.
@@ -53,6 +54,9 @@ type InventoryClient interface {
 	ConfirmHold(ctx context.Context, in *ConfirmHoldRequest, opts ...grpc.CallOption) (*Hold, error)
 	// GetHold returns a hold in any state.
 	GetHold(ctx context.Context, in *GetHoldRequest, opts ...grpc.CallOption) (*Hold, error)
+	// ListHolds returns the calling user's holds in any state, newest first (UNAUTHENTICATED
+	// without a user): the "my holds" screen of the BFFs.
+	ListHolds(ctx context.Context, in *ListHoldsRequest, opts ...grpc.CallOption) (*ListHoldsResponse, error)
 }
 
 type inventoryClient struct {
@@ -123,6 +127,16 @@ func (c *inventoryClient) GetHold(ctx context.Context, in *GetHoldRequest, opts 
 	return out, nil
 }
 
+func (c *inventoryClient) ListHolds(ctx context.Context, in *ListHoldsRequest, opts ...grpc.CallOption) (*ListHoldsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListHoldsResponse)
+	err := c.cc.Invoke(ctx, Inventory_ListHolds_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // InventoryServer is the server API for Inventory service.
 // All implementations must embed UnimplementedInventoryServer
 // for forward compatibility.
@@ -147,6 +161,9 @@ type InventoryServer interface {
 	ConfirmHold(context.Context, *ConfirmHoldRequest) (*Hold, error)
 	// GetHold returns a hold in any state.
 	GetHold(context.Context, *GetHoldRequest) (*Hold, error)
+	// ListHolds returns the calling user's holds in any state, newest first (UNAUTHENTICATED
+	// without a user): the "my holds" screen of the BFFs.
+	ListHolds(context.Context, *ListHoldsRequest) (*ListHoldsResponse, error)
 	mustEmbedUnimplementedInventoryServer()
 }
 
@@ -174,6 +191,9 @@ func (UnimplementedInventoryServer) ConfirmHold(context.Context, *ConfirmHoldReq
 }
 func (UnimplementedInventoryServer) GetHold(context.Context, *GetHoldRequest) (*Hold, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetHold not implemented")
+}
+func (UnimplementedInventoryServer) ListHolds(context.Context, *ListHoldsRequest) (*ListHoldsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListHolds not implemented")
 }
 func (UnimplementedInventoryServer) mustEmbedUnimplementedInventoryServer() {}
 func (UnimplementedInventoryServer) testEmbeddedByValue()                   {}
@@ -304,6 +324,24 @@ func _Inventory_GetHold_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Inventory_ListHolds_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListHoldsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(InventoryServer).ListHolds(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Inventory_ListHolds_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(InventoryServer).ListHolds(ctx, req.(*ListHoldsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Inventory_ServiceDesc is the grpc.ServiceDesc for Inventory service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -334,6 +372,10 @@ var Inventory_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetHold",
 			Handler:    _Inventory_GetHold_Handler,
+		},
+		{
+			MethodName: "ListHolds",
+			Handler:    _Inventory_ListHolds_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
