@@ -1,0 +1,138 @@
+// lab.js is the algorithm lab page: it sends the trace and the limit to POST /api/lab, which
+// replays them on the gateway's in-memory limiters (the engine of `boxoffice lab`), and draws
+// each algorithm's decisions side by side.
+
+import { colours, cycle, laneChart, lineChart } from "./charts.js";
+import { getJSON, postJSON } from "./api.js";
+import { clear, el } from "./dom.js";
+
+const form = document.getElementById("lab-form");
+const traceBox = document.getElementById("trace");
+const preset = document.getElementById("preset");
+const errorBox = document.getElementById("lab-error");
+const algorithmsBox = document.getElementById("algorithms");
+
+let lanes = null;
+let cumulative = null;
+
+async function loadPreset(name) {
+  const resp = await fetch(`traces/${encodeURIComponent(name)}.trace`);
+  if (!resp.ok) throw new Error(`sample trace ${name}: ${resp.status}`);
+  traceBox.value = await resp.text();
+  // Each sample says in its comment which limit shows it best; the form starts from that.
+  const m = traceBox.value.match(/--limit (\d+) --window (\S+)(?: --burst (\d+))?/);
+  if (m) {
+    form.limit.value = m[1];
+    form.window.value = m[2].replace(/[:,.]$/, "");
+    form.burst.value = m[3] ?? "0";
+  }
+}
+
+function chosenAlgorithms() {
+  return [...algorithmsBox.querySelectorAll("input:checked")].map((i) => i.value);
+}
+
+function request() {
+  return {
+    trace: traceBox.value,
+    limit: Number(form.limit.value),
+    window: form.window.value.trim(),
+    burst: Number(form.burst.value || 0),
+    algorithms: chosenAlgorithms(),
+  };
+}
+
+function showCommand(req) {
+  let cmd = `boxoffice lab --trace my.trace --limit ${req.limit} --window ${req.window}`;
+  if (req.burst) cmd += ` --burst ${req.burst}`;
+  if (req.algorithms.length && req.algorithms.length < algorithmsBox.querySelectorAll("input").length) {
+    cmd += ` --algorithms ${req.algorithms.join(",")}`;
+  }
+  document.getElementById("cli").textContent = cmd + " --json";
+}
+
+async function replay() {
+  const req = request();
+  showCommand(req);
+  errorBox.textContent = "";
+  let answer;
+  try {
+    answer = await postJSON("api/lab", req);
+  } catch (err) {
+    errorBox.textContent = err.message;
+    return;
+  }
+  drawSummary(answer, req);
+  drawCharts(answer);
+  drawDecisions(answer);
+  document.body.dataset.replayed = String(answer.requests.length);
+}
+
+function drawSummary({ requests, results }, req) {
+  const box = document.getElementById("summary");
+  clear(box);
+  box.append(el("p", {}, `${requests.length} requests, limit ${req.limit} per ${req.window}` + (req.burst ? `, burst ${req.burst}` : "") + "."));
+  const table = el("table", { id: "summary-table" },
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "algorithm"), el("th", { scope: "col", class: "num" }, "allowed"), el("th", { scope: "col", class: "num" }, "denied"))),
+    el("tbody", {}, ...results.map((r) => el("tr", { "data-algorithm": r.algorithm },
+      el("th", { scope: "row" }, r.algorithm),
+      el("td", { class: "num" }, String(r.allowed)),
+      el("td", { class: "num" }, String(r.denied))))));
+  box.append(table);
+}
+
+function drawCharts({ requests, results }) {
+  const xs = requests.map((q) => q.at);
+  const names = results.map((r) => r.algorithm);
+
+  const laneBox = document.getElementById("lanes");
+  lanes?.plot.destroy();
+  clear(laneBox);
+  lanes = laneChart(laneBox, { lanes: names, xs, marks: results.map((r) => r.decisions) });
+
+  const cumBox = document.getElementById("cumulative");
+  cumulative?.plot.destroy();
+  clear(cumBox);
+  const running = (flags) => { let n = 0; return flags.map((f, i) => (n += f ? requests[i].cost : 0)); };
+  let sent = 0;
+  cumulative = lineChart(cumBox, {
+    yLabel: "cost units",
+    xLabel: "time in the trace",
+    step: true,
+    series: [
+      { label: "sent", colour: colours.muted, dash: [6, 4] },
+      ...results.map((r, i) => ({ label: r.algorithm, colour: cycle[i % cycle.length] })),
+    ],
+  });
+  cumulative.setData(xs, [requests.map((q) => (sent += q.cost)), ...results.map((r) => running(r.decisions))]);
+}
+
+function drawDecisions({ requests, results }) {
+  const box = document.getElementById("decisions");
+  clear(box);
+  const head = el("tr", {}, el("th", { scope: "col", class: "num" }, "#"), el("th", { scope: "col", class: "num" }, "time (s)"),
+    el("th", { scope: "col" }, "key"), el("th", { scope: "col", class: "num" }, "cost"),
+    ...results.map((r) => el("th", { scope: "col" }, r.algorithm)));
+  const rows = requests.map((q, i) => {
+    const flags = results.map((r) => r.decisions[i]);
+    const disagree = flags.some((f) => f !== flags[0]);
+    return el("tr", disagree ? { class: "disagree" } : {},
+      el("td", { class: "num" }, String(i + 1)), el("td", { class: "num" }, q.at.toFixed(3)),
+      el("td", {}, q.key || "(none)"), el("td", { class: "num" }, String(q.cost)),
+      ...flags.map((f) => el("td", { class: f ? "allowed" : "denied" }, f ? "✓ allowed" : "✗ denied")));
+  });
+  box.append(el("table", { id: "decision-table" }, el("thead", {}, head), el("tbody", {}, ...rows)));
+}
+
+async function start() {
+  const { algorithms } = await getJSON("api/lab");
+  for (const name of algorithms) {
+    algorithmsBox.append(el("label", {}, el("input", { type: "checkbox", name: "algorithm", value: name, checked: "" }), name));
+  }
+  await loadPreset(preset.value);
+  preset.addEventListener("change", async () => { await loadPreset(preset.value); await replay(); });
+  form.addEventListener("submit", (e) => { e.preventDefault(); replay(); });
+  await replay();
+}
+
+start().catch((err) => { errorBox.textContent = err.message; });
