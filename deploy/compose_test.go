@@ -3,6 +3,9 @@ package deploy
 import (
 	"context"
 	"crypto/ed25519"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,5 +98,25 @@ func TestComposeWaitroomKeys(t *testing.T) {
 				t.Errorf("service %s: WAITROOM_PUBLIC_KEY = %s, want %s, the public half of WAITROOM_SIGNING_KEY", name, got, want)
 			}
 		}
+	}
+}
+
+// TestComposeMemoryStated keeps deploy/README.md's figure the sum the compose file adds up to.
+func TestComposeMemoryStated(t *testing.T) {
+	w := loadWorkspace(t)
+	p, err := LoadCompose(context.Background(), w.Root, "docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, _ := ComposeMemory(p)
+	readme, err := os.ReadFile(filepath.Join(w.Root, "deploy", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("**%d MiB**", total>>20); !strings.Contains(string(readme), want) {
+		t.Errorf("deploy/README.md does not state the memory limits' sum %s: update it", want)
+	}
+	if total > MemoryBudget || total < MemoryBudget/4 {
+		t.Errorf("ComposeMemory = %d MiB, want within the budget of %d MiB (and not implausibly low)", total>>20, MemoryBudget>>20)
 	}
 }

@@ -219,7 +219,8 @@ func (w *Workspace) readEnv() error {
 	if len(w.Deployables) == 0 {
 		return nil
 	}
-	args := []string{"list", "-deps", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{join .GoFiles \",\"}}\t{{join .Deps \",\"}}"}
+	// -e: a package that does not build is still listed; building is not this check's job.
+	args := []string{"list", "-e", "-deps", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{join .GoFiles \",\"}}\t{{join .Deps \",\"}}"}
 	for _, d := range w.Deployables {
 		args = append(args, d.Main)
 	}
