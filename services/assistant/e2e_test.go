@@ -3,8 +3,6 @@ package assistant_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"boxoffice.dev/platform/testkit"
@@ -25,10 +22,10 @@ import (
 // questions over REST and gRPC. The clock is the real one, so the checks hold on any day:
 // every listed event matches what the assistant says it understood.
 func TestEndToEnd(t *testing.T) {
-	catalogGRPC := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	start(t, "catalog", catalog.Run, map[string]string{"SEED_DEMO": "true", "GRPC_ADDR": catalogGRPC})
-	asst := start(t, "assistant", assistant.Run, map[string]string{"CATALOG_GRPC_ADDR": catalogGRPC})
-	url := "http://" + asst.http + "/v1/assistant/ask"
+	cat := testkit.RunProcess(t, catalog.Run, map[string]string{"SEED_DEMO": "true"})
+	asst := testkit.RunProcess(t, assistant.Run, map[string]string{"CATALOG_GRPC_ADDR": cat.GRPCAddr})
+	testkit.Eventually(t, 10*time.Second, "catalog and assistant ready", func() bool { return cat.Ready() && asst.Ready() })
+	url := asst.HTTPURL + "/v1/assistant/ask"
 
 	t.Run("listing and counting", func(t *testing.T) {
 		// São Paulo's demo acts under 200 reais: six acts, two nights each.
@@ -89,15 +86,10 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("grpc", func(t *testing.T) {
-		conn, err := grpc.NewClient(asst.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		var header metadata.MD
-		res, err := assistantv1.NewAssistantClient(conn).Ask(ctx, &assistantv1.AskRequest{Question: "classical in berlin"}, grpc.Header(&header))
+		res, err := assistantv1.NewAssistantClient(asst.Dial(t)).Ask(ctx, &assistantv1.AskRequest{Question: "classical in berlin"}, grpc.Header(&header))
 		if err != nil {
 			t.Fatalf("Ask: %v", err)
 		}
@@ -125,41 +117,4 @@ func ask(t *testing.T, url, question string) (assistant.Answer, int) {
 		t.Fatalf("ask %q: %s = %q", question, assistant.TokensHeader, res.Header.Get(assistant.TokensHeader))
 	}
 	return ans, tokens
-}
-
-// process is one service running in-process on free loopback ports.
-type process struct{ http, grpc string }
-
-// start runs run with env plus free HTTP and gRPC addresses and a data directory, waits
-// until it is ready, and stops it when the test ends, checking it returned nil.
-func start(t *testing.T, name string, run func(context.Context, []string, func(string) string, io.Writer, io.Writer) error, env map[string]string) process {
-	t.Helper()
-	p := process{http: fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)), grpc: fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))}
-	full := map[string]string{"HTTP_ADDR": p.http, "GRPC_ADDR": p.grpc, "DATA_DIR": t.TempDir(), "LOG_LEVEL": "error"}
-	for k, v := range env {
-		full[k] = v
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, func(k string) string { return full[k] }, io.Discard, io.Discard) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("%s: Run() = %v, want nil", name, err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Errorf("%s: Run did not return after cancel", name)
-		}
-	})
-	testkit.Eventually(t, 10*time.Second, name+" ready", func() bool {
-		res, err := http.Get("http://" + p.http + "/readyz")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
-	return p
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -14,9 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"boxoffice.dev/platform/identity"
@@ -25,60 +22,21 @@ import (
 	"boxoffice.dev/services/auth/token"
 )
 
-// process is one auth process run in-process by startAuth.
+// process is one auth process run in-process by startAuth, with what the tests reach it by.
 type process struct {
 	base string // http://127.0.0.1:port
 	grpc authv1.AuthClient
 	nats string
 }
 
-// startAuth runs the whole service on free ports with SQLite in a temporary directory and an
-// embedded NATS, waits until it is ready, and stops it (checking Run returned nil) when the
-// test ends.
+// startAuth runs the whole service (testkit.RunProcess) with an embedded NATS and the demo
+// data, and waits until it is ready.
 func startAuth(t *testing.T) *process {
 	t.Helper()
 	ns := testkit.StartNATS(t)
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	grpcAddr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	env := map[string]string{
-		"HTTP_ADDR": httpAddr, "GRPC_ADDR": grpcAddr, "DATA_DIR": t.TempDir(),
-		"NATS_URL": ns.ClientURL(), "SEED_DEMO": "true", "LOG_LEVEL": "error",
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, nil, func(k string) string { return env[k] }, io.Discard, io.Discard) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run() = %v, want nil after cancel", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Errorf("Run() did not return within 15s of cancel")
-		}
-	})
-	p := &process{base: "http://" + httpAddr, nats: ns.ClientURL()}
-	testkit.Eventually(t, 20*time.Second, "auth /readyz answers 200", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("Run() ended early: %v", err)
-		default:
-		}
-		resp, err := http.Get(p.base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	p.grpc = authv1.NewAuthClient(conn)
-	return p
+	proc := testkit.RunProcess(t, Run, map[string]string{"NATS_URL": ns.ClientURL(), "SEED_DEMO": "true"})
+	testkit.Eventually(t, 20*time.Second, "auth /readyz answers 200", proc.Ready)
+	return &process{base: proc.HTTPURL, grpc: authv1.NewAuthClient(proc.Dial(t)), nats: ns.ClientURL()}
 }
 
 // response is what call returns.

@@ -14,9 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"boxoffice.dev/platform/testkit"
@@ -30,34 +28,9 @@ import (
 // change events on the CATALOG stream.
 func TestEndToEnd(t *testing.T) {
 	natsURL := testkit.StartNATS(t).ClientURL()
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	grpcAddr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	env := map[string]string{
-		"HTTP_ADDR": httpAddr, "GRPC_ADDR": grpcAddr, "DATA_DIR": t.TempDir(),
-		"NATS_URL": natsURL, "SEED_DEMO": "true", "LOG_LEVEL": "warn",
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- catalog.Run(ctx, nil, func(k string) string { return env[k] }, io.Discard, io.Discard) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run() = %v, want nil", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	}()
-	base := "http://" + httpAddr
-	testkit.Eventually(t, 15*time.Second, "catalog ready", func() bool {
-		res, err := http.Get(base + "/readyz")
-		if err == nil {
-			res.Body.Close()
-		}
-		return err == nil && res.StatusCode == http.StatusOK
-	})
+	proc := testkit.RunProcess(t, catalog.Run, map[string]string{"NATS_URL": natsURL, "SEED_DEMO": "true"})
+	base := proc.HTTPURL
+	testkit.Eventually(t, 15*time.Second, "catalog ready", proc.Ready)
 
 	t.Run("list by city ignores accents", func(t *testing.T) {
 		var page struct {
@@ -123,12 +96,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	t.Run("grpc", func(t *testing.T) {
-		conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		c := catalogv1.NewCatalogClient(conn)
+		c := catalogv1.NewCatalogClient(proc.Dial(t))
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -15,9 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"boxoffice.dev/platform/identity"
@@ -26,36 +23,6 @@ import (
 	"boxoffice.dev/services/waitroom"
 	"boxoffice.dev/services/waitroom/pass"
 )
-
-// startProcess runs one BoxOffice process in-process with env plus free loopback addresses,
-// waits for /readyz, and stops it (checking Run returned nil) when the test ends. It
-// returns the HTTP base URL and the gRPC address.
-func startProcess(t *testing.T, run func(context.Context, []string, func(string) string, io.Writer, io.Writer) error, env map[string]string) (base, grpcAddr string) {
-	t.Helper()
-	env["HTTP_ADDR"] = fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	env["GRPC_ADDR"] = fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	env["DATA_DIR"] = t.TempDir()
-	env["LOG_LEVEL"] = "error"
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, io.Discard, io.Discard) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v, want nil after cancel", err)
-		}
-	})
-	base = "http://" + env["HTTP_ADDR"]
-	testkit.Eventually(t, 10*time.Second, base+"/readyz answers 200", func() bool {
-		res, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
-	return base, env["GRPC_ADDR"]
-}
 
 // do makes one REST request as user ("" = anonymous) with optional headers (name, value…),
 // decodes a JSON answer into out and returns the status.
@@ -98,9 +65,11 @@ type problemBody struct {
 
 func TestEndToEnd(t *testing.T) {
 	ns := testkit.StartNATS(t)
-	base, addr := startProcess(t, Run, map[string]string{
+	inv := testkit.RunProcess(t, Run, map[string]string{
 		"NATS_URL": ns.ClientURL(), "HOLD_TTL": "3s", "HOLD_SWEEP_INTERVAL": "50ms",
 	})
+	testkit.Eventually(t, 10*time.Second, "inventory ready", inv.Ready)
+	base := inv.HTTPURL
 	layout := Layout{Sections: []SectionLayout{{ID: "A", Class: "plateia", Rows: 2, SeatsPerRow: 5}}, GA: []GAClass{{Class: "pista", Capacity: 4}}}
 	var m SeatMap
 	if code := do(t, http.MethodPut, base+"/v1/admin/events/evt-001/seatmap", "", layout, &m); code != http.StatusOK || m.Counts.Total != 14 {
@@ -160,12 +129,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// gRPC: place for a user, confirm as the order saga (no user), idempotently.
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := inventoryv1.NewInventoryClient(conn)
+	client := inventoryv1.NewInventoryClient(inv.Dial(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	asFan := identity.OutgoingContext(ctx, identity.Identity{User: "acc-3"})
@@ -303,12 +267,14 @@ func streamEvents(t *testing.T, url string) []string {
 func TestFlashSaleWithARealWaitroom(t *testing.T) {
 	rds := testkit.StartRedis(t)
 	priv := ed25519.NewKeyFromSeed([]byte(strings.Repeat("w", ed25519.SeedSize)))
-	wrBase, _ := startProcess(t, waitroom.Run, map[string]string{
+	wr := testkit.RunProcess(t, waitroom.Run, map[string]string{
 		"REDIS_URL": rds.URL(), "WAITROOM_SIGNING_KEY": pass.EncodePrivateKey(priv), "WAITROOM_ADMIT_INTERVAL": "20ms",
 	})
-	base, _ := startProcess(t, Run, map[string]string{
+	inv := testkit.RunProcess(t, Run, map[string]string{
 		"WAITROOM_PUBLIC_KEY": pass.EncodePublicKey(priv.Public().(ed25519.PublicKey)),
 	})
+	testkit.Eventually(t, 10*time.Second, "waitroom and inventory ready", func() bool { return wr.Ready() && inv.Ready() })
+	wrBase, base := wr.HTTPURL, inv.HTTPURL
 	flash := Layout{FlashSale: true, Sections: []SectionLayout{{ID: "A", Class: "plateia", Rows: 1, SeatsPerRow: 4}}}
 	if code := do(t, http.MethodPut, base+"/v1/admin/events/evt-flash/seatmap", "", flash, nil); code != http.StatusOK {
 		t.Fatalf("PUT seatmap = %d", code)

@@ -3,8 +3,6 @@ package notification
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,9 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
@@ -27,31 +23,8 @@ import (
 
 func TestEndToEnd(t *testing.T) {
 	srv := testkit.StartNATS(t)
-	env := map[string]string{
-		"HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
-		"GRPC_ADDR": fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
-		"DATA_DIR":  t.TempDir(),
-		"NATS_URL":  srv.ClientURL(),
-		"LOG_LEVEL": "error",
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, nil, func(k string) string { return env[k] }, io.Discard, io.Discard) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v, want nil after cancel", err)
-		}
-	}()
-	base := "http://" + env["HTTP_ADDR"]
-	testkit.Eventually(t, 10*time.Second, "notification /healthz answers 200", func() bool {
-		res, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
+	proc := testkit.RunProcess(t, Run, map[string]string{"NATS_URL": srv.ClientURL()})
+	base, ctx := proc.HTTPURL, context.Background()
 
 	// The producer's stream appears after notification started, as when order starts later.
 	nc, err := nats.Connect(srv.ClientURL())
@@ -99,12 +72,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("GET ?limit=abc = %d %s field %q, want 400 problem+json naming limit", res.StatusCode, res.Header.Get("Content-Type"), p.Field)
 	}
 
-	conn, err := grpc.NewClient(env["GRPC_ADDR"], grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := notificationv1.NewNotificationClient(conn)
+	client := notificationv1.NewNotificationClient(proc.Dial(t))
 	callCtx, callCancel := context.WithTimeout(identity.OutgoingContext(ctx, identity.Identity{User: "acc_9"}), 5*time.Second)
 	defer callCancel()
 	list, err := client.ListNotifications(callCtx, &notificationv1.ListNotificationsRequest{Page: &commonv1.PageRequest{PageSize: 5}})

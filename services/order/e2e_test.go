@@ -106,7 +106,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("gRPC", func(t *testing.T) {
-		client := orderv1.NewOrderClient(s.order.dial(t))
+		client := orderv1.NewOrderClient(s.order.Dial(t))
 		ctx, cancel := context.WithTimeout(identity.OutgoingContext(context.Background(), identity.Identity{User: "acc_4"}), 10*time.Second)
 		defer cancel()
 		holdID := s.hold(t, eventID, "acc_4", classDecline)

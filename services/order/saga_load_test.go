@@ -67,8 +67,10 @@ func TestSagaUnderPaymentFaults(t *testing.T) {
 	}
 	// Half the orders, a notification restart while their sagas run, the other half.
 	parallel(orders/2, 16, place)
-	s.notification.stop()
-	s.notification.start(t)
+	if err := s.notification.Stop(); err != nil {
+		t.Errorf("notification: Run = %v, want nil after cancel", err)
+	}
+	s.notification.Start(t)
 	parallel(orders/2, 16, func(i int) { place(orders/2 + i) })
 	if t.Failed() {
 		t.FailNow()
@@ -91,7 +93,7 @@ func TestSagaUnderPaymentFaults(t *testing.T) {
 	s.payment.do(t, http.MethodPut, "/control", "", map[string]any{}, http.StatusOK, nil) // faults over: read the records
 
 	charges := s.chargesByOrder(t)
-	inventory := inventoryv1.NewInventoryClient(s.inventory.dial(t))
+	inventory := inventoryv1.NewInventoryClient(s.inventory.Dial(t))
 	var mu sync.Mutex
 	confirmed := map[string]int{}
 	reasons := map[string]int{}

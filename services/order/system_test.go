@@ -2,16 +2,12 @@ package order
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/server"
@@ -31,75 +27,33 @@ type system struct {
 	order                                     *process
 }
 
-// process is one running service: its addresses and how to stop it.
+// process is one running service of the system, named in failure messages.
 type process struct {
-	name     string
-	http     string // base URL
-	grpcAddr string
-	env      map[string]string
-	run      server.RunFunc
-	stop     func()
+	*testkit.Process
+	name string
 }
 
-// start runs p until stopped or the test ends, and waits for its /healthz.
-func (p *process) start(t *testing.T) {
+// startProcess runs one service (testkit.RunProcess) on the system's NATS, with extra
+// variables, and waits for its /healthz.
+func startProcess(t *testing.T, name string, run server.RunFunc, nats string, extra map[string]string) *process {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- p.run(ctx, []string{p.name}, func(k string) string { return p.env[k] }, io.Discard, io.Discard)
-	}()
-	stopped := false
-	p.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("%s: Run = %v, want nil after cancel", p.name, err)
-		}
-	}
-	t.Cleanup(p.stop)
-	testkit.Eventually(t, 15*time.Second, p.name+" /healthz answers 200", func() bool {
-		res, err := http.Get(p.http + "/healthz")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
-}
-
-func newProcess(t *testing.T, name string, run server.RunFunc, nats string, extra map[string]string) *process {
-	t.Helper()
-	httpAddr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	grpcAddr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	env := map[string]string{"HTTP_ADDR": httpAddr, "GRPC_ADDR": grpcAddr, "DATA_DIR": t.TempDir(), "NATS_URL": nats, "LOG_LEVEL": "error"}
-	for k, v := range extra {
-		env[k] = v
-	}
-	return &process{name: name, http: "http://" + httpAddr, grpcAddr: grpcAddr, env: env, run: run}
+	env := map[string]string{"NATS_URL": nats}
+	maps.Copy(env, extra)
+	return &process{Process: testkit.RunProcess(t, run, env), name: name}
 }
 
 // startSystem starts every service; orderEnv and paymentEnv add to those two's variables.
 func startSystem(t *testing.T, orderEnv, paymentEnv map[string]string) *system {
 	t.Helper()
 	s := &system{nats: testkit.StartNATS(t).ClientURL()}
-	s.catalog = newProcess(t, "catalog", catalog.Run, s.nats, nil)
-	s.inventory = newProcess(t, "inventory", inventory.Run, s.nats, nil)
-	s.payment = newProcess(t, "payment", payment.Run, s.nats, paymentEnv)
-	s.notification = newProcess(t, "notification", notification.Run, s.nats, nil)
-	for _, p := range []*process{s.catalog, s.inventory, s.payment, s.notification} {
-		p.start(t)
-	}
-	env := map[string]string{"PAYMENT_GRPC_ADDR": s.payment.grpcAddr, "INVENTORY_GRPC_ADDR": s.inventory.grpcAddr,
-		"CATALOG_GRPC_ADDR": s.catalog.grpcAddr}
-	for k, v := range orderEnv {
-		env[k] = v
-	}
-	s.order = newProcess(t, "order", Run, s.nats, env)
-	s.order.start(t)
+	s.catalog = startProcess(t, "catalog", catalog.Run, s.nats, nil)
+	s.inventory = startProcess(t, "inventory", inventory.Run, s.nats, nil)
+	s.payment = startProcess(t, "payment", payment.Run, s.nats, paymentEnv)
+	s.notification = startProcess(t, "notification", notification.Run, s.nats, nil)
+	env := map[string]string{"PAYMENT_GRPC_ADDR": s.payment.GRPCAddr, "INVENTORY_GRPC_ADDR": s.inventory.GRPCAddr,
+		"CATALOG_GRPC_ADDR": s.catalog.GRPCAddr}
+	maps.Copy(env, orderEnv)
+	s.order = startProcess(t, "order", Run, s.nats, env)
 	return s
 }
 
@@ -170,7 +124,7 @@ func (p *process) send(t testing.TB, method, path, account string, headers map[s
 		}
 		r = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, p.http+path, r)
+	req, err := http.NewRequest(method, p.HTTPURL+path, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,17 +142,6 @@ func (p *process) send(t testing.TB, method, path, account string, headers map[s
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
 	return res.StatusCode, res.Header, raw
-}
-
-// dial opens a gRPC connection to p, closed when the test ends.
-func (p *process) dial(t *testing.T) *grpc.ClientConn {
-	t.Helper()
-	conn, err := grpc.NewClient(p.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
 }
 
 // order fetches account's order id over REST.

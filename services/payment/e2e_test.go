@@ -3,16 +3,13 @@ package payment
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
@@ -21,46 +18,9 @@ import (
 	"boxoffice.dev/platform/testkit"
 )
 
-// runPayment runs the whole payment process in-process on free loopback ports and returns
-// its HTTP base URL and gRPC address. The process is stopped, and Run's result checked, when
-// the test ends.
-func runPayment(t *testing.T) (base, grpcAddr string) {
-	t.Helper()
-	env := map[string]string{
-		"HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
-		"GRPC_ADDR": fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
-		"DATA_DIR":  t.TempDir(),
-		"LOG_LEVEL": "error",
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, nil, func(k string) string { return env[k] }, io.Discard, io.Discard) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v, want nil after cancel", err)
-		}
-	})
-	base = "http://" + env["HTTP_ADDR"]
-	testkit.Eventually(t, 10*time.Second, "payment /healthz answers 200", func() bool {
-		res, err := http.Get(base + "/healthz")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
-	return base, env["GRPC_ADDR"]
-}
-
 func TestEndToEnd(t *testing.T) {
-	base, addr := runPayment(t)
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := paymentv1.NewPaymentClient(conn)
+	p := testkit.RunProcess(t, Run, nil)
+	base, client := p.HTTPURL, paymentv1.NewPaymentClient(p.Dial(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 

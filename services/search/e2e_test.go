@@ -11,53 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
-	"boxoffice.dev/platform/server"
 	"boxoffice.dev/platform/testkit"
 	searchv1 "boxoffice.dev/proto/boxoffice/search/v1"
 	"boxoffice.dev/services/catalog"
 	"boxoffice.dev/services/search"
 )
 
-// process is one service running in-process on free loopback ports.
-type process struct {
-	http, grpc string
-}
-
-// start runs run with env plus free HTTP and gRPC addresses and a data directory, and stops
-// it when the test ends, checking it returned nil.
-func start(t *testing.T, name string, run server.RunFunc, env map[string]string) process {
-	t.Helper()
-	p := process{
-		http: fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
-		grpc: fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
-	}
-	full := map[string]string{"HTTP_ADDR": p.http, "GRPC_ADDR": p.grpc, "DATA_DIR": t.TempDir(), "LOG_LEVEL": "error"}
-	for k, v := range env {
-		full[k] = v
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, func(k string) string { return full[k] }, io.Discard, io.Discard) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("%s: Run() = %v, want nil", name, err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Errorf("%s: Run did not return after cancel", name)
-		}
-	})
-	testkit.Eventually(t, 10*time.Second, name+" alive", func() bool { return status(p.http, "/healthz") == http.StatusOK })
-	return p
-}
-
-func status(addr, path string) int {
-	res, err := http.Get("http://" + addr + path)
+// status is the status code of GET url, 0 when the request fails.
+func status(url string) int {
+	res, err := http.Get(url)
 	if err != nil {
 		return 0
 	}
@@ -70,17 +32,17 @@ func status(addr, path string) int {
 func TestEndToEnd(t *testing.T) {
 	natsURL := testkit.StartNATS(t).ClientURL()
 	catalogGRPC := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
-	srch := start(t, "search", search.Run, map[string]string{"NATS_URL": natsURL, "CATALOG_GRPC_ADDR": catalogGRPC})
-	if got := status(srch.http, "/readyz"); got != http.StatusServiceUnavailable {
+	srch := testkit.RunProcess(t, search.Run, map[string]string{"NATS_URL": natsURL, "CATALOG_GRPC_ADDR": catalogGRPC})
+	if got := status(srch.HTTPURL + "/readyz"); got != http.StatusServiceUnavailable {
 		t.Errorf("search /readyz without a catalog = %d, want 503", got)
 	}
 
-	cat := start(t, "catalog", catalog.Run, map[string]string{"NATS_URL": natsURL, "SEED_DEMO": "true", "GRPC_ADDR": catalogGRPC})
-	testkit.Eventually(t, 15*time.Second, "search ready", func() bool { return status(srch.http, "/readyz") == http.StatusOK })
+	cat := testkit.RunProcess(t, catalog.Run, map[string]string{"NATS_URL": natsURL, "SEED_DEMO": "true", "GRPC_ADDR": catalogGRPC})
+	testkit.Eventually(t, 15*time.Second, "search ready", srch.Ready)
 
 	// A venue spelt without accents, to search for it with them.
-	post(t, "http://"+cat.http+"/v1/admin/venues", `{"id":"ven-sp-plain","name":"Galpao","city":"Sao Paulo","country":"BR","capacity":300}`)
-	post(t, "http://"+cat.http+"/v1/admin/events", `{"id":"evt-plain","title":"Quarteto de Cordas","venue_id":"ven-sp-plain",
+	post(t, cat.HTTPURL+"/v1/admin/venues", `{"id":"ven-sp-plain","name":"Galpao","city":"Sao Paulo","country":"BR","capacity":300}`)
+	post(t, cat.HTTPURL+"/v1/admin/events", `{"id":"evt-plain","title":"Quarteto de Cordas","venue_id":"ven-sp-plain",
 		"starts_at":"2031-02-01T20:00:00Z","on_sale_at":"2031-01-01T10:00:00Z",
 		"ticket_classes":[{"id":"ga","name":"Pista","price":{"currency":"BRL","minor":5000},"capacity":300}]}`)
 
@@ -109,7 +71,7 @@ func TestEndToEnd(t *testing.T) {
 		if hits := find(t, srch, "zebrafish", ""); len(hits) != 0 {
 			t.Fatalf("zebrafish found before the change: %v", hits)
 		}
-		req, _ := http.NewRequest(http.MethodPatch, "http://"+cat.http+"/v1/admin/events/evt-005", strings.NewReader(`{"title":"Zebrafish Quintessence"}`))
+		req, _ := http.NewRequest(http.MethodPatch, cat.HTTPURL+"/v1/admin/events/evt-005", strings.NewReader(`{"title":"Zebrafish Quintessence"}`))
 		res, err := http.DefaultClient.Do(req)
 		if err != nil || res.StatusCode != http.StatusOK {
 			t.Fatalf("PATCH evt-005 = %v, %v", res, err)
@@ -122,14 +84,9 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("grpc", func(t *testing.T) {
-		conn, err := grpc.NewClient(srch.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		res, err := searchv1.NewSearchClient(conn).Search(ctx, &searchv1.SearchRequest{Query: "fado", City: "lisboa", Limit: 2})
+		res, err := searchv1.NewSearchClient(srch.Dial(t)).Search(ctx, &searchv1.SearchRequest{Query: "fado", City: "lisboa", Limit: 2})
 		if err != nil {
 			t.Fatalf("Search: %v", err)
 		}
@@ -140,9 +97,9 @@ func TestEndToEnd(t *testing.T) {
 }
 
 // find searches over REST and returns "id city" of each hit.
-func find(t *testing.T, p process, q, city string) []string {
+func find(t *testing.T, p *testkit.Process, q, city string) []string {
 	t.Helper()
-	res, err := http.Get("http://" + p.http + "/v1/search?q=" + url.QueryEscape(q) + "&city=" + url.QueryEscape(city))
+	res, err := http.Get(p.HTTPURL + "/v1/search?q=" + url.QueryEscape(q) + "&city=" + url.QueryEscape(city))
 	if err != nil {
 		t.Fatalf("search: %v", err)
 	}

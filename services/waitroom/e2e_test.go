@@ -12,9 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"boxoffice.dev/platform/identity"
@@ -23,50 +21,15 @@ import (
 	"boxoffice.dev/services/waitroom/pass"
 )
 
-// process is one waitroom Run on free loopback ports.
-type process struct {
-	base, grpcAddr string
-	stop           func() // cancels Run and checks it returned nil
-}
-
-// startWaitroom runs the whole waitroom process in-process against redisURL.
-func startWaitroom(t *testing.T, redisURL, natsURL string) *process {
+// startWaitroom runs the whole waitroom process (testkit.RunProcess) against redisURL and
+// waits until it is ready.
+func startWaitroom(t *testing.T, redisURL, natsURL string) *testkit.Process {
 	t.Helper()
-	env := map[string]string{
-		"HTTP_ADDR":               fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
-		"GRPC_ADDR":               fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
-		"DATA_DIR":                t.TempDir(),
-		"LOG_LEVEL":               "error",
-		"REDIS_URL":               redisURL,
-		"NATS_URL":                natsURL,
-		"WAITROOM_SIGNING_KEY":    pass.EncodePrivateKey(testKey),
-		"WAITROOM_ADMIT_INTERVAL": "20ms",
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, nil, func(k string) string { return env[k] }, io.Discard, io.Discard) }()
-	stopped := false
-	stop := func() {
-		t.Helper()
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run = %v, want nil after cancel", err)
-		}
-	}
-	t.Cleanup(stop)
-	p := &process{base: "http://" + env["HTTP_ADDR"], grpcAddr: env["GRPC_ADDR"], stop: stop}
-	testkit.Eventually(t, 10*time.Second, "waitroom /readyz answers 200", func() bool {
-		res, err := http.Get(p.base + "/readyz")
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
+	p := testkit.RunProcess(t, Run, map[string]string{
+		"REDIS_URL": redisURL, "NATS_URL": natsURL,
+		"WAITROOM_SIGNING_KEY": pass.EncodePrivateKey(testKey), "WAITROOM_ADMIT_INTERVAL": "20ms",
 	})
+	testkit.Eventually(t, 10*time.Second, "waitroom /readyz answers 200", p.Ready)
 	return p
 }
 
@@ -102,8 +65,8 @@ func TestEndToEnd(t *testing.T) {
 	rds := testkit.StartRedis(t)
 	nats := testkit.StartNATS(t)
 	wr := startWaitroom(t, rds.URL(), nats.ClientURL())
-	queue := wr.base + "/v1/events/evt-flash/queue"
-	admin := wr.base + "/v1/admin/events/evt-flash/queue"
+	queue := wr.HTTPURL + "/v1/events/evt-flash/queue"
+	admin := wr.HTTPURL + "/v1/admin/events/evt-flash/queue"
 
 	// Doors closed while the crowd arrives.
 	var settings Settings
@@ -134,8 +97,8 @@ func TestEndToEnd(t *testing.T) {
 			field                   string
 		}{
 			{"anonymous join", http.MethodPost, queue, "", nil, 401, ""},
-			{"not joined", http.MethodGet, wr.base + "/v1/events/evt-001/queue/me", "acc-1", nil, 404, ""},
-			{"bad event id", http.MethodPost, wr.base + "/v1/events/evt%7Bx%7D/queue", "acc-1", nil, 400, "event_id"},
+			{"not joined", http.MethodGet, wr.HTTPURL + "/v1/events/evt-001/queue/me", "acc-1", nil, 404, ""},
+			{"bad event id", http.MethodPost, wr.HTTPURL + "/v1/events/evt%7Bx%7D/queue", "acc-1", nil, 400, "event_id"},
 			{"negative rate", http.MethodPut, admin, "", map[string]int{"admit_per_second": -1}, 400, "admit_per_second"},
 			{"rate missing", http.MethodPut, admin, "", map[string]int{}, 400, "admit_per_second"},
 		}
@@ -150,9 +113,11 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	// The queue survives a restart: it lives in Redis, not in the process.
-	wr.stop()
-	wr = startWaitroom(t, rds.URL(), nats.ClientURL())
-	queue = wr.base + "/v1/events/evt-flash/queue"
+	if err := wr.Stop(); err != nil {
+		t.Fatalf("Run = %v, want nil after cancel", err)
+	}
+	wr.Start(t)
+	testkit.Eventually(t, 10*time.Second, "waitroom ready after a restart", wr.Ready)
 	for i, fan := range fans {
 		var st Status
 		if code := call(t, http.MethodGet, queue+"/me", fan, nil, &st); code != http.StatusOK || st.Position != int64(i+1) {
@@ -161,12 +126,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// gRPC speaks for the user in the metadata.
-	conn, err := grpc.NewClient(wr.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	client := waitroomv1.NewWaitroomClient(conn)
+	client := waitroomv1.NewWaitroomClient(wr.Dial(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	asFan := identity.OutgoingContext(ctx, identity.Identity{User: "acc-6"})
@@ -179,7 +139,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// Doors open: everyone is admitted within a few ticks and gets a pass inventory accepts.
-	admin = wr.base + "/v1/admin/events/evt-flash/queue"
+	admin = wr.HTTPURL + "/v1/admin/events/evt-flash/queue"
 	call(t, http.MethodPut, admin, "", map[string]int{"admit_per_second": 100}, nil)
 	testkit.Eventually(t, 5*time.Second, "acc-6 admitted", func() bool {
 		st, err := client.Status(asFan, &waitroomv1.StatusRequest{EventId: "evt-flash"})
@@ -203,7 +163,7 @@ func TestEndToEnd(t *testing.T) {
 	if call(t, http.MethodGet, admin, "", nil, &settings); settings.Admitted != 6 || settings.Waiting != 0 {
 		t.Errorf("queue settings = %+v, want 6 admitted, 0 waiting", settings)
 	}
-	res, err := http.Get(wr.base + "/metrics")
+	res, err := http.Get(wr.HTTPURL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
