@@ -1,0 +1,3 @@
+module boxoffice.dev/scenarios
+
+go 1.26.0
