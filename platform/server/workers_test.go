@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"boxoffice.dev/platform/outbox"
@@ -159,12 +158,7 @@ func TestRelayOutboxPublishesCommittedEvents(t *testing.T) {
 	})
 	(<-committed)()
 
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testkit.JetStream(t, ns.ClientURL())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var msg *jetstream.RawStreamMsg
