@@ -1,6 +1,7 @@
 package playground
 
 import (
+	"context"
 	"io/fs"
 	"net/http"
 
@@ -9,9 +10,16 @@ import (
 )
 
 // routes is the playground's whole HTTP surface: the JSON API under /api and the embedded
-// pages everywhere else.
-func routes() httpapi.Routes {
+// pages everywhere else. ctx is the process's; event streams end with it.
+func routes(ctx context.Context, rs *runs) httpapi.Routes {
 	return httpapi.Routes{
+		{Method: "GET", Pattern: "/api/scenarios", Handler: handleScenarios(rs)},
+		{Method: "GET", Pattern: "/api/runs", Handler: handleListRuns(rs)},
+		{Method: "POST", Pattern: "/api/runs", Handler: handleStartRun(rs)},
+		{Method: "GET", Pattern: "/api/runs/{id}", Handler: handleGetRun(rs)},
+		{Method: "GET", Pattern: "/api/runs/{id}/events", Handler: handleRunEvents(ctx, rs)},
+		{Method: "POST", Pattern: "/api/runs/{id}/knobs", Handler: handleSetKnob(rs)},
+		{Method: "POST", Pattern: "/api/runs/{id}/stop", Handler: handleStopRun(rs)},
 		{Method: "GET", Pattern: "/api/lab", Handler: handleLabAlgorithms()},
 		{Method: "POST", Pattern: "/api/lab", Handler: handleLab()},
 		{Method: "GET", Pattern: "/", Handler: handleStatic(web.Files)},
@@ -20,12 +28,15 @@ func routes() httpapi.Routes {
 
 // handleStatic serves the embedded pages. Scripts are ES modules the browser fetches one by
 // one, so caching is left to revalidation (embedded files have no modification time): a
-// rebuilt playground is never shown with last version's scripts.
+// rebuilt playground is never shown with last version's scripts. The content security
+// policy holds the pages to what is embedded: nothing is fetched from elsewhere.
 func handleStatic(files fs.FS) http.Handler {
 	fileServer := http.FileServerFS(files)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h := w.Header()
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'; base-uri 'none'")
 		fileServer.ServeHTTP(w, r)
 	})
 }

@@ -1,0 +1,333 @@
+// runner.js is the scenario page: it starts a run (POST /api/runs), follows it over
+// Server-Sent Events (GET /api/runs/{id}/events: state, sample, event, result), draws the
+// live series, and turns knobs (POST /api/runs/{id}/knobs).
+
+import { colours, lineChart, stackedChart, cycle } from "./charts.js";
+import { getJSON, postJSON } from "./api.js";
+import { clear, el } from "./dom.js";
+
+const $ = (id) => document.getElementById(id);
+const form = $("run-form");
+const scenarioSelect = $("scenario");
+const profileSelect = $("profile");
+const startButton = $("start");
+const stopButton = $("stop");
+const statusLine = $("run-status");
+const progress = $("run-progress");
+const errorBox = $("run-error");
+const knobsForm = $("knobs");
+const log = $("log");
+
+let scenarios = [];
+let current = null; // the scenario shown
+let run = null; // {id, state, phases, total} of the run followed
+let source = null; // its EventSource
+let data = null; // its series, one array per chart line
+let totals = null; // its sums, for the counters above the charts
+let counterNames = [];
+let pending = false; // a redraw is scheduled
+
+// The charts are made once; a run only replaces their data.
+const outcomes = stackedChart($("chart-outcomes"), {
+  yLabel: "requests / s",
+  series: [
+    { label: "2xx", colour: colours.ok },
+    { label: "429", colour: colours.limited },
+    { label: "503", colour: colours.shed },
+    { label: "other 5xx", colour: colours.error },
+    { label: "timeout / client error", colour: colours.timeout },
+  ],
+});
+const latency = lineChart($("chart-latency"), {
+  yLabel: "milliseconds",
+  series: [
+    { label: "p50", colour: colours.ok },
+    { label: "p95", colour: colours.blue },
+    { label: "p99", colour: colours.shed, width: 3 },
+  ],
+});
+const backend = lineChart($("chart-backend"), {
+  yLabel: "requests",
+  series: [
+    { label: "in flight", colour: colours.blue },
+    { label: "queued", colour: colours.shed },
+    { label: "capacity", colour: colours.ink, dash: [6, 4] },
+  ],
+});
+const goodput = lineChart($("chart-goodput"), {
+  yLabel: "per second",
+  series: [
+    { label: "attempts sent", colour: colours.shed },
+    { label: "unique requests", colour: colours.blue, dash: [6, 4] },
+    { label: "goodput", colour: colours.ok, width: 3 },
+  ],
+});
+let counters = null;
+
+// ---- scenarios, profiles, knobs ----
+
+async function loadScenarios() {
+  ({ scenarios } = await getJSON("api/scenarios"));
+  clear(scenarioSelect);
+  for (const sc of scenarios) scenarioSelect.append(el("option", { value: sc.name }, sc.name));
+  scenarioSelect.addEventListener("change", () => showScenario(scenarioSelect.value));
+  profileSelect.addEventListener("change", showProfileTitle);
+  if (scenarios.length) showScenario(scenarios[0].name);
+}
+
+function showScenario(name, profile) {
+  current = scenarios.find((s) => s.name === name);
+  if (!current) return;
+  scenarioSelect.value = name;
+  clear(profileSelect);
+  for (const p of current.profiles) profileSelect.append(el("option", { value: p.name }, p.name));
+  if (profile) profileSelect.value = profile;
+  showProfileTitle();
+
+  const text = $("explainer-text");
+  clear(text);
+  if (current.title) text.append(el("p", {}, el("strong", {}, current.title)));
+  for (const para of (current.explainer || "").split(/\n\s*\n/)) {
+    if (para.trim()) text.append(el("p", {}, para.trim()));
+  }
+  if (current.docs) text.append(el("p", {}, "Read more in the lesson ", el("code", {}, current.docs), " of the BoxOffice repository."));
+
+  drawKnobs();
+  makeCountersChart();
+}
+
+function showProfileTitle() {
+  const p = current?.profiles.find((x) => x.name === profileSelect.value);
+  $("profile-title").textContent = p?.title ?? "";
+}
+
+function drawKnobs() {
+  clear(knobsForm);
+  for (const k of current.knobs ?? []) {
+    const id = `knob-${k.name}`;
+    const help = k.help ? el("span", { class: "hint", id: `${id}-help` }, ` ${k.help}`) : null;
+    let control;
+    if (k.kind === "bool") {
+      control = el("input", { type: "checkbox", id, name: k.name, "aria-describedby": help ? `${id}-help` : null });
+      control.checked = k.default === "true";
+      control.addEventListener("change", () => setKnob(k.name, String(control.checked), control));
+      knobsForm.append(el("div", { class: "knob" }, el("label", { for: id }, control, ` ${k.label || k.name}`), help));
+      continue;
+    }
+    if (k.kind === "enum") {
+      control = el("select", { id, name: k.name, "aria-describedby": help ? `${id}-help` : null }, ...k.options.map((o) => el("option", { value: o }, o)));
+      control.value = k.default;
+      control.addEventListener("change", () => setKnob(k.name, control.value, control));
+      knobsForm.append(el("div", { class: "knob" }, el("label", { for: id }, k.label || k.name, help), control));
+      continue;
+    }
+    control = el("input", { type: "text", id, name: k.name, inputmode: k.kind === "duration" ? "text" : "decimal", value: k.default, "aria-describedby": help ? `${id}-help` : null });
+    const apply = el("button", { type: "button", class: "secondary", id: `${id}-set` }, "Set");
+    apply.addEventListener("click", () => setKnob(k.name, control.value.trim(), control));
+    control.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); apply.click(); } });
+    knobsForm.append(el("div", { class: "knob" }, el("label", { for: id }, k.label || k.name, help), el("div", { class: "row" }, control, apply)));
+  }
+  enableKnobs(run?.state === "running");
+}
+
+function enableKnobs(on) {
+  for (const c of knobsForm.querySelectorAll("input, select, button")) c.disabled = !on;
+}
+
+// showKnobValues puts values a phase set into the controls, so they show what is in force.
+function showKnobValues(values) {
+  for (const [name, value] of Object.entries(values ?? {})) {
+    const c = $(`knob-${name}`);
+    if (!c) continue;
+    if (c.type === "checkbox") c.checked = value === "true";
+    else c.value = value;
+  }
+}
+
+async function setKnob(name, value, control) {
+  if (!run) return;
+  errorBox.textContent = "";
+  control.disabled = true;
+  try {
+    await postJSON(`api/runs/${run.id}/knobs`, { name, value });
+  } catch (err) {
+    errorBox.textContent = `${name}: ${err.message}`;
+  } finally {
+    control.disabled = run?.state !== "running";
+  }
+}
+
+function makeCountersChart() {
+  counterNames = (current.counters ?? []).map((c) => c.name);
+  const box = $("chart-counters");
+  counters?.plot.destroy();
+  clear(box);
+  $("counters-box").hidden = counterNames.length === 0;
+  if (!counterNames.length) { counters = null; return; }
+  counters = lineChart(box, {
+    yLabel: "value",
+    series: current.counters.map((c, i) => ({ label: c.label || c.name, colour: cycle[i % cycle.length] })),
+  });
+}
+
+// ---- a run ----
+
+async function start(e) {
+  e.preventDefault();
+  errorBox.textContent = "";
+  startButton.disabled = true;
+  try {
+    const info = await postJSON("api/runs", { scenario: scenarioSelect.value, profile: profileSelect.value, duration: $("duration").value });
+    follow(info);
+  } catch (err) {
+    errorBox.textContent = err.message;
+    startButton.disabled = false;
+  }
+}
+
+async function stop() {
+  if (!run) return;
+  stopButton.disabled = true;
+  try { await postJSON(`api/runs/${run.id}/stop`); } catch (err) { errorBox.textContent = err.message; }
+}
+
+function follow(info) {
+  source?.close();
+  if (info.scenario !== current?.name) showScenario(info.scenario, info.profile);
+  else showKnobValues(Object.fromEntries((current.knobs ?? []).map((k) => [k.name, k.default])));
+  run = { id: info.id, scenario: info.scenario, profile: info.profile, state: info.state, phases: [], total: 0, phase: null };
+  document.body.dataset.run = info.id;
+  resetData();
+  showState(info);
+  source = new EventSource(`api/runs/${encodeURIComponent(info.id)}/events`);
+  // Every (re)connection replays the run from its start.
+  source.addEventListener("open", resetData);
+  source.addEventListener("state", (m) => showState(JSON.parse(m.data)));
+  source.addEventListener("sample", (m) => addSample(JSON.parse(m.data)));
+  source.addEventListener("event", (m) => addEvent(JSON.parse(m.data)));
+  source.addEventListener("result", (m) => { showResult(JSON.parse(m.data)); source.close(); });
+  source.addEventListener("error", () => {
+    if (source.readyState === EventSource.CONNECTING) statusLine.textContent = `Run ${run.id}: connection lost, reconnecting…`;
+  });
+}
+
+function showState(info) {
+  run.state = info.state;
+  if (info.phases?.length) {
+    run.phases = info.phases.map((p) => ({ ...p, seconds: seconds(p.duration) }));
+    run.total = run.phases.reduce((s, p) => s + p.seconds, 0);
+  }
+  statusLine.dataset.state = info.state;
+  const active = info.state === "starting" || info.state === "running";
+  startButton.disabled = active;
+  stopButton.disabled = !active;
+  enableKnobs(info.state === "running");
+  progress.hidden = !run.total;
+  if (info.error) errorBox.textContent = info.error;
+  if (info.state === "failed" && !info.phases?.length) source?.close();
+  describe();
+}
+
+function describe() {
+  const words = { starting: "setting the system up", running: "running", done: "finished", failed: "failed" };
+  let text = `Run ${run.id} (${run.scenario} / ${run.profile}): ${words[run.state] ?? run.state}`;
+  const t = data?.t.length ? data.t[data.t.length - 1] + 1 : 0;
+  if (run.total) text += `, ${t} s of about ${Math.round(run.total)} s`;
+  if (run.phase) text += `, phase “${run.phase}”`;
+  statusLine.textContent = text + ".";
+  progress.value = run.total ? Math.min(1, t / run.total) : 0;
+}
+
+function resetData() {
+  data = { t: [], ok: [], tooMany: [], unavailable: [], server: [], failed: [], p50: [], p95: [], p99: [], inFlight: [], queued: [], capacity: [], sent: [], requests: [], goodput: [], counters: counterNames.map(() => []) };
+  totals = { sent: 0, requests: 0, ok: 0, tooMany: 0, unavailable: 0, server: 0, failed: 0 };
+  clear(log);
+  $("expectations-box").hidden = true;
+  document.body.dataset.samples = "0";
+  redraw();
+}
+
+function addSample(s) {
+  const d = data;
+  const at = s.t;
+  d.t.push(at);
+  d.ok.push(s.ok); d.tooMany.push(s.too_many); d.unavailable.push(s.unavailable);
+  d.server.push(s.server_errors); d.failed.push(s.client_errors + s.timeouts);
+  const accepted = s.ok > 0;
+  d.p50.push(accepted ? s.p50 : null); d.p95.push(accepted ? s.p95 : null); d.p99.push(accepted ? s.p99 : null);
+  d.inFlight.push(s.backend_in_flight); d.queued.push(s.backend_queued); d.capacity.push(s.backend_capacity || null);
+  d.sent.push(s.sent); d.requests.push(s.requests); d.goodput.push(s.goodput);
+  counterNames.forEach((n, i) => d.counters[i].push(s.counters?.[n] ?? null));
+
+  totals.sent += s.sent; totals.requests += s.requests; totals.ok += s.ok; totals.tooMany += s.too_many;
+  totals.unavailable += s.unavailable; totals.server += s.server_errors; totals.failed += s.client_errors + s.timeouts;
+  if (s.phase && s.phase !== run.phase) {
+    run.phase = s.phase;
+    showKnobValues(run.phases.find((p) => p.name === s.phase)?.knobs);
+  }
+  $("last-p99").textContent = accepted ? `${Math.round(s.p99)} ms` : "–";
+  document.body.dataset.samples = String(d.t.length);
+  scheduleRedraw();
+}
+
+// Samples arrive one a second live, but a late joiner gets the whole history at once:
+// drawing once per frame keeps that cheap.
+function scheduleRedraw() {
+  if (pending) return;
+  pending = true;
+  requestAnimationFrame(() => { pending = false; redraw(); });
+}
+
+function redraw() {
+  const d = data;
+  outcomes.setData(d.t, [d.ok, d.tooMany, d.unavailable, d.server, d.failed]);
+  latency.setData(d.t, [d.p50, d.p95, d.p99]);
+  backend.setData(d.t, [d.inFlight, d.queued, d.capacity]);
+  goodput.setData(d.t, [d.sent, d.requests, d.goodput]);
+  counters?.setData(d.t, d.counters);
+  const fmt = (n) => n.toLocaleString("en");
+  $("total-sent").textContent = fmt(totals.sent);
+  $("total-ok").textContent = fmt(totals.ok);
+  $("total-too-many").textContent = fmt(totals.tooMany);
+  $("total-unavailable").textContent = fmt(totals.unavailable);
+  $("total-server-errors").textContent = fmt(totals.server);
+  $("total-failed").textContent = fmt(totals.failed);
+  $("total-amplification").textContent = totals.requests ? (totals.sent / totals.requests).toFixed(2) : "–";
+  if (run) describe();
+}
+
+function addEvent(ev) {
+  const at = (ev.at_ms / 1000).toFixed(1);
+  log.append(el("li", { "data-kind": ev.kind }, el("time", {}, `${at} s`), el("span", {}, el("strong", {}, ev.kind), " ", ev.what)));
+  log.scrollTop = log.scrollHeight;
+}
+
+function showResult(res) {
+  const list = $("expectations");
+  clear(list);
+  for (const o of res.expectations ?? []) {
+    list.append(el("li", { class: o.passed ? "met" : "missed" }, `${o.name}: measured ${o.got}, wanted ${o.want}`));
+  }
+  if (res.error) list.append(el("li", { class: "missed" }, `the run did not complete: ${res.error}`));
+  $("expectations-box").hidden = list.childElementCount === 0;
+}
+
+// seconds reads a Go duration ("1m30s", "250ms", "2.5s") as seconds.
+function seconds(text) {
+  if (typeof text === "number") return text / 1e9;
+  const units = { h: 3600, m: 60, s: 1, ms: 1e-3, "µs": 1e-6, us: 1e-6, ns: 1e-9 };
+  let total = 0;
+  for (const [, n, u] of String(text).matchAll(/([\d.]+)(ms|µs|us|ns|h|m|s)/g)) total += Number(n) * units[u];
+  return total;
+}
+
+// A page opened while a run is active follows it.
+async function resume() {
+  const { runs } = await getJSON("api/runs");
+  const latest = runs?.[0];
+  if (latest && (latest.state === "starting" || latest.state === "running")) follow(latest);
+}
+
+form.addEventListener("submit", start);
+stopButton.addEventListener("click", stop);
+loadScenarios().then(resume).catch((err) => { errorBox.textContent = err.message; });
