@@ -9,7 +9,7 @@ MODULES     := $(shell $(GO) list -m -f '{{.Path}}/...')
 RACE        := boxoffice.dev/platform/... boxoffice.dev/gateway/...
 PLAIN       := $(filter-out $(RACE),$(MODULES))
 
-.PHONY: up test test-race test-plain lint fmt vet staticcheck deps-check deps-sync generate proto generate-check bench tidy build
+.PHONY: up test test-race test-plain lint fmt vet staticcheck deps-check deps-sync generate proto generate-check bench bench-gateway tidy build
 
 up: ## run every component in one process (Ctrl-C stops it)
 	$(GO) run ./cmd/boxoffice up
@@ -52,6 +52,9 @@ generate-check: generate ## fail when regenerating changes the committed code
 
 bench: ## rate limiter benchmarks against a real redis-server (prints a table)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./gateway/ratelimit/
+
+bench-gateway: ## the gateway next to a direct call and nginx on loopback (BENCH_ARGS=-markdown for docs/benchmarks.md)
+	sh scripts/bench-gateway.sh $(BENCH_ARGS)
 
 tidy: ## go mod tidy in every module
 	for d in $$($(GO) list -m -f '{{.Dir}}'); do (cd $$d && GOWORK=off GOFLAGS=-mod=mod $(GO) mod tidy) || exit 1; done
