@@ -359,3 +359,39 @@ func markdownFiles(t *testing.T, root string) []string {
 	}
 	return files
 }
+
+// TestScenarioLessonsExist checks the other direction: each scenario names its lesson page
+// ("docs: docs/lessons/rate-limiting.md" in scenarios/*.yaml), and the page must exist.
+func TestScenarioLessonsExist(t *testing.T) {
+	root := repoRoot(t)
+	files, err := filepath.Glob(filepath.Join(root, "scenarios", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Skip("no scenarios yet")
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(f)
+		page := ""
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "docs:"); ok {
+				page = strings.Trim(strings.TrimSpace(v), `"'`)
+			}
+		}
+		switch {
+		case page == "":
+			t.Errorf("scenarios/%s names no lesson (docs: docs/lessons/<page>.md)", name)
+		case !strings.HasPrefix(page, "docs/") || !strings.HasSuffix(page, ".md"):
+			t.Errorf("scenarios/%s: docs: %s, want a page under docs/", name, page)
+		default:
+			if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(page))); err != nil {
+				t.Errorf("scenarios/%s: docs: %s does not exist", name, page)
+			}
+		}
+	}
+}
