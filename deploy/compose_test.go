@@ -39,6 +39,7 @@ func TestComposeBroken(t *testing.T) {
 		{"dependency only started", "started-only.yml", `service search: depends on catalog-1 with condition "service_started"`},
 		{"over the memory budget", "over-budget.yml", "above the budget of 2048 MiB"},
 		{"edge not trusted", "untrusted-edge.yml", `service gateway-2: TRUSTED_PROXIES="10.0.0.0/24" does not include the edge's address 10.213.0.250`},
+		{"playground not trusted", "untrusted-playground.yml", `service gateway-1: TRUSTED_PROXIES="10.213.0.250" does not include the address of playground (10.213.0.251)`},
 		{"database shared", "shared-database.yml", `service payment: DATABASE_URL names database "order", want "payment"`},
 		{"image not pinned", "unpinned-image.yml", `service redis: image "redis:latest" is not pinned`},
 		{"GOMEMLIMIT above the limit", "gomemlimit-too-high.yml", "service notification: GOMEMLIMIT=64MiB is not below its memory limit of 48 MiB"},

@@ -55,35 +55,68 @@ func checkEdge(gs []goService, p *types.Project) []error {
 		}
 	}
 
-	addr, err := edgeAddress(edge, p)
+	addr, err := fixedAddress(edge, p)
 	if err != nil {
 		return append(errs, fmt.Errorf("service edge: %w", err))
 	}
 	for _, s := range gs {
-		if s.d.Name != "gateway" {
+		if s.d.Name == "gateway" && !trusts(s, addr) {
+			v, _ := s.env("TRUSTED_PROXIES")
+			errs = append(errs, fmt.Errorf("service %s: TRUSTED_PROXIES=%q does not include the edge's address %s: every client would look like the edge", s.Name, v, addr))
+		}
+	}
+	return append(errs, checkDirectClients(gs, p)...)
+}
+
+// checkDirectClients: a service that sends requests to a gateway replica itself (its
+// GATEWAY_URL names one: the playground, whose simulated fans each send their own
+// X-Forwarded-For) has a fixed address, and that replica trusts it.
+func checkDirectClients(gs []goService, p *types.Project) []error {
+	var errs []error
+	for _, c := range gs {
+		v, ok := c.env("GATEWAY_URL")
+		if !ok {
 			continue
 		}
-		v, _ := s.env("TRUSTED_PROXIES")
-		trusted := false
-		for _, t := range strings.Split(v, ",") {
-			t = strings.TrimSpace(t)
-			if pfx, err := netip.ParsePrefix(t); err == nil && pfx.Contains(addr) {
-				trusted = true
-			} else if a, err := netip.ParseAddr(t); err == nil && a == addr {
-				trusted = true
+		for _, hp := range hostPorts(v) {
+			host, _, _ := strings.Cut(hp, ":")
+			i := slices.IndexFunc(gs, func(g goService) bool { return g.Name == host && g.d.Name == "gateway" })
+			if i < 0 {
+				continue // through the edge, or not a gateway: checkAddresses has its say
 			}
-		}
-		if !trusted {
-			errs = append(errs, fmt.Errorf("service %s: TRUSTED_PROXIES=%q does not include the edge's address %s: every client would look like the edge", s.Name, v, addr))
+			addr, err := fixedAddress(c.ServiceConfig, p)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("service %s: sends to %s directly but %w", c.Name, host, err))
+				continue
+			}
+			if !trusts(gs[i], addr) {
+				tp, _ := gs[i].env("TRUSTED_PROXIES")
+				errs = append(errs, fmt.Errorf("service %s: TRUSTED_PROXIES=%q does not include the address of %s (%s), which sends to it directly: its clients would all share one IP", host, tp, c.Name, addr))
+			}
 		}
 	}
 	return errs
 }
 
-// edgeAddress returns the edge's fixed IPv4 address, checking that Docker cannot give it to
-// another container (it lies outside its network's ip_range).
-func edgeAddress(edge types.ServiceConfig, p *types.Project) (netip.Addr, error) {
-	for netName, n := range edge.Networks {
+// trusts reports whether a gateway service's TRUSTED_PROXIES includes addr.
+func trusts(gateway goService, addr netip.Addr) bool {
+	v, _ := gateway.env("TRUSTED_PROXIES")
+	for t := range strings.SplitSeq(v, ",") {
+		t = strings.TrimSpace(t)
+		if pfx, err := netip.ParsePrefix(t); err == nil && pfx.Contains(addr) {
+			return true
+		}
+		if a, err := netip.ParseAddr(t); err == nil && a == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// fixedAddress returns a service's fixed IPv4 address, checking that Docker cannot give it
+// to another container first (it lies outside its network's ip_range).
+func fixedAddress(svc types.ServiceConfig, p *types.Project) (netip.Addr, error) {
+	for netName, n := range svc.Networks {
 		if n == nil || n.Ipv4Address == "" {
 			continue
 		}
@@ -101,7 +134,7 @@ func edgeAddress(edge types.ServiceConfig, p *types.Project) (netip.Addr, error)
 		}
 		return addr, nil
 	}
-	return netip.Addr{}, errors.New("no fixed ipv4_address: the gateways cannot tell the edge from a client")
+	return netip.Addr{}, errors.New("has no fixed ipv4_address for the gateways to trust")
 }
 
 // nginxServer matches a `server host:port ...;` line; nginxUpstream an upstream block.

@@ -63,10 +63,13 @@ func scanPackage(root, dir string, files []string) (packageScan, error) {
 			}
 			switch {
 			case readsConfig && readerMethods[sel.Sel.Name] && len(call.Args) >= 2:
+				rel, _ := filepath.Rel(root, fset.Position(call.Pos()).Filename)
+				at := fmt.Sprintf("%s:%d", filepath.ToSlash(rel), fset.Position(call.Pos()).Line)
 				if v, ok := stringLit(call.Args[0]); ok && envName.MatchString(v) {
 					def, _ := stringLit(call.Args[1])
-					rel, _ := filepath.Rel(root, fset.Position(call.Pos()).Filename)
-					s.env = append(s.env, EnvVar{Name: v, Default: def, At: fmt.Sprintf("%s:%d", filepath.ToSlash(rel), fset.Position(call.Pos()).Line)})
+					s.env = append(s.env, EnvVar{Name: v, Default: def, At: at})
+				} else if prefix, ok := namePrefix(call.Args[0]); ok {
+					s.env = append(s.env, EnvVar{Name: prefix + "*", At: at})
 				}
 			case sel.Sel.Name == "OpenDB" && onValue(sel.X), isPkgCall(call, sqldb, "Open"):
 				s.usesDB = true
@@ -77,6 +80,18 @@ func scanPackage(root, dir string, files []string) (packageScan, error) {
 		})
 	}
 	return s, nil
+}
+
+// namePrefix recognises a name built at run time from a literal prefix, "UPSTREAM_" + name.
+func namePrefix(e ast.Expr) (string, bool) {
+	b, ok := e.(*ast.BinaryExpr)
+	for ok && b.Op == token.ADD {
+		if v, lit := stringLit(b.X); lit && envName.MatchString(strings.TrimSuffix(v, "_")) {
+			return v, true
+		}
+		b, ok = b.X.(*ast.BinaryExpr)
+	}
+	return "", false
 }
 
 // RequiredEnv returns the variables a container running d must set, each with the reason.
@@ -109,6 +124,7 @@ func RequiredEnv(d Deployable) map[string]string {
 	}
 	for _, v := range d.Env {
 		switch {
+		case strings.HasSuffix(v.Name, "*"): // a family of names (UPSTREAM_*): none in particular is required
 		case namesLoopback(v.Default):
 			req[v.Name] = fmt.Sprintf("its default %s (%s) is the container itself", v.Default, v.At)
 		case strings.HasSuffix(v.Name, "_KEY") || strings.HasSuffix(v.Name, "_TOKEN") || strings.HasSuffix(v.Name, "_SECRET"):

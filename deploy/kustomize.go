@@ -392,6 +392,42 @@ func checkManifestEnv(w *Workspace, b build, d Deployable, dep Object, c Contain
 			errs = append(errs, fmt.Errorf("%s: sets %s, which %s does not read", at, e.Name, d.Name))
 		}
 	}
+	return append(errs, checkManifestAddresses(w, b, at, set)...)
+}
+
+// checkManifestAddresses: a variable that names a deployable (AUTH_URL, CATALOG_GRPC_ADDR,
+// UPSTREAM_SEARCH) points at a Service of the build that selects that deployable's pods and
+// serves the port it names (HTTP for URLs, gRPC for _GRPC_ADDR). Other addresses (a
+// collector, a database) may be outside the build and are not checked.
+func checkManifestAddresses(w *Workspace, b build, at string, set map[string]string) []error {
+	var errs []error
+	for _, name := range sortedKeys(set) {
+		target, grpc := addressedDeployable(w, name)
+		if target == "" {
+			continue
+		}
+		d, _ := w.Deployable(target)
+		want := d.HTTPPort
+		if grpc {
+			want = d.GRPCPort
+		}
+		tdep, _, found := b.deployment(d)
+		for _, hp := range hostPorts(set[name]) {
+			host, p, _ := net.SplitHostPort(hp)
+			svcName, _, _ := strings.Cut(host, ".") // catalog, or catalog.boxoffice.svc…
+			svc, ok := b.find("Service", svcName)
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("%s: %s=%s names %s, which is no Service of the build", at, name, set[name], host))
+			case !found || !selects(svc.Spec.Selector, tdep.Spec.Template.Metadata.Labels):
+				errs = append(errs, fmt.Errorf("%s: %s=%s names Service %s, which does not select the pods of %s", at, name, set[name], svcName, target))
+			case !slices.ContainsFunc(svc.Spec.Ports, func(sp ServicePort) bool { return fmt.Sprint(sp.Port) == p }):
+				errs = append(errs, fmt.Errorf("%s: %s=%s: Service %s has no port %s", at, name, set[name], svcName, p))
+			case p != fmt.Sprint(want):
+				errs = append(errs, fmt.Errorf("%s: %s=%s: %s listens on %d, not %s", at, name, set[name], target, want, p))
+			}
+		}
+	}
 	return errs
 }
 

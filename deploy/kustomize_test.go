@@ -39,6 +39,7 @@ func TestKustomizeBroken(t *testing.T) {
 		{"no-autoscaler", "Deployment inventory has no HorizontalPodAutoscaler"},
 		{"probe-wrong-path", "Deployment payment: readinessProbe asks /healthz, want /readyz"},
 		{"missing-env", "Deployment order: PAYMENT_GRPC_ADDR is not set"},
+		{"wrong-port", "Deployment search: CATALOG_GRPC_ADDR=catalog:8102: catalog listens on 9102, not 8102"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {

@@ -46,14 +46,18 @@ type Deployable struct {
 
 // EnvVar is one variable a deployable reads.
 type EnvVar struct {
-	Name    string
+	Name    string // e.g. "REDIS_URL"; "UPSTREAM_*" for names built from a literal prefix
 	Default string // the default when it is a string literal; "" otherwise
 	At      string // where it is read, file:line relative to the workspace root
 }
 
-// Reads reports whether d reads the variable name.
+// Reads reports whether d reads the variable name, by that name or as one of a family its
+// code builds at run time (Env has "UPSTREAM_*" for "UPSTREAM_" + service).
 func (d Deployable) Reads(name string) bool {
-	return slices.ContainsFunc(d.Env, func(v EnvVar) bool { return v.Name == name })
+	return slices.ContainsFunc(d.Env, func(v EnvVar) bool {
+		prefix, family := strings.CutSuffix(v.Name, "*")
+		return v.Name == name || family && strings.HasPrefix(name, prefix)
+	})
 }
 
 // Deployable returns the deployable called name, or false.
