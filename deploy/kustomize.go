@@ -162,6 +162,9 @@ func (b build) deployment(d Deployable) (Object, Container, bool) {
 	return Object{}, Container{}, false
 }
 
+// ref names an object as kubectl does: deployment/inventory.
+func ref(o Object) string { return strings.ToLower(o.Kind) + "/" + o.Metadata.Name }
+
 // imageRepo returns an image reference without its registry host and tag: boxoffice/gateway
 // for registry.example.com/boxoffice/gateway:1.2.
 func imageRepo(image string) string {
@@ -213,7 +216,7 @@ func checkWorkload(o Object) []error {
 	}
 	var errs []error
 	for _, c := range o.Spec.Template.Spec.Containers {
-		at := fmt.Sprintf("%s %s: container %s", o.Kind, o.Metadata.Name, c.Name)
+		at := fmt.Sprintf("%s: container %s", ref(o), c.Name)
 		if o.Kind != "Job" {
 			if !c.ReadinessProbe.set() {
 				errs = append(errs, fmt.Errorf("%s has no readinessProbe", at))
@@ -251,10 +254,10 @@ func checkDeployableProbes(d Deployable, dep Object, c Container) []error {
 		}
 		g := p.probe.HTTPGet
 		if g.Path != p.path {
-			errs = append(errs, fmt.Errorf("Deployment %s: %s asks %s, want %s", dep.Metadata.Name, p.kind, g.Path, p.path))
+			errs = append(errs, fmt.Errorf("%s: %s asks %s, want %s", ref(dep), p.kind, g.Path, p.path))
 		}
 		if n := containerPort(c, g.Port); n != d.HTTPPort {
-			errs = append(errs, fmt.Errorf("Deployment %s: %s asks port %s (%d), want %s's HTTP port %d", dep.Metadata.Name, p.kind, g.Port, n, d.Name, d.HTTPPort))
+			errs = append(errs, fmt.Errorf("%s: %s asks port %s (%d), want %s's HTTP port %d", ref(dep), p.kind, g.Port, n, d.Name, d.HTTPPort))
 		}
 	}
 	return errs
@@ -277,12 +280,12 @@ func checkAutoscaled(b build, name string) []error {
 	for _, o := range b {
 		if o.Kind == "HorizontalPodAutoscaler" && o.Spec.ScaleTargetRef.Kind == "Deployment" && o.Spec.ScaleTargetRef.Name == name {
 			if o.Spec.MinReplicas == nil || *o.Spec.MinReplicas < 2 {
-				return []error{fmt.Errorf("HorizontalPodAutoscaler %s: minReplicas below 2: one pod is no redundancy", o.Metadata.Name)}
+				return []error{fmt.Errorf("%s: minReplicas below 2: one pod is no redundancy", ref(o))}
 			}
 			return nil
 		}
 	}
-	return []error{fmt.Errorf("Deployment %s has no HorizontalPodAutoscaler", name)}
+	return []error{fmt.Errorf("deployment/%s has no HorizontalPodAutoscaler", name)}
 }
 
 // checkHeadless: every dns: entry of the gateway's policy names a headless Service that
@@ -313,15 +316,15 @@ func checkHeadless(w *Workspace, b build) []error {
 			continue
 		}
 		if svc.Spec.ClusterIP != "None" {
-			errs = append(errs, fmt.Errorf("Service %s is not headless (clusterIP: None): the gateway would balance per connection over one virtual IP", host))
+			errs = append(errs, fmt.Errorf("service/%s is not headless (clusterIP: None): the gateway would balance per connection over one virtual IP", host))
 		}
 		target, ok := w.Deployable(sv.Name)
 		tdep, _, found := b.deployment(target)
 		if !ok || !found || !selects(svc.Spec.Selector, tdep.Spec.Template.Metadata.Labels) {
-			errs = append(errs, fmt.Errorf("Service %s does not select the pods of %s", host, sv.Name))
+			errs = append(errs, fmt.Errorf("service/%s does not select the pods of %s", host, sv.Name))
 		}
 		if !slices.ContainsFunc(svc.Spec.Ports, func(sp ServicePort) bool { return fmt.Sprint(sp.Port) == p }) {
-			errs = append(errs, fmt.Errorf("Service %s has no port %s (gateway policy dns %s)", host, p, sv.DNS))
+			errs = append(errs, fmt.Errorf("service/%s has no port %s (gateway policy dns %s)", host, p, sv.DNS))
 		}
 	}
 	return errs
@@ -361,7 +364,7 @@ func checkManifestEnv(w *Workspace, b build, d Deployable, dep Object, c Contain
 			set[e.Name] = "(reference)"
 		}
 	}
-	at := "Deployment " + dep.Metadata.Name
+	at := ref(dep)
 	required := RequiredEnv(d)
 	var upstreams map[string]string
 	var errs []error

@@ -31,15 +31,15 @@ func TestKustomizeBroken(t *testing.T) {
 	tests := []struct {
 		fixture, want string
 	}{
-		{"no-readiness-probe", "Deployment inventory: container inventory has no readinessProbe"},
-		{"no-liveness-probe", "StatefulSet nats: container nats has no livenessProbe"},
-		{"no-memory-limit", "Deployment order: container order has no resources.limits.memory"},
+		{"no-readiness-probe", "deployment/inventory: container inventory has no readinessProbe"},
+		{"no-liveness-probe", "statefulset/nats: container nats has no livenessProbe"},
+		{"no-memory-limit", "deployment/order: container order has no resources.limits.memory"},
 		{"no-deployment", "deployable search runs in no Deployment"},
-		{"not-headless", "Service catalog is not headless"},
-		{"no-autoscaler", "Deployment inventory has no HorizontalPodAutoscaler"},
-		{"probe-wrong-path", "Deployment payment: readinessProbe asks /healthz, want /readyz"},
-		{"missing-env", "Deployment order: PAYMENT_GRPC_ADDR is not set"},
-		{"wrong-port", "Deployment search: CATALOG_GRPC_ADDR=catalog:8102: catalog listens on 9102, not 8102"},
+		{"not-headless", "service/catalog is not headless"},
+		{"no-autoscaler", "deployment/inventory has no HorizontalPodAutoscaler"},
+		{"probe-wrong-path", "deployment/payment: readinessProbe asks /healthz, want /readyz"},
+		{"missing-env", "deployment/order: PAYMENT_GRPC_ADDR is not set"},
+		{"wrong-port", "deployment/search: CATALOG_GRPC_ADDR=catalog:8102: catalog listens on 9102, not 8102"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {
