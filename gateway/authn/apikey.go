@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -63,27 +62,24 @@ func (g *GRPCResolver) ResolveAPIKey(ctx context.Context, key string) (Tenant, e
 //
 // Why cache unknown keys too: a client retrying with a revoked key, or a scanner trying
 // keys, would otherwise cost an auth call per request. The cache is keyed by the key's
-// SHA-256, so no key is held in memory in the clear, and bounded in size: when full, expired
-// entries go first, then arbitrary ones, so a flood of random keys costs auth calls but never
-// unbounded memory. Concurrent lookups of one key share one call. A revoked key keeps
-// working for at most TTL. Errors other than ErrUnknownAPIKey are not cached.
+// SHA-256, so no key is held in memory in the clear, and bounded in size (see secretCache),
+// so a flood of random keys costs auth calls but never unbounded memory. Concurrent lookups
+// of one key share one call. A revoked key keeps working for at most TTL. Errors other than
+// ErrUnknownAPIKey are not cached.
 //
 // Safe for concurrent use.
 type APIKeys struct {
 	resolver    KeyResolver
 	ttl, negTTL time.Duration
-	maxEntries  int
 	now         func() time.Time
 
 	calls singleflight.Group
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]cached
+	cache *secretCache[cached]
 }
 
 type cached struct {
-	tenant  Tenant
-	known   bool
-	expires time.Time
+	tenant Tenant
+	known  bool
 }
 
 // APIKeysOptions configures an APIKeys; the zero value gives the defaults.
@@ -100,16 +96,17 @@ type APIKeysOptions struct {
 
 // NewAPIKeys caches r's answers.
 func NewAPIKeys(r KeyResolver, o APIKeysOptions) *APIKeys {
-	a := &APIKeys{resolver: r, ttl: o.TTL, negTTL: o.NegativeTTL, maxEntries: o.MaxEntries, now: o.Now, cache: map[[sha256.Size]byte]cached{}}
+	a := &APIKeys{resolver: r, ttl: o.TTL, negTTL: o.NegativeTTL, now: o.Now}
 	if a.ttl <= 0 {
 		a.ttl = 30 * time.Second
 	}
 	if a.negTTL <= 0 {
 		a.negTTL = 10 * time.Second
 	}
-	if a.maxEntries <= 0 {
-		a.maxEntries = 10_000
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = 10_000
 	}
+	a.cache = newSecretCache[cached](o.MaxEntries)
 	if a.now == nil {
 		a.now = time.Now
 	}
@@ -121,10 +118,7 @@ var _ KeyResolver = (*APIKeys)(nil)
 // ResolveAPIKey answers from the cache, or asks the resolver once for all concurrent callers.
 func (a *APIKeys) ResolveAPIKey(ctx context.Context, key string) (Tenant, error) {
 	h := sha256.Sum256([]byte(key))
-	a.mu.Lock()
-	c, ok := a.cache[h]
-	a.mu.Unlock()
-	if ok && a.now().Before(c.expires) {
+	if c, ok := a.cache.get(h, a.now()); ok {
 		if !c.known {
 			return Tenant{}, ErrUnknownAPIKey
 		}
@@ -136,33 +130,15 @@ func (a *APIKeys) ResolveAPIKey(ctx context.Context, key string) (Tenant, error)
 		t, err := a.resolver.ResolveAPIKey(ctx, key)
 		switch {
 		case err == nil:
-			a.store(h, cached{tenant: t, known: true, expires: a.now().Add(a.ttl)})
+			now := a.now()
+			a.cache.put(h, cached{tenant: t, known: true}, now.Add(a.ttl), now)
 		case errors.Is(err, ErrUnknownAPIKey):
-			a.store(h, cached{expires: a.now().Add(a.negTTL)})
+			now := a.now()
+			a.cache.put(h, cached{}, now.Add(a.negTTL), now)
 		}
 		return t, err
 	})
 	return v.(Tenant), err
-}
-
-func (a *APIKeys) store(h [sha256.Size]byte, c cached) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.cache) >= a.maxEntries {
-		now := a.now()
-		for k, e := range a.cache {
-			if !now.Before(e.expires) {
-				delete(a.cache, k)
-			}
-		}
-		for k := range a.cache { // still full: drop arbitrary entries, map order is random
-			if len(a.cache) < a.maxEntries {
-				break
-			}
-			delete(a.cache, k)
-		}
-	}
-	a.cache[h] = c
 }
 
 // KeyID is a short, stable, non-secret name for an API key: the start of its SHA-256. Limits

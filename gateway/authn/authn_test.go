@@ -92,7 +92,7 @@ func TestAPIKeysCacheIsBounded(t *testing.T) {
 	for i := range 1000 {
 		_, _ = keys.ResolveAPIKey(context.Background(), "random-"+string(rune(i)))
 	}
-	if n := len(keys.cache); n > 100 {
+	if n := keys.cache.len(); n > 100 {
 		t.Errorf("cache holds %d entries after 1000 random keys, want at most 100", n)
 	}
 }

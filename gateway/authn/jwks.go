@@ -3,7 +3,6 @@ package authn
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -189,27 +188,4 @@ func (j *JWKS) Run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
-}
-
-// Verifier checks access tokens against the JWKS, learning rotated keys on the way.
-type Verifier struct {
-	keys *JWKS
-	v    token.Verifier
-}
-
-// NewVerifier returns a verifier of tokens issued by issuer for audience; leeway tolerates
-// clock skew on exp and nbf. The algorithm is token.Algorithm (EdDSA), pinned before any key
-// is looked up.
-func NewVerifier(keys *JWKS, issuer, audience string, leeway time.Duration) *Verifier {
-	return &Verifier{keys: keys, v: token.Verifier{Keys: keys, Issuer: issuer, Audience: audience, Leeway: leeway, Now: keys.now}}
-}
-
-// Verify returns the claims of a valid token, or an error wrapping one of token's Err*.
-func (v *Verifier) Verify(ctx context.Context, raw string) (token.Claims, error) {
-	gen := v.keys.generation()
-	c, err := v.v.Verify(raw)
-	if errors.Is(err, token.ErrUnknownKey) && v.keys.refetchUnknown(ctx, gen) {
-		c, err = v.v.Verify(raw)
-	}
-	return c, err
 }

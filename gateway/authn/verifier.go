@@ -1,0 +1,125 @@
+package authn
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
+	"time"
+
+	"boxoffice.dev/services/auth/token"
+)
+
+// Verifier checks access tokens against the JWKS, learning rotated keys on the way, and
+// remembers the tokens it has verified.
+//
+// Why a cache: an Ed25519 signature check costs tens of microseconds, the largest part of
+// the gateway's own work on a request, and a client sends the same token with every request
+// until it expires. A verified token is kept, keyed by its SHA-256, with its claims and the
+// key that signed it, until the earliest of its exp (plus leeway) and CacheTTL after it was
+// verified. A cached token is accepted only while the key that signed it is still published
+// with the same bytes: a key rotated out of the JWKS stops working at the refresh that drops
+// it, as it would without the cache. What the cache adds is that a token is not looked at
+// again for up to CacheTTL: nbf and the signature are not re-checked within that time (they
+// cannot change), and exp is (it is the entry's expiry). Tokens that fail are never cached,
+// so forged tokens cannot fill it; it holds at most CacheSize tokens (see secretCache).
+//
+// Safe for concurrent use.
+type Verifier struct {
+	keys   *JWKS
+	v      token.Verifier
+	leeway time.Duration
+	now    func() time.Time
+	ttl    time.Duration
+	cache  *secretCache[verifiedToken]
+	// check verifies a token the cache does not hold, returning the kid and key that signed
+	// it; tests wrap it to count signature checks.
+	check func(raw string) (token.Claims, string, ed25519.PublicKey, error)
+}
+
+// Defaults of the Verifier's cache of verified tokens.
+const (
+	// CacheTTL is the longest a verified token is accepted without being verified again.
+	CacheTTL = time.Minute
+	// CacheSize is the most tokens the cache holds: 10,000 tokens of ~300 bytes each are
+	// a few MiB.
+	CacheSize = 10_000
+)
+
+// verifiedToken is what the cache keeps of a verified token.
+type verifiedToken struct {
+	claims token.Claims
+	kid    string
+	key    ed25519.PublicKey
+}
+
+// NewVerifier returns a verifier of tokens issued by issuer for audience; leeway tolerates
+// clock skew on exp and nbf. The algorithm is token.Algorithm (EdDSA), pinned before any key
+// is looked up.
+func NewVerifier(keys *JWKS, issuer, audience string, leeway time.Duration) *Verifier {
+	v := &Verifier{
+		keys:   keys,
+		v:      token.Verifier{Keys: keys, Issuer: issuer, Audience: audience, Leeway: leeway, Now: keys.now},
+		leeway: leeway,
+		now:    keys.now,
+		ttl:    CacheTTL,
+		cache:  newSecretCache[verifiedToken](CacheSize),
+	}
+	v.check = v.verifySignature
+	return v
+}
+
+// Verify returns the claims of a valid token, or an error wrapping one of token's Err*.
+func (v *Verifier) Verify(ctx context.Context, raw string) (token.Claims, error) {
+	h := sha256.Sum256([]byte(raw))
+	now := v.now()
+	if t, ok := v.cache.get(h, now); ok {
+		if pub, ok := v.keys.PublicKey(t.kid); ok && pub.Equal(t.key) {
+			return t.claims, nil
+		}
+		v.cache.remove(h) // its key left the JWKS: verify again, which refuses it
+	}
+	gen := v.keys.generation()
+	c, kid, key, err := v.check(raw)
+	if errors.Is(err, token.ErrUnknownKey) && v.keys.refetchUnknown(ctx, gen) {
+		c, kid, key, err = v.check(raw)
+	}
+	if err != nil {
+		return c, err
+	}
+	until := now.Add(v.ttl)
+	if exp := c.ExpiresAt.Add(v.leeway); exp.Before(until) {
+		until = exp
+	}
+	if now.Before(until) {
+		v.cache.put(h, verifiedToken{claims: c, kid: kid, key: key}, until, now)
+	}
+	return c, nil
+}
+
+// verifySignature runs the full check of raw and reports which key signed it.
+func (v *Verifier) verifySignature(raw string) (token.Claims, string, ed25519.PublicKey, error) {
+	rec := &keyRecorder{keys: v.keys}
+	tv := v.v
+	tv.Keys = rec
+	c, err := tv.Verify(raw)
+	return c, rec.kid, rec.key, err
+}
+
+// keyRecorder hands out the JWKS's keys and remembers the one it gave, so that the verifier
+// learns which key signed a token without parsing its header a second time.
+type keyRecorder struct {
+	keys token.Keys
+	kid  string
+	key  ed25519.PublicKey
+}
+
+var _ token.Keys = (*keyRecorder)(nil)
+
+func (r *keyRecorder) PublicKey(kid string) (ed25519.PublicKey, bool) {
+	k, ok := r.keys.PublicKey(kid)
+	if ok {
+		r.kid, r.key = kid, k
+	}
+	return k, ok
+}
