@@ -1,17 +1,27 @@
-// Package bffweb is BoxOffice's bff-web: the GraphQL backend-for-frontend shaped for the web app.
+// Package bffweb is BoxOffice's bff-web: the GraphQL backend-for-frontend shaped for the web
+// app, a large screen on a good connection. One query gives the whole event page (venue
+// details and every seat of the seat map); search comes with facets; a fan's orders, holds,
+// inbox and the assistant sit under `me` and `ask`.
+//
+// It is a thin layer: each field is one service call or one dataloader batch (catalog,
+// inventory, order, search, notification, assistant over gRPC). Authentication and rate
+// limits stay in the gateway in front of it, which forwards who the fan is in headers.
+// The schema is graph/schema.graphqls; README.md says how it compares with bff-mobile.
 package bffweb
 
 import (
-	"context"
-	"io"
+	"net/http"
 
-	"boxoffice.dev/platform/server"
+	"boxoffice.dev/bff-web/graph"
+	"boxoffice.dev/bffkit/loaders"
+	"boxoffice.dev/platform/graphqlserver"
 )
 
-// Spec names the process and its default listen addresses.
-var Spec = server.Spec{Name: "bff-web", HTTPAddr: ":8112", GRPCAddr: ""}
+// Path is where bff-web serves GraphQL, the path the gateway forwards unchanged.
+const Path = "/graphql/web"
 
-// Run starts the process and serves until ctx is done.
-func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return server.Main(ctx, Spec, getenv, stdout, nil)
+// Handler is bff-web's GraphQL endpoint over res: the platform's GraphQL server (limits,
+// persisted queries, the gateway's caller) with a request's dataloaders in front of it.
+func Handler(res *graph.Resolver, o graphqlserver.Options, lo loaders.Options) http.Handler {
+	return loaders.Middleware(res.Catalog, res.Inventory, lo)(graphqlserver.New(graph.NewSchema(res), o))
 }
