@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"boxoffice.dev/platform/sqldb"
+	"boxoffice.dev/platform/testkit"
 )
 
 func TestSeedDemo(t *testing.T) {
@@ -62,7 +63,7 @@ func TestSeedDemo(t *testing.T) {
 func TestSeedDemoSkipsWhenUsersExist(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s *Store, db *sqldb.DB) {
 		ctx := context.Background()
-		svc := newTestService(t, s, &fakeClock{t: storeT0})
+		svc := newTestService(t, s, testkit.NewClock(storeT0, 0))
 		addUser(t, s, "usr_1", "ana@example.org")
 		if seeded, err := svc.SeedDemo(ctx); err != nil || seeded {
 			t.Errorf("SeedDemo() with a user = %v, %v, want nothing done", seeded, err)

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -265,15 +263,7 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("sign-up is announced on JetStream", func(t *testing.T) {
-		nc, err := nats.Connect(p.nats)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		js := testkit.JetStream(t, p.nats)
 		var ev UserRegistered
 		testkit.Eventually(t, 10*time.Second, "user.registered in stream AUTH", func() bool {
 			s, err := js.Stream(rpcContext(t), Stream)

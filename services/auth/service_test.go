@@ -12,18 +12,9 @@ import (
 
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
+	"boxoffice.dev/platform/testkit"
 	"boxoffice.dev/services/auth/token"
 )
-
-// fakeClock is a clock tests move by hand; safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 func testConfig() Config {
 	c := DefaultConfig()
@@ -32,7 +23,7 @@ func testConfig() Config {
 }
 
 // newTestService returns a Service over s on clock, with its first key in place.
-func newTestService(t *testing.T, s *Store, clock *fakeClock) *Service {
+func newTestService(t *testing.T, s *Store, clock *testkit.Clock) *Service {
 	t.Helper()
 	svc, err := NewService(s, testConfig())
 	if err != nil {
@@ -46,7 +37,7 @@ func newTestService(t *testing.T, s *Store, clock *fakeClock) *Service {
 }
 
 // verifier checks tokens against svc's JWKS as the gateway would: through its JSON.
-func verifier(t *testing.T, svc *Service, clock *fakeClock) *token.Verifier {
+func verifier(t *testing.T, svc *Service, clock *testkit.Clock) *token.Verifier {
 	t.Helper()
 	doc, err := json.Marshal(svc.JWKS())
 	if err != nil {
@@ -62,7 +53,7 @@ func verifier(t *testing.T, svc *Service, clock *fakeClock) *token.Verifier {
 func TestServiceSignupLoginRefresh(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s *Store, _ *sqldb.DB) {
 		ctx := context.Background()
-		clock := &fakeClock{t: storeT0}
+		clock := testkit.NewClock(storeT0, 0)
 		svc := newTestService(t, s, clock)
 
 		u, err := svc.Signup(ctx, " Ana@Example.org", "correct horse", "Ana")
@@ -93,7 +84,7 @@ func TestServiceSignupLoginRefresh(t *testing.T) {
 			t.Errorf("User(%s) = %+v, %v, want %+v", u.ID, got, err, u)
 		}
 
-		clock.Add(time.Minute)
+		clock.Advance(time.Minute)
 		next, err := svc.Refresh(ctx, pair.RefreshToken)
 		if err != nil {
 			t.Fatalf("Refresh: %v", err)
@@ -116,7 +107,7 @@ func TestServiceSignupLoginRefresh(t *testing.T) {
 func TestServiceLoginFailuresLookAlike(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s *Store, _ *sqldb.DB) {
 		ctx := context.Background()
-		svc := newTestService(t, s, &fakeClock{t: storeT0})
+		svc := newTestService(t, s, testkit.NewClock(storeT0, 0))
 		if _, err := svc.Signup(ctx, "ana@example.org", "correct horse", "Ana"); err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +130,7 @@ func TestServiceLoginFailuresLookAlike(t *testing.T) {
 func TestServiceTenants(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s *Store, _ *sqldb.DB) {
 		ctx := context.Background()
-		svc := newTestService(t, s, &fakeClock{t: storeT0})
+		svc := newTestService(t, s, testkit.NewClock(storeT0, 0))
 		ten, key, err := svc.CreateTenant(ctx, "ticketsrus", "partner")
 		if err != nil {
 			t.Fatalf("CreateTenant: %v", err)
@@ -178,7 +169,7 @@ func TestServiceTenants(t *testing.T) {
 func TestInstancesAgreeOnTheSigningKey(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s *Store, _ *sqldb.DB) {
 		ctx := context.Background()
-		clock := &fakeClock{t: storeT0}
+		clock := testkit.NewClock(storeT0, 0)
 		a, b := newTestService(t, s, clock), newTestService(t, s, clock)
 		signer := func(svc *Service) string {
 			k, ok := svc.keyring().Signer(clock.Now())
@@ -194,7 +185,7 @@ func TestInstancesAgreeOnTheSigningKey(t *testing.T) {
 		if _, err := a.Signup(ctx, "ana@example.org", "correct horse", "Ana"); err != nil {
 			t.Fatal(err)
 		}
-		clock.Add(23*time.Hour + 55*time.Minute) // late: the successor signs a full lead from now
+		clock.Advance(23*time.Hour + 55*time.Minute) // late: the successor signs a full lead from now
 		old, err := a.Login(ctx, "ana@example.org", "correct horse")
 		if err != nil {
 			t.Fatal(err)
@@ -220,7 +211,7 @@ func TestInstancesAgreeOnTheSigningKey(t *testing.T) {
 			t.Errorf("JWKS during the lead has %d keys, want 2 (the next key published first)", len(b.JWKS().Keys))
 		}
 
-		clock.Add(10 * time.Minute)
+		clock.Advance(10 * time.Minute)
 		if signer(a) == first || signer(a) != signer(b) {
 			t.Errorf("after the lead a signs with %s, b with %s, want both on the new key", signer(a), signer(b))
 		}
@@ -228,7 +219,7 @@ func TestInstancesAgreeOnTheSigningKey(t *testing.T) {
 			t.Errorf("a token of the retired key no longer verifies while live: %v", err)
 		}
 
-		clock.Add(15 * time.Minute) // the retired key's last token has expired
+		clock.Advance(15 * time.Minute) // the retired key's last token has expired
 		for _, svc := range []*Service{a, b} {
 			if _, err := svc.RotateKeys(ctx, false); err != nil {
 				t.Fatal(err)
@@ -248,9 +239,9 @@ func TestInstancesAgreeOnTheSigningKey(t *testing.T) {
 func TestRotateNow(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s *Store, _ *sqldb.DB) {
 		ctx := context.Background()
-		clock := &fakeClock{t: storeT0}
+		clock := testkit.NewClock(storeT0, 0)
 		svc := newTestService(t, s, clock)
-		clock.Add(time.Hour)
+		clock.Advance(time.Hour)
 		ring, err := svc.RotateKeys(ctx, true)
 		if err != nil {
 			t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -159,15 +158,7 @@ func call(t *testing.T, method, url string, body io.Reader, want int, out any) *
 // may still be arriving).
 func subscribe(t *testing.T, natsURL, prefix string) <-chan string {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testkit.JetStream(t, natsURL)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	cons, err := js.OrderedConsumer(ctx, catalog.Stream, jetstream.OrderedConsumerConfig{

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,28 +14,13 @@ import (
 	"boxoffice.dev/services/waitroom/pass"
 )
 
-// clock is a settable time source shared by the stores of a test.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 6, 1, 20, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+// newClock is the time source the stores of a test share: it moves when the test says.
+func newClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2026, 6, 1, 20, 0, 0, 0, time.UTC), 0)
 }
 
 // newStore migrates db and returns a Store over it on clk.
-func newStore(t *testing.T, db *sqldb.DB, clk *clock) *Store {
+func newStore(t *testing.T, db *sqldb.DB, clk *testkit.Clock) *Store {
 	t.Helper()
 	ctx := context.Background()
 	if err := db.Migrate(ctx, Migrations()); err != nil {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -27,12 +25,7 @@ func TestEndToEnd(t *testing.T) {
 	base, ctx := proc.HTTPURL, context.Background()
 
 	// The producer's stream appears after notification started, as when order starts later.
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testkit.JetStream(t, srv.ClientURL())
 	if _, err := natsconn.EnsureStream(ctx, js, "ORDER", []string{"boxoffice.order.>"}); err != nil {
 		t.Fatal(err)
 	}

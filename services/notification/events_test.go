@@ -42,15 +42,7 @@ func inbox(t *testing.T, s *Store, account string) map[string]int {
 }
 
 func TestConsumerMakesOneMessagePerEvent(t *testing.T) {
-	nc, err := nats.Connect(testkit.StartNATS(t).ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testkit.JetStream(t, testkit.StartNATS(t).ClientURL())
 	ctx := context.Background()
 	if _, err := natsconn.EnsureStream(ctx, js, "ORDER", []string{"boxoffice.order.>"}); err != nil {
 		t.Fatal(err)

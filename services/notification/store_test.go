@@ -22,15 +22,8 @@ func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 	if err := db.Migrate(context.Background(), migrations); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	var mu sync.Mutex
-	now := time.Date(2030, 5, 1, 10, 0, 0, 0, time.UTC)
 	return &Store{DB: db,
-		Now: func() time.Time {
-			mu.Lock()
-			defer mu.Unlock()
-			now = now.Add(time.Millisecond)
-			return now
-		},
+		Now:   testkit.NewClock(time.Date(2030, 5, 1, 10, 0, 0, 0, time.UTC), time.Millisecond).Now,
 		NewID: func() string { return fmt.Sprintf("msg_%05d", testIDs.Add(1)) },
 	}
 }

@@ -29,16 +29,9 @@ func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 	if err := outbox.EnsureTable(ctx, db); err != nil {
 		t.Fatalf("outbox table: %v", err)
 	}
-	var mu sync.Mutex
-	now := t0
 	return &Store{
-		DB: db,
-		Now: func() time.Time {
-			mu.Lock()
-			defer mu.Unlock()
-			now = now.Add(time.Millisecond)
-			return now
-		},
+		DB:    db,
+		Now:   testkit.NewClock(t0, time.Millisecond).Now,
 		NewID: func() string { return fmt.Sprintf("ord_%04d", testIDs.Add(1)) },
 	}
 }

@@ -19,15 +19,8 @@ func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 	if err := db.Migrate(context.Background(), migrations); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	var mu sync.Mutex
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := NewStore(db)
-	s.Now = func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(time.Microsecond)
-		return now
-	}
+	s.Now = testkit.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), time.Microsecond).Now
 	return s
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"boxoffice.dev/platform/testkit"
 )
 
 // TestQueueOnTheEmulator: the all-in-one mode falls back to miniredis when no redis-server is
@@ -16,7 +18,7 @@ func TestQueueOnTheEmulator(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
-	for _, clk := range []*clock{{t: time.Unix(1_800_000_000, 0)}, nil} {
+	for _, clk := range []*testkit.Clock{testkit.NewClock(time.Unix(1_800_000_000, 0), 0), nil} {
 		name := "redis TIME"
 		if clk != nil {
 			name = "injected clock"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,28 +14,10 @@ import (
 	"boxoffice.dev/services/waitroom/pass"
 )
 
-// clock is a settable time source; replicas of a test share one, or run skewed copies.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 var testKey = ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 
 // newQueue is one waitroom replica over rdb on clk (nil = Redis TIME).
-func newQueue(rdb redis.UniversalClient, clk *clock) *Queue {
+func newQueue(rdb redis.UniversalClient, clk *testkit.Clock) *Queue {
 	q := &Queue{Redis: rdb, Key: testKey}
 	if clk != nil {
 		q.Now = clk.Now
@@ -54,7 +35,7 @@ func join(t *testing.T, q *Queue, event, user string) Status {
 }
 
 func TestJoinIsIdempotent(t *testing.T) {
-	q := newQueue(testkit.StartRedis(t).Client(), &clock{t: time.Unix(1_800_000_000, 0)})
+	q := newQueue(testkit.StartRedis(t).Client(), testkit.NewClock(time.Unix(1_800_000_000, 0), 0))
 	for i, user := range []string{"acc-a", "acc-b", "acc-c"} {
 		if st := join(t, q, "evt-flash", user); st.State != Waiting || st.Position != int64(i+1) {
 			t.Fatalf("Join(%s) = %+v, want waiting at %d", user, st, i+1)
@@ -104,7 +85,7 @@ func TestQueueRefusals(t *testing.T) {
 func TestAdmissionRate(t *testing.T) {
 	ctx := context.Background()
 	rdb := testkit.StartRedis(t).Client()
-	clk := &clock{t: time.Unix(1_800_000_000, 200_000_000)} // 0.2s into a second
+	clk := testkit.NewClock(time.Unix(1_800_000_000, 200_000_000), 0) // 0.2s into a second
 	replicas := []*Queue{newQueue(rdb, clk), newQueue(rdb, clk)}
 	const rate, fans = 5, 23
 	if err := replicas[0].SetRate(ctx, "evt-flash", rate); err != nil {
@@ -151,7 +132,7 @@ func TestAdmissionRate(t *testing.T) {
 
 func TestAdmissionOrderAndPositions(t *testing.T) {
 	ctx := context.Background()
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := testkit.NewClock(time.Unix(1_800_000_000, 0), 0)
 	q := newQueue(testkit.StartRedis(t).Client(), clk)
 	if err := q.SetRate(ctx, "evt-flash", 2); err != nil {
 		t.Fatal(err)
@@ -199,7 +180,7 @@ func TestAdmissionOrderAndPositions(t *testing.T) {
 
 func TestPassOfAnAdmittedFan(t *testing.T) {
 	ctx := context.Background()
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := testkit.NewClock(time.Unix(1_800_000_000, 0), 0)
 	q := newQueue(testkit.StartRedis(t).Client(), clk)
 	q.PassTTL = 2 * time.Minute
 	join(t, q, "evt-flash", "acc-a")
@@ -259,8 +240,8 @@ func TestQueueUsesRedisTimeWithoutAClock(t *testing.T) {
 func TestSkewedReplicasStayNearTheRate(t *testing.T) {
 	ctx := context.Background()
 	rdb := testkit.StartRedis(t).Client()
-	ahead := &clock{t: time.Unix(1_800_000_000, 0)}
-	behind := &clock{t: ahead.Now().Add(-700 * time.Millisecond)}
+	ahead := testkit.NewClock(time.Unix(1_800_000_000, 0), 0)
+	behind := testkit.NewClock(ahead.Now().Add(-700*time.Millisecond), 0)
 	a, b := newQueue(rdb, ahead), newQueue(rdb, behind)
 	const rate = 10
 	if err := a.SetRate(ctx, "evt-flash", rate); err != nil {
@@ -289,7 +270,7 @@ func TestSkewedReplicasStayNearTheRate(t *testing.T) {
 func TestKeysExpireAndEventsArePruned(t *testing.T) {
 	ctx := context.Background()
 	rdb := testkit.StartRedis(t).Client()
-	q := newQueue(rdb, &clock{t: time.Unix(1_800_000_000, 0)})
+	q := newQueue(rdb, testkit.NewClock(time.Unix(1_800_000_000, 0), 0))
 	join(t, q, "evt-flash", "acc-a")
 	k := keysFor("evt-flash")
 	for _, key := range []string{k.seq, k.waiting, eventsKey} {
@@ -314,7 +295,7 @@ func TestKeysExpireAndEventsArePruned(t *testing.T) {
 
 func TestQueueOnRedisCluster(t *testing.T) {
 	ctx := context.Background()
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	clk := testkit.NewClock(time.Unix(1_800_000_000, 0), 0)
 	q := newQueue(testkit.StartRedisCluster(t).Client(), clk)
 	for i := range 3 {
 		for _, ev := range []string{"evt-001", "evt-002", "evt-flash"} {
