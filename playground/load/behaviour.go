@@ -133,7 +133,7 @@ func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 // Budget is a retry budget: every request deposits Ratio of a token, every retry spends one,
 // and a retry without a token is not made. The balance starts at, and is capped by, the
 // reserve, so a burst of failures can never turn into more than reserve + Ratio × requests
-// retries. It is safe for concurrent use; the zero value (Ratio 0) allows every retry.
+// retries. It is safe for concurrent use; the zero value is off and allows every retry.
 type Budget struct {
 	mu      sync.Mutex
 	ratio   float64
@@ -150,23 +150,41 @@ func NewBudget(ratio, reserve float64) *Budget {
 	return &Budget{ratio: ratio, reserve: reserve, balance: reserve}
 }
 
-// Request records a first attempt.
-func (b *Budget) Request() {
-	if b == nil || b.ratio <= 0 {
-		return
-	}
-	b.mu.Lock()
-	b.balance = min(b.balance+b.ratio, b.reserve)
-	b.mu.Unlock()
-}
-
-// Retry takes a token for one retry, reporting false when none is left.
-func (b *Budget) Retry() bool {
-	if b == nil || b.ratio <= 0 {
-		return true
+// Set changes the ratio and the reserve (0 means 10), keeping the balance within the new
+// reserve; a ratio of 0 turns the budget off. A budget turned on starts with its reserve.
+func (b *Budget) Set(ratio, reserve float64) {
+	if reserve <= 0 {
+		reserve = 10
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.ratio == ratio && b.reserve == reserve {
+		return
+	}
+	if b.ratio <= 0 {
+		b.balance = reserve
+	}
+	b.ratio, b.reserve = ratio, reserve
+	b.balance = min(b.balance, reserve)
+}
+
+// Request records a first attempt.
+func (b *Budget) Request() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ratio > 0 {
+		b.balance = min(b.balance+b.ratio, b.reserve)
+	}
+}
+
+// Retry takes a token for one retry, reporting false when none is left. A budget that is
+// off allows every retry.
+func (b *Budget) Retry() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ratio <= 0 {
+		return true
+	}
 	if b.balance < 1 {
 		return false
 	}

@@ -14,8 +14,10 @@ package load
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -30,7 +32,8 @@ import (
 type Engine struct {
 	// HTTP sends the attempts; nil means a client tuned for many connections to one host.
 	HTTP *http.Client
-	// Recorder receives every attempt; nil means a new one started when Run starts.
+	// Recorder receives every attempt, and a count "429:<limit>" for each limit a 429 names;
+	// nil means a new one started when Run starts.
 	Recorder *Recorder
 	// Now and Sleep are the clock: the schedule, the back-offs and the recorder read it;
 	// nil means the wall clock.
@@ -47,6 +50,11 @@ type Engine struct {
 	MaxInFlight int
 	// MaxArrivals bounds the arrivals of a Run over all streams; 0 means 1,000,000.
 	MaxArrivals int64
+	// Poisson spaces arrivals by exponentially distributed gaps of the same mean (a Poisson
+	// process: many independent clients); false spaces them evenly. Evenly spaced streams
+	// alias against each other — two streams at 120/s and 30/s meet a limiter's refills at
+	// the same phase every time — so simulations of many clients want Poisson.
+	Poisson bool
 
 	inFlight atomic.Int64
 }
@@ -60,7 +68,8 @@ type Stream struct {
 	Rate func(elapsed time.Duration) float64
 	// Behaviour is the retry behaviour of a request starting now; nil means no retries.
 	Behaviour func() Behaviour
-	// Budget is the stream's retry budget, used when Behaviour has one; nil makes one.
+	// Budget is the stream's retry budget, set to each request's Behaviour.Budget as it
+	// starts; nil makes one for the run.
 	Budget *Budget
 	// Job is what one arrival does; n counts the stream's arrivals from 0.
 	Job func(ctx context.Context, c *Client, n int64)
@@ -116,12 +125,7 @@ func (e *Engine) Run(ctx context.Context, d time.Duration, streams ...Stream) er
 	var schedulers sync.WaitGroup
 	for _, s := range streams {
 		if s.Budget == nil {
-			s.Budget = &Budget{}
-			if s.Behaviour != nil {
-				if b := s.Behaviour(); b.Budget > 0 {
-					s.Budget = NewBudget(b.Budget, b.BudgetReserve)
-				}
-			}
+			s.Budget = NewBudget(0, 0)
 		}
 		schedulers.Go(func() {
 			err := e.schedule(ctx, d, s, &arrivals, &jobs)
@@ -140,9 +144,10 @@ func (e *Engine) Run(ctx context.Context, d time.Duration, streams ...Stream) er
 	return runErr
 }
 
-// schedule starts s's arrivals until d has elapsed. Arrival k+1 is due 1/rate after
-// arrival k, at the rate in force then; the wait is measured from when arrival k was due,
-// not from when it was started, so a late wake-up is caught up rather than lost.
+// schedule starts s's arrivals until d has elapsed. Arrival k+1 is due one gap (1/rate, or
+// drawn around it) after arrival k, at the rate in force then; the wait is measured from when
+// arrival k was due, not from when it was started, so a late wake-up is caught up rather
+// than lost.
 func (e *Engine) schedule(ctx context.Context, d time.Duration, s Stream, arrivals *atomic.Int64, jobs *sync.WaitGroup) error {
 	start := e.Recorder.Start()
 	due := e.Now().Sub(start)
@@ -172,7 +177,7 @@ func (e *Engine) schedule(ctx context.Context, d time.Duration, s Stream, arriva
 			}
 			e.arrive(ctx, s, n, jobs)
 			n++
-			due += time.Duration(float64(time.Second) / rate)
+			due += e.gap(rate)
 			continue
 		}
 		if due >= d {
@@ -184,6 +189,15 @@ func (e *Engine) schedule(ctx context.Context, d time.Duration, s Stream, arriva
 			}
 		}
 	}
+}
+
+// gap is the time to the next arrival at rate.
+func (e *Engine) gap(rate float64) time.Duration {
+	mean := float64(time.Second) / rate
+	if e.Poisson {
+		return time.Duration(-math.Log(1-e.Rand()) * mean)
+	}
+	return time.Duration(mean)
 }
 
 // arrive starts one job, or records it as dropped when MaxInFlight jobs are running.
@@ -198,6 +212,7 @@ func (e *Engine) arrive(ctx context.Context, s Stream, n int64, jobs *sync.WaitG
 	if s.Behaviour != nil {
 		c.behaviour = s.Behaviour()
 	}
+	s.Budget.Set(c.behaviour.Budget, c.behaviour.BudgetReserve)
 	jobs.Go(func() {
 		defer e.inFlight.Add(-1)
 		s.Job(ctx, c, n)
@@ -297,7 +312,24 @@ func (c *Client) attempt(ctx context.Context, build func(ctx context.Context) (*
 	}
 	out.Latency = c.e.Now().Sub(start)
 	c.e.Recorder.Done(c.stream, out.Outcome, out.Latency)
+	if out.Outcome == TooMany {
+		for _, rule := range ViolatedPolicies(out.Body) {
+			c.e.Recorder.Count("429:"+rule, 1)
+		}
+	}
 	return out
+}
+
+// ViolatedPolicies reads the names of the limits a 429's problem+json body says were
+// exceeded (the gateway's "violated-policies" member); nil when the body has none.
+func ViolatedPolicies(body []byte) []string {
+	var p struct {
+		Violated []string `json:"violated-policies"`
+	}
+	if json.Unmarshal(body, &p) != nil {
+		return nil
+	}
+	return p.Violated
 }
 
 // failure tells the client giving up (the attempt's deadline) from the connection failing.

@@ -3,32 +3,40 @@ package scenario
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
+
+	"boxoffice.dev/platform/clock"
+	"boxoffice.dev/platform/control"
+	"boxoffice.dev/platform/logging"
+	"boxoffice.dev/playground/load"
 )
 
 // Options are a run's optional settings; the zero value runs the profile as written.
 type Options struct {
 	// Duration, when positive, scales every phase so the profile lasts about this long
-	// (each phase keeps its share, and at least one second).
+	// (each phase keeps its share, and lasts at least a second).
 	Duration time.Duration
 	// Now and Sleep are the clock; nil means the wall clock. The load schedule, the retry
-	// back-offs and the per-second samples all read it.
+	// back-offs, the phase changes and the per-second samples all read it.
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Rand is the randomness (jitter, identity picks, greedy fans); nil means a source seeded
-	// from the clock.
+	// Rand is the randomness (jitter, greedy fans); nil means a source seeded from the clock.
+	// The run serialises its use.
 	Rand *rand.Rand
 	// Log records knob changes and set-up steps; nil discards.
 	Log *slog.Logger
-	// MaxInFlight bounds the requests open at once; 0 means 2000. Arrivals beyond it are
+	// MaxInFlight bounds the jobs open at once; 0 means 2000. Arrivals beyond it are
 	// counted as client errors rather than delayed, so the schedule stays open-model.
 	MaxInFlight int
 }
 
-// Sample is one second of a run. Counts are attempts (retries included) that completed in
+// Sample is one second of a run. Counts are of attempts (retries included) that completed in
 // that second, except Sent (attempts started) and Requests (first attempts started).
 type Sample struct {
 	T     int    `json:"t"` // seconds since the run started; the sample covers [T, T+1)
@@ -36,7 +44,7 @@ type Sample struct {
 	// Sent counts attempts started; Requests counts unique requests (first attempts).
 	Sent     int `json:"sent"`
 	Requests int `json:"requests"`
-	// Outcomes of attempts that completed in this second.
+	// Outcomes of the attempts that completed in this second.
 	OK           int `json:"ok"`            // 2xx
 	TooMany      int `json:"too_many"`      // 429
 	Unavailable  int `json:"unavailable"`   // 503
@@ -49,10 +57,11 @@ type Sample struct {
 	P50 float64 `json:"p50"`
 	P95 float64 `json:"p95"`
 	P99 float64 `json:"p99"`
-	// InFlight is the client side's open attempts at the end of the second.
+	// InFlight is the client side's open jobs at the end of the second.
 	InFlight int `json:"in_flight"`
-	// BackendInFlight is the work holding the backend's slots (all replicas), and
-	// BackendCapacity the slots it has (0 = unlimited), both from the control hooks.
+	// BackendInFlight is the work holding the backend's slots (all replicas), BackendQueued
+	// the work waiting for one, and BackendCapacity the slots (0 = unlimited), all read from
+	// the control hooks' gauges; -1 when they could not be read.
 	BackendInFlight int `json:"backend_in_flight"`
 	BackendQueued   int `json:"backend_queued"`
 	BackendCapacity int `json:"backend_capacity"`
@@ -61,10 +70,10 @@ type Sample struct {
 	Counters map[string]float64 `json:"counters,omitempty"`
 }
 
-// Event is one entry of a run's knob timeline.
+// Event is one entry of a run's timeline.
 type Event struct {
-	At   time.Duration `json:"at_ms"` // since the run started; JSON in milliseconds
-	Kind string        `json:"kind"`  // phase, knob, setup, error
+	At   time.Duration `json:"at"`   // since the run started, in nanoseconds in JSON
+	Kind string        `json:"kind"` // phase, knob, setup, error
 	What string        `json:"what"`
 }
 
@@ -79,12 +88,15 @@ type Result struct {
 	Totals       Stats     `json:"totals"`
 	Phases       []Stats   `json:"phases"`
 	Expectations []Outcome `json:"expectations"`
-	Err          string    `json:"error,omitempty"`
+	// Stopped is true when Stop or the context ended the run before its phases did; the
+	// expectations are then not checked.
+	Stopped bool   `json:"stopped,omitempty"`
+	Err     string `json:"error,omitempty"`
 }
 
 // Passed reports whether the run completed and met every expectation.
 func (r Result) Passed() bool {
-	if r.Err != "" {
+	if r.Err != "" || r.Stopped {
 		return false
 	}
 	for _, o := range r.Expectations {
@@ -95,8 +107,8 @@ func (r Result) Passed() bool {
 	return true
 }
 
-// Outcome is one checked expectation: Want is the comparison as written with the other side's
-// number filled in, Got the measured left side.
+// Outcome is one checked expectation: Want is the comparison as written with the other
+// side's number filled in, Got the measured left side.
 type Outcome struct {
 	Name   string `json:"name"`
 	Want   string `json:"want"`
@@ -105,28 +117,377 @@ type Outcome struct {
 }
 
 // Run is one scenario run in progress. Its methods are safe for concurrent use: the web UI
-// subscribes and turns knobs while the runner goroutine records.
+// subscribes and turns knobs while the runner's goroutines record.
 type Run struct {
 	sc      Scenario
-	profile *Profile
-	done    chan struct{}
+	profile Profile
+	target  Target
+	o       Options
+	log     *slog.Logger
+	sys     *system
+	rec     *load.Recorder
+	eng     *load.Engine
+	driver  driver
+	streams []*stream
+	starts  []time.Duration // each phase's start since the run began
+	total   time.Duration
 
-	mu     sync.Mutex
-	series []Sample
-	events []Event
-	subs   map[chan Sample]struct{}
-	result Result
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	knobMu  sync.Mutex
+	knobs   map[string]string
+	budgets map[string]*load.Budget
+
+	randMu sync.Mutex
+
+	mu       sync.Mutex
+	series   []Sample
+	events   []Event
+	subs     map[chan Sample]struct{}
+	result   Result
+	restores []restore
+	// What the run found before it changed it, to put back.
+	origRoutes  map[string][]string
+	origLimits  map[string]*adminLimit // nil value: the limit did not exist
+	origBackend *control.Knobs
+	retrySeen   bool
 }
 
-// Start sets the system up for sc's profile (knob defaults, the backend's capacity, the
-// scenario's limit, logged-in fans), then runs its phases in the background. It returns once
-// set-up is done; the run ends when its phases do, when Stop is called or when ctx ends, and
-// puts the system's knobs back as it found them.
+// restore puts back one thing a run changed; they run last first.
+type restore struct {
+	what string
+	fn   func(ctx context.Context) error
+}
+
+// stream is a StreamSpec with its identities.
+type stream struct {
+	StreamSpec
+	ids []load.Identity
+}
+
+// driver is what a scenario's arrivals do beyond the load engine: set-up before the run,
+// one arrival's job, the counters polled every second, and the final tally.
+type driver interface {
+	setup(ctx context.Context, r *Run) error
+	job(r *Run, s *stream) func(ctx context.Context, c *load.Client, n int64)
+	poll(ctx context.Context, r *Run) map[string]float64
+	finish(ctx context.Context, r *Run)
+}
+
+// Start sets the system up for sc's profile — knob defaults, the backend's capacity, the
+// scenario's limit, logged-in users — then runs its phases in the background. It returns once
+// set-up is done (or failed; the system is then put back). The run ends when its phases do,
+// when Stop is called or when ctx ends, and puts every knob it turned back as it found it.
 func Start(ctx context.Context, sc Scenario, profile string, t Target, o Options) (*Run, error) {
-	if _, err := sc.Profile(profile); err != nil {
+	p, err := sc.Profile(profile)
+	if err != nil {
 		return nil, err
 	}
-	return nil, errors.New("scenario: the runner is not implemented yet")
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = clock.Sleep
+	}
+	if o.Rand == nil {
+		seed := uint64(o.Now().UnixNano())
+		o.Rand = rand.New(rand.NewPCG(seed, seed>>1|1))
+	}
+	if o.Log == nil {
+		o.Log = logging.Discard()
+	}
+	r := &Run{
+		sc: sc, profile: scale(*p, o.Duration), target: t, o: o,
+		log:  o.Log.With("scenario", sc.Name, "profile", p.Name),
+		done: make(chan struct{}), knobs: map[string]string{}, budgets: map[string]*load.Budget{},
+		subs: map[chan Sample]struct{}{},
+	}
+	for _, k := range sc.Knobs {
+		r.knobs[k.Name] = k.Default
+	}
+	var at time.Duration
+	for _, ph := range r.profile.Phases {
+		r.starts = append(r.starts, at)
+		at += ph.Duration.D()
+	}
+	r.total = at
+	switch sc.Driver {
+	case "flash-sale":
+		r.driver = &flashSale{}
+	default:
+		r.driver = requestDriver{}
+	}
+	r.sys, err = newSystem(t)
+	if err != nil {
+		return nil, err
+	}
+	r.result = Result{Scenario: sc.Name, Profile: p.Name}
+
+	setupCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := r.setup(setupCtx); err != nil {
+		r.putBack()
+		r.sys.close()
+		return nil, fmt.Errorf("set up %s: %w", sc.Name, err)
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	r.cancel = stop
+	go r.run(runCtx)
+	return r, nil
+}
+
+// scale stretches or shrinks every phase so the profile lasts about d.
+func scale(p Profile, d time.Duration) Profile {
+	total := p.Duration()
+	phases := make([]Phase, len(p.Phases))
+	copy(phases, p.Phases)
+	p.Phases = phases
+	if d <= 0 || total <= 0 {
+		return p
+	}
+	f := float64(d) / float64(total)
+	for i := range p.Phases {
+		ph := &p.Phases[i]
+		ph.Duration = Duration(max(time.Duration(float64(ph.Duration)*f).Round(time.Second), time.Second))
+		ph.Settle = Duration(min(time.Duration(float64(ph.Settle)*f).Round(time.Second), ph.Duration.D()-time.Second))
+	}
+	return p
+}
+
+// setup readies the system: the first phase's knobs on top of the defaults, then the
+// driver's own set-up (users, events).
+func (r *Run) setup(ctx context.Context) error {
+	r.event(0, "setup", fmt.Sprintf("profile %s: %d phases, %v", r.profile.Name, len(r.profile.Phases), r.total))
+	if len(r.profile.Phases) > 0 {
+		for k, v := range r.profile.Phases[0].Knobs {
+			r.knobs[k] = v
+		}
+	}
+	for _, spec := range r.sc.Streams {
+		r.streams = append(r.streams, &stream{StreamSpec: spec})
+	}
+	if err := r.driver.setup(ctx, r); err != nil {
+		return err
+	}
+	if err := r.applyAll(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// run is the run's life after set-up: the load, the phase changes and the sampler, then the
+// tally and the clean-up.
+func (r *Run) run(ctx context.Context) {
+	defer close(r.done)
+	defer r.sys.close()
+
+	r.rec = load.NewRecorder(r.o.Now)
+	timeout := r.sc.Client.Timeout.D()
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	r.eng = &load.Engine{
+		Recorder: r.rec, Now: r.o.Now, Sleep: r.o.Sleep, Rand: r.rand, Timeout: timeout,
+		MaxInFlight: r.o.MaxInFlight, Poisson: true,
+	}
+	r.mu.Lock()
+	r.result.Started = r.rec.Start()
+	r.mu.Unlock()
+
+	// Jobs still running when the phases end get a grace period, then are cut off: a job's
+	// retries and back-offs must not keep the run open for long.
+	jobsCtx, cancelJobs := context.WithCancel(ctx)
+	defer cancelJobs()
+	grace := 2*timeout + 2*time.Second
+
+	var wg sync.WaitGroup
+	loadDone := make(chan struct{})
+	wg.Go(func() {
+		defer close(loadDone)
+		var streams []load.Stream
+		for _, s := range r.streams {
+			streams = append(streams, load.Stream{
+				Name: s.Name, Rate: r.rateFunc(s), Behaviour: r.behaviour, Budget: r.budget(s.Name),
+				Job: r.driver.job(r, s),
+			})
+		}
+		err := r.eng.Run(jobsCtx, r.total, streams...)
+		if err != nil && ctx.Err() == nil {
+			r.event(r.rec.Elapsed(), "error", err.Error())
+		}
+	})
+	wg.Go(func() { r.phases(ctx) })
+	wg.Go(func() {
+		select {
+		case <-loadDone:
+		case <-ctx.Done():
+		case <-r.after(ctx, r.total+grace):
+			cancelJobs()
+		}
+	})
+	r.sample(ctx, loadDone)
+	wg.Wait()
+
+	cleanup, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r.driver.finish(cleanup, r)
+	stopped := ctx.Err() != nil
+	r.putBack()
+	r.finish(stopped)
+}
+
+// after returns a channel closed d after the run's start, or never when ctx ends first.
+func (r *Run) after(ctx context.Context, d time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		if r.o.Sleep(ctx, r.rec.Start().Add(d).Sub(r.o.Now())) == nil {
+			close(ch)
+		}
+	}()
+	return ch
+}
+
+// phases puts each phase's knobs in force as it starts.
+func (r *Run) phases(ctx context.Context) {
+	for i, ph := range r.profile.Phases {
+		if wait := r.rec.Start().Add(r.starts[i]).Sub(r.o.Now()); wait > 0 {
+			if r.o.Sleep(ctx, wait) != nil {
+				return
+			}
+		}
+		what := fmt.Sprintf("phase %s: %v at %s/s", ph.Name, ph.Duration.D(), rateText(ph))
+		r.event(r.rec.Elapsed(), "phase", what)
+		r.log.Info("phase", "name", ph.Name)
+		if i == 0 {
+			continue // its knobs were set with the system
+		}
+		for name, v := range ph.Knobs {
+			if err := r.set(ctx, name, v, "phase "+ph.Name); err != nil {
+				r.event(r.rec.Elapsed(), "error", err.Error())
+			}
+		}
+	}
+}
+
+func rateText(ph Phase) string {
+	if ph.To != 0 && ph.To != ph.Rate {
+		return fmt.Sprintf("%g→%g", ph.Rate, ph.To)
+	}
+	return strconv.FormatFloat(ph.Rate, 'g', -1, 64)
+}
+
+// phaseAt is the index of the phase running at elapsed.
+func (r *Run) phaseAt(elapsed time.Duration) int {
+	i := 0
+	for j, s := range r.starts {
+		if elapsed >= s {
+			i = j
+		}
+	}
+	return i
+}
+
+// rateFunc is a stream's arrival rate: its knob's value, or the phase's rate (ramped).
+func (r *Run) rateFunc(s *stream) func(time.Duration) float64 {
+	if s.RateKnob != "" {
+		return func(time.Duration) float64 {
+			v, _ := strconv.ParseFloat(r.knob(s.RateKnob), 64)
+			return v
+		}
+	}
+	return func(elapsed time.Duration) float64 {
+		i := r.phaseAt(elapsed)
+		ph := r.profile.Phases[i]
+		if ph.To == 0 || ph.To == ph.Rate {
+			return ph.Rate
+		}
+		f := float64(elapsed-r.starts[i]) / float64(ph.Duration.D())
+		return ph.Rate + (ph.To-ph.Rate)*math.Min(math.Max(f, 0), 1)
+	}
+}
+
+// behaviour is the clients' retry behaviour as the knobs say now.
+func (r *Run) behaviour() load.Behaviour {
+	policy, retries := r.sc.Client.Retry, r.sc.Client.Retries
+	if v := r.knob("retry"); v != "" {
+		policy = v
+	}
+	if v, err := strconv.Atoi(r.knob("retries")); err == nil {
+		retries = v
+	}
+	b, _ := load.Policy(policy, retries) // validated with the knob
+	if v, err := strconv.ParseBool(r.knob("jitter")); err == nil && b.Backoff > 0 {
+		b.Jitter = v
+	}
+	if v, err := strconv.ParseFloat(r.knob("budget"), 64); err == nil && b.Retries > 0 {
+		b.Budget = v
+	}
+	return b
+}
+
+// budget is the stream's retry budget, one per stream for the whole run.
+func (r *Run) budget(name string) *load.Budget {
+	r.knobMu.Lock()
+	defer r.knobMu.Unlock()
+	b := r.budgets[name]
+	if b == nil {
+		b = load.NewBudget(0, 0)
+		r.budgets[name] = b
+	}
+	return b
+}
+
+func (r *Run) knob(name string) string {
+	r.knobMu.Lock()
+	defer r.knobMu.Unlock()
+	return r.knobs[name]
+}
+
+func (r *Run) rand() float64 {
+	r.randMu.Lock()
+	defer r.randMu.Unlock()
+	return r.o.Rand.Float64()
+}
+
+// SetKnob changes a knob of the running system now (name as in Scenario.Knobs, value in the
+// knob's kind) and records it on the timeline. A later phase that sets the same knob
+// overrides it.
+func (r *Run) SetKnob(ctx context.Context, name, value string) error {
+	select {
+	case <-r.done:
+		return errors.New("the run has ended")
+	default:
+	}
+	return r.set(ctx, name, value, "set by hand")
+}
+
+func (r *Run) set(ctx context.Context, name, value, who string) error {
+	k := r.sc.Knob(name)
+	if k == nil {
+		return fmt.Errorf("scenario %s has no knob %q", r.sc.Name, name)
+	}
+	if err := k.check(value); err != nil {
+		return fmt.Errorf("knob %s: %w", name, err)
+	}
+	r.knobMu.Lock()
+	old := r.knobs[name]
+	r.knobs[name] = value
+	r.knobMu.Unlock()
+	if err := r.apply(ctx, name); err != nil {
+		r.knobMu.Lock()
+		r.knobs[name] = old
+		r.knobMu.Unlock()
+		return fmt.Errorf("knob %s: %w", name, err)
+	}
+	var at time.Duration
+	if r.rec != nil {
+		at = r.rec.Elapsed()
+	}
+	r.event(at, "knob", fmt.Sprintf("%s = %s (%s)", name, value, who))
+	r.log.Info("knob", "name", name, "value", value, "by", who)
+	return nil
 }
 
 // Subscribe returns a channel that receives every Sample recorded from now on, and a cancel
@@ -137,11 +498,9 @@ func (r *Run) Subscribe() (<-chan Sample, func()) {
 	ch := make(chan Sample, 64)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	select {
-	case <-r.done:
+	if r.subs == nil { // ended
 		close(ch)
 		return ch, func() {}
-	default:
 	}
 	r.subs[ch] = struct{}{}
 	return ch, func() {
@@ -161,35 +520,76 @@ func (r *Run) History() []Sample {
 	return append([]Sample(nil), r.series...)
 }
 
-// Events returns the knob timeline so far.
+// Events returns the timeline so far.
 func (r *Run) Events() []Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Event(nil), r.events...)
 }
 
-// Scenario is the scenario being run; Profile the profile.
+// Scenario is the scenario being run.
 func (r *Run) Scenario() Scenario { return r.sc }
 
-// Profile is the profile being run, phases scaled by Options.Duration.
-func (r *Run) Profile() Profile { return *r.profile }
+// Profile is the profile being run, its phases scaled by Options.Duration.
+func (r *Run) Profile() Profile { return r.profile }
 
-// SetKnob changes a knob of the running system now (name as in Scenario.Knobs, value in the
-// knob's kind), and records it on the timeline. A later phase that sets the same knob
-// overrides it.
-func (r *Run) SetKnob(ctx context.Context, name, value string) error {
-	return errors.New("scenario: the runner is not implemented yet")
+// Knobs returns every knob's value in force now.
+func (r *Run) Knobs() map[string]string {
+	r.knobMu.Lock()
+	defer r.knobMu.Unlock()
+	out := make(map[string]string, len(r.knobs))
+	for k, v := range r.knobs {
+		out[k] = v
+	}
+	return out
 }
 
-// Stop ends the run early; its Result covers what ran. It is safe to call more than once.
-func (r *Run) Stop() {}
+// Stop ends the run early; its Result covers what ran and the system is put back. It
+// returns at once (wait on Done) and is safe to call more than once.
+func (r *Run) Stop() { r.cancel() }
 
 // Done is closed when the run has ended and Result is final.
 func (r *Run) Done() <-chan struct{} { return r.done }
 
-// Result is the run's outcome: final once Done is closed, partial before.
+// Result is the run's outcome: final once Done is closed, the series so far before.
 func (r *Run) Result() Result {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.result
+	res := r.result
+	res.Series = append([]Sample(nil), r.series...)
+	res.Events = append([]Event(nil), r.events...)
+	return res
+}
+
+func (r *Run) event(at time.Duration, kind, what string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, Event{At: at, Kind: kind, What: what})
+}
+
+// undo registers how to put back something the run is about to change.
+func (r *Run) undo(what string, fn func(ctx context.Context) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.restores = append(r.restores, restore{what, fn})
+}
+
+// putBack runs the registered restores, last first, each once.
+func (r *Run) putBack() {
+	r.mu.Lock()
+	rs := r.restores
+	r.restores = nil
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := len(rs) - 1; i >= 0; i-- {
+		if err := rs[i].fn(ctx); err != nil {
+			r.log.Warn("put back", "what", rs[i].what, "error", err)
+			var at time.Duration
+			if r.rec != nil {
+				at = r.rec.Elapsed()
+			}
+			r.event(at, "error", fmt.Sprintf("put back %s: %v", rs[i].what, err))
+		}
+	}
 }

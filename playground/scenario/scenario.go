@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"boxoffice.dev/playground/load"
 )
 
 // Scenario is one parsed scenarios/<name>.yaml: what the run drives, the knobs a person may
@@ -184,6 +186,9 @@ type Measure struct {
 type CounterSpec struct {
 	Name  string `yaml:"name" json:"name"`
 	Label string `yaml:"label" json:"label"`
+	// Kind is count (the default: per-second amounts, summed over a phase) or gauge (a level,
+	// such as the queue's length: a phase's last value).
+	Kind string `yaml:"kind,omitempty" json:"kind,omitempty"`
 }
 
 // Duration is a time.Duration written "250ms" or "5s" in YAML and JSON.
@@ -233,7 +238,7 @@ func (s *Scenario) Knob(name string) *KnobSpec {
 }
 
 // Duration is the profile's total length.
-func (p *Profile) Duration() time.Duration {
+func (p Profile) Duration() time.Duration {
 	var d time.Duration
 	for _, ph := range p.Phases {
 		d += ph.Duration.D()
@@ -329,8 +334,11 @@ func (s *Scenario) validate() error {
 			bad(fmt.Sprintf("streams[%d].rate_knob", i), "%q is not a knob", st.RateKnob)
 		}
 	}
-	if _, err := retryPolicy(s.Client.Retry, s.Client.Retries); err != nil {
+	if _, err := load.Policy(s.Client.Retry, s.Client.Retries); err != nil {
 		bad("client.retry", "%v", err)
+	}
+	if err := s.checkKnobs(); err != nil {
+		errs = append(errs, err)
 	}
 	for i, k := range s.Knobs {
 		if err := k.check(k.Default); err != nil {

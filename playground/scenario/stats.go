@@ -1,6 +1,15 @@
 package scenario
 
-// Stats summarises a phase, or the whole run (Phase ""), optionally for one stream.
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"boxoffice.dev/playground/load"
+)
+
+// Stats summarises a phase (its settle time left out), or the whole run (Phase ""), over
+// every stream; Streams holds the same numbers per stream.
 type Stats struct {
 	Phase        string  `json:"phase"`
 	Seconds      float64 `json:"seconds"`
@@ -17,13 +26,15 @@ type Stats struct {
 	P50 float64 `json:"p50"`
 	P95 float64 `json:"p95"`
 	P99 float64 `json:"p99"`
-	// Streams holds the same numbers per stream, when the scenario has more than one.
+	// Streams holds the same numbers per stream.
 	Streams map[string]*Stats `json:"streams,omitempty"`
-	// Counters are the scenario's own counters at the end of the phase.
+	// Counters are the scenario's own counters: counts summed over the phase, gauges
+	// (CounterSpec.Kind) at their last value in it.
 	Counters map[string]float64 `json:"counters,omitempty"`
 }
 
-// Metrics a Measure may name, computed from a Stats by Metric.
+// metrics are the numbers a Measure may name, computed from a Stats. "counter:<name>" names
+// one of Stats.Counters.
 var metrics = map[string]func(s *Stats) float64{
 	"sent":          func(s *Stats) float64 { return float64(s.Sent) },
 	"requests":      func(s *Stats) float64 { return float64(s.Requests) },
@@ -37,15 +48,17 @@ var metrics = map[string]func(s *Stats) float64{
 	"p50":           func(s *Stats) float64 { return s.P50 },
 	"p95":           func(s *Stats) float64 { return s.P95 },
 	"p99":           func(s *Stats) float64 { return s.P99 },
-	// amplification is attempts per unique request (1 = no retries).
+	// amplification is attempts per unique request: 1 without retries.
 	"amplification": func(s *Stats) float64 { return ratio(float64(s.Sent), float64(s.Requests)) },
-	// success_ratio is the share of unique requests that succeeded.
+	// success_ratio is the share of unique requests that ended in success.
 	"success_ratio": func(s *Stats) float64 { return ratio(float64(s.Goodput), float64(s.Requests)) },
-	// too_many_ratio and unavailable_ratio are shares of completed attempts.
+	// The shares of completed attempts that were refused: 429s, and 503/5xx/timeouts.
 	"too_many_ratio": func(s *Stats) float64 { return ratio(float64(s.TooMany), float64(s.completed())) },
-	"unavailable_ratio": func(s *Stats) float64 {
+	"failed_ratio": func(s *Stats) float64 {
 		return ratio(float64(s.Unavailable+s.ServerErrors+s.Timeouts), float64(s.completed()))
 	},
+	// Per-second rates over the phase.
+	"sent_per_second":    func(s *Stats) float64 { return ratio(float64(s.Sent), s.Seconds) },
 	"goodput_per_second": func(s *Stats) float64 { return ratio(float64(s.Goodput), s.Seconds) },
 }
 
@@ -65,5 +78,160 @@ func validMetric(name string) bool {
 	if _, ok := metrics[name]; ok {
 		return true
 	}
-	return len(name) > len("counter:") && name[:len("counter:")] == "counter:"
+	c, ok := strings.CutPrefix(name, "counter:")
+	return ok && c != ""
+}
+
+// accumulator sums seconds into Stats.
+type accumulator struct {
+	total    load.Counts
+	streams  map[string]*load.Counts
+	counters map[string]float64
+}
+
+func (a *accumulator) add(sec *load.Second, counters map[string]float64, gauges map[string]bool) {
+	if a.streams == nil {
+		a.streams = map[string]*load.Counts{}
+		a.counters = map[string]float64{}
+	}
+	for name, c := range sec.Streams {
+		a.total.Add(c)
+		s := a.streams[name]
+		if s == nil {
+			s = &load.Counts{}
+			a.streams[name] = s
+		}
+		s.Add(c)
+	}
+	for k, v := range counters {
+		if gauges[k] {
+			a.counters[k] = v
+		} else {
+			a.counters[k] += v
+		}
+	}
+}
+
+func (a *accumulator) stats(phase string, seconds int) *Stats {
+	s := fromCounts(&a.total, phase, seconds)
+	if len(a.counters) > 0 {
+		s.Counters = a.counters
+	}
+	if len(a.streams) > 1 {
+		s.Streams = map[string]*Stats{}
+		for name, c := range a.streams {
+			s.Streams[name] = fromCounts(c, phase, seconds)
+		}
+	}
+	return s
+}
+
+func fromCounts(c *load.Counts, phase string, seconds int) *Stats {
+	return &Stats{
+		Phase: phase, Seconds: float64(seconds),
+		Sent: c.Sent, Requests: c.Requests,
+		OK: c.Outcomes[load.OK], TooMany: c.Outcomes[load.TooMany], Unavailable: c.Outcomes[load.Unavailable],
+		ServerErrors: c.Outcomes[load.ServerError],
+		ClientErrors: c.Outcomes[load.ClientError] + c.Outcomes[load.TransportError] + c.Outcomes[load.Dropped],
+		Timeouts:     c.Outcomes[load.Timeout],
+		Goodput:      c.Goodput,
+		P50:          c.Quantile(50), P95: c.Quantile(95), P99: c.Quantile(99),
+	}
+}
+
+// check evaluates expectations against the phases' and the run's statistics.
+func check(expect []Expectation, phases map[string]*Stats, totals *Stats) []Outcome {
+	out := make([]Outcome, 0, len(expect))
+	for _, e := range expect {
+		left, err := measure(e.Left, phases, totals)
+		if err != nil {
+			out = append(out, Outcome{Name: e.Name, Want: e.Op, Got: err.Error()})
+			continue
+		}
+		want := e.Value
+		wantText := format(e.Value)
+		if e.Right != nil {
+			right, err := measure(*e.Right, phases, totals)
+			if err != nil {
+				out = append(out, Outcome{Name: e.Name, Want: e.Op, Got: err.Error()})
+				continue
+			}
+			f := e.Factor
+			if f == 0 {
+				f = 1
+			}
+			want = f * right
+			wantText = fmt.Sprintf("%s = %s", describe(*e.Right), format(right))
+			if f != 1 {
+				wantText = fmt.Sprintf("%s × %s", format(f), wantText)
+			}
+		}
+		out = append(out, Outcome{
+			Name:   e.Name,
+			Want:   fmt.Sprintf("%s %s %s", describe(e.Left), e.Op, wantText),
+			Got:    fmt.Sprintf("%s = %s", describe(e.Left), format(left)),
+			Passed: compare(left, e.Op, want),
+		})
+	}
+	return out
+}
+
+func measure(m Measure, phases map[string]*Stats, totals *Stats) (float64, error) {
+	s := totals
+	if m.Phase != "" {
+		s = phases[m.Phase]
+		if s == nil {
+			return 0, fmt.Errorf("no phase %q", m.Phase)
+		}
+	}
+	if m.Stream != "" {
+		st := s.Streams[m.Stream]
+		if st == nil {
+			return 0, fmt.Errorf("no traffic from stream %q in %s", m.Stream, describe(m))
+		}
+		s = st
+	}
+	if c, ok := strings.CutPrefix(m.Metric, "counter:"); ok {
+		return s.Counters[c], nil
+	}
+	f := metrics[m.Metric]
+	if f == nil {
+		return 0, fmt.Errorf("no metric %q", m.Metric)
+	}
+	return f(s), nil
+}
+
+// describe names a measure for people: p99(spike-limited), too_many_ratio(noisy@shared).
+func describe(m Measure) string {
+	where := m.Phase
+	if where == "" {
+		where = "run"
+	}
+	if m.Stream != "" {
+		where = m.Stream + "@" + where
+	}
+	return fmt.Sprintf("%s(%s)", strings.TrimPrefix(m.Metric, "counter:"), where)
+}
+
+func format(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e12 {
+		return fmt.Sprintf("%d", int64(v))
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func compare(a float64, op string, b float64) bool {
+	switch op {
+	case "<":
+		return a < b
+	case "<=":
+		return a <= b
+	case ">":
+		return a > b
+	case ">=":
+		return a >= b
+	case "==":
+		return a == b
+	}
+	return false
 }

@@ -1,0 +1,308 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"boxoffice.dev/platform/control"
+	"boxoffice.dev/playground/load"
+)
+
+// The knobs the runner knows how to turn. A scenario lists the ones it offers (with kinds,
+// options and defaults); a name outside this vocabulary, or a stream's rate knob, is refused
+// when the scenario is parsed.
+//
+//	limit, algorithm, rate, burst, key   the scenario's gateway limit (Scenario.Limit) on its route
+//	capacity, service_time               the backend's slots per instance and work per request
+//	outage                               off | down (503 at once) | hang (no answer in time)
+//	latency                              added to every backend request
+//	retry, retries, jitter, budget       the simulated clients' behaviour
+//	gateway_retry                        the route's one budgeted retry at the gateway
+//	admit_rate                           the waiting room's admissions per second (flash-sale)
+//	ip_rate                              the gateway's per-IP limit (api-per-ip), per second
+//	holds_per_minute                     the gateway's holds-per-account limit
+var knobVocabulary = []string{
+	"limit", "algorithm", "rate", "burst", "key",
+	"capacity", "service_time", "outage", "latency",
+	"retry", "retries", "jitter", "budget", "gateway_retry",
+	"admit_rate", "ip_rate", "holds_per_minute",
+}
+
+// hangLatency is what "outage: hang" injects: longer than any client's timeout, so every
+// request times out, as in front of a backend that accepts connections and never answers.
+const hangLatency = 30 * time.Second
+
+// The gateway's own limits the flash-sale knobs edit (gateway/policy.yaml).
+const (
+	limitPerIP    = "api-per-ip"
+	limitHoldsAcc = "holds-per-account"
+)
+
+// applyAll puts every knob in force, as a run starts.
+func (r *Run) applyAll(ctx context.Context) error {
+	done := map[string]bool{}
+	for _, k := range r.sc.Knobs {
+		g := knobGroup(k.Name)
+		if done[g] {
+			continue
+		}
+		done[g] = true
+		if err := r.apply(ctx, k.Name); err != nil {
+			return fmt.Errorf("knob %s: %w", k.Name, err)
+		}
+	}
+	return nil
+}
+
+// knobGroup names the set of knobs applied together: the limit's, the backend's.
+func knobGroup(name string) string {
+	switch name {
+	case "limit", "algorithm", "rate", "burst", "key":
+		return "limit"
+	case "capacity", "service_time", "outage", "latency":
+		return "backend"
+	}
+	return name
+}
+
+// apply puts the knob's current value in force in the system. Client-side knobs (retry,
+// rates) take effect by being read at the next arrival and need nothing here.
+func (r *Run) apply(ctx context.Context, name string) error {
+	switch knobGroup(name) {
+	case "limit":
+		return r.applyLimit(ctx)
+	case "backend":
+		return r.applyBackend(ctx)
+	case "gateway_retry":
+		return r.applyGatewayRetry(ctx)
+	case "admit_rate":
+		if fs, ok := r.driver.(*flashSale); ok {
+			return fs.setAdmitRate(ctx, r)
+		}
+		return nil
+	case "ip_rate":
+		return r.editGatewayLimit(ctx, limitPerIP, func(l *adminLimit) {
+			n := r.knobInt("ip_rate")
+			l.Rate, l.Burst = strconv.Itoa(n)+"/s", 2*n
+		})
+	case "holds_per_minute":
+		return r.editGatewayLimit(ctx, limitHoldsAcc, func(l *adminLimit) {
+			n := r.knobInt("holds_per_minute")
+			l.Rate, l.Burst = strconv.Itoa(n)+"/1m", n
+		})
+	}
+	return nil
+}
+
+func (r *Run) knobInt(name string) int {
+	n, _ := strconv.Atoi(r.knob(name))
+	return n
+}
+
+func (r *Run) knobBool(name string) bool {
+	b, _ := strconv.ParseBool(r.knob(name))
+	return b
+}
+
+// applyLimit writes the scenario's limit from the knobs and attaches it to (or detaches it
+// from) the scenario's route. The first time, it remembers the route's limits and the limit
+// as they were, to put back when the run ends.
+func (r *Run) applyLimit(ctx context.Context) error {
+	id, route := r.sc.Limit.ID, r.sc.Request.Route
+	if id == "" || route == "" {
+		return errors.New("the scenario names no limit id or no route")
+	}
+	if err := r.rememberRoute(ctx, route); err != nil {
+		return err
+	}
+	if err := r.rememberLimit(ctx, id); err != nil {
+		return err
+	}
+	l := adminLimit{ID: id, Key: r.knob("key"), Algorithm: r.knob("algorithm"), Rate: r.knob("rate") + "/s"}
+	if l.Key == "" {
+		l.Key = "route"
+	}
+	if l.Algorithm == "" {
+		l.Algorithm = "token_bucket"
+	}
+	if b := r.knobInt("burst"); b > 0 && (l.Algorithm == "token_bucket" || l.Algorithm == "gcra") {
+		l.Burst = b
+	}
+	if err := r.sys.putLimit(ctx, l); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	orig := r.origRoutes[route]
+	r.mu.Unlock()
+	limits := slices.DeleteFunc(slices.Clone(orig), func(s string) bool { return s == id })
+	if r.knobBool("limit") {
+		limits = append(limits, id)
+	}
+	return r.sys.setRouteLimits(ctx, route, limits)
+}
+
+// rememberRoute keeps a route's limits as the run found them and registers putting them
+// back, once per route.
+func (r *Run) rememberRoute(ctx context.Context, route string) error {
+	r.mu.Lock()
+	_, seen := r.origRoutes[route]
+	r.mu.Unlock()
+	if seen {
+		return nil
+	}
+	limits, err := r.sys.routeLimits(ctx, route)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.origRoutes == nil {
+		r.origRoutes = map[string][]string{}
+	}
+	r.origRoutes[route] = limits
+	r.mu.Unlock()
+	r.undo("route "+route, func(ctx context.Context) error { return r.sys.setRouteLimits(ctx, route, limits) })
+	return nil
+}
+
+// rememberLimit registers putting a gateway limit back as the run found it (deleting it when
+// the run created it), once per limit.
+func (r *Run) rememberLimit(ctx context.Context, id string) error {
+	r.mu.Lock()
+	if r.origLimits == nil {
+		r.origLimits = map[string]*adminLimit{}
+	}
+	_, seen := r.origLimits[id]
+	r.mu.Unlock()
+	if seen {
+		return nil
+	}
+	l, found, err := r.sys.limit(ctx, id)
+	if err != nil {
+		return err
+	}
+	var orig *adminLimit
+	if found {
+		orig = &l
+	}
+	r.mu.Lock()
+	r.origLimits[id] = orig
+	r.mu.Unlock()
+	r.undo("limit "+id, func(ctx context.Context) error {
+		if orig == nil {
+			return r.sys.deleteLimit(ctx, id)
+		}
+		return r.sys.putLimit(ctx, *orig)
+	})
+	return nil
+}
+
+// editGatewayLimit changes one of the gateway's own limits, from how the run found it.
+func (r *Run) editGatewayLimit(ctx context.Context, id string, edit func(l *adminLimit)) error {
+	if err := r.rememberLimit(ctx, id); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	orig := r.origLimits[id]
+	r.mu.Unlock()
+	if orig == nil {
+		return fmt.Errorf("the gateway has no limit %s", id)
+	}
+	l := *orig
+	edit(&l)
+	return r.sys.putLimit(ctx, l)
+}
+
+// applyBackend gives every replica of the backend the knobs' capacity and faults. The first
+// time, it remembers the knobs in force, to put back when the run ends.
+func (r *Run) applyBackend(ctx context.Context) error {
+	svc := r.sc.Backend.Service
+	if svc == "" {
+		return errors.New("the scenario names no backend service")
+	}
+	r.mu.Lock()
+	seen := r.origBackend != nil
+	r.mu.Unlock()
+	if !seen {
+		orig, err := r.sys.knobs(ctx, svc)
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.origBackend = &orig
+		r.mu.Unlock()
+		r.undo("backend "+svc, func(ctx context.Context) error { return r.sys.setKnobs(ctx, svc, orig) })
+	}
+	return r.sys.setKnobs(ctx, svc, r.backendKnobs())
+}
+
+// backendKnobs are the control knobs the scenario's knobs describe; a knob the scenario does
+// not offer takes the scenario's backend value.
+func (r *Run) backendKnobs() control.Knobs {
+	k := control.Knobs{MaxConcurrent: r.sc.Backend.MaxConcurrent, ServiceTime: r.sc.Backend.ServiceTime.D()}
+	if v := r.knob("capacity"); v != "" {
+		k.MaxConcurrent, _ = strconv.Atoi(v)
+	}
+	if v := r.knob("service_time"); v != "" {
+		k.ServiceTime, _ = time.ParseDuration(v)
+	}
+	if v := r.knob("latency"); v != "" {
+		k.Latency, _ = time.ParseDuration(v)
+	}
+	switch r.knob("outage") {
+	case "down", "true":
+		k.Outage = true
+	case "hang":
+		k.Latency = hangLatency
+	}
+	return k
+}
+
+// applyGatewayRetry turns the gateway's one budgeted retry on the scenario's route on or off.
+func (r *Run) applyGatewayRetry(ctx context.Context) error {
+	route := r.sc.Request.Route
+	var orig struct {
+		Retry *bool `json:"retry"`
+	}
+	r.mu.Lock()
+	seen := r.retrySeen
+	r.retrySeen = true
+	r.mu.Unlock()
+	if !seen {
+		if err := r.sys.admin(ctx, "GET", "/admin/routes/"+route, nil, &orig); err != nil {
+			return err
+		}
+		was := orig.Retry == nil || *orig.Retry
+		r.undo("route "+route+" retry", func(ctx context.Context) error {
+			return r.sys.admin(ctx, "PATCH", "/admin/routes/"+route, map[string]any{"retry": was}, nil)
+		})
+	}
+	return r.sys.admin(ctx, "PATCH", "/admin/routes/"+route, map[string]any{"retry": r.knobBool("gateway_retry")}, nil)
+}
+
+// checkKnobs reports knob names a scenario lists that the runner cannot turn.
+func (s *Scenario) checkKnobs() error {
+	var errs []error
+	rateKnobs := map[string]bool{}
+	for _, st := range s.Streams {
+		if st.RateKnob != "" {
+			rateKnobs[st.RateKnob] = true
+		}
+	}
+	for _, k := range s.Knobs {
+		if !slices.Contains(knobVocabulary, k.Name) && !rateKnobs[k.Name] {
+			errs = append(errs, fmt.Errorf("knobs[%s]: not a knob the runner can turn (want one of %v, or a stream's rate_knob)", k.Name, knobVocabulary))
+		}
+		if k.Name == "retry" {
+			for _, o := range k.Options {
+				if _, err := load.Policy(o, 0); err != nil {
+					errs = append(errs, fmt.Errorf("knobs[retry].options: %w", err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,149 @@
+package scenario
+
+import (
+	"context"
+	"time"
+
+	"boxoffice.dev/playground/load"
+)
+
+// sample records one Sample per second, as each second ends, until the load is done and the
+// last second with anything in it is recorded, or ctx ends.
+func (r *Run) sample(ctx context.Context, loadDone <-chan struct{}) {
+	for i := 0; ; i++ {
+		end := r.rec.Start().Add(time.Duration(i+1) * time.Second)
+		if wait := end.Sub(r.o.Now()); wait > 0 {
+			select {
+			case <-loadDone:
+				// The load ended inside this second: record it now rather than wait.
+			default:
+				if r.o.Sleep(ctx, wait) != nil {
+					return
+				}
+			}
+		}
+		r.publish(r.sampleAt(ctx, i))
+		select {
+		case <-loadDone:
+			if time.Duration(i+1)*time.Second >= r.rec.Elapsed() {
+				return
+			}
+		default:
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// sampleAt builds second i's Sample from the recorder, the backend's gauges and the
+// driver's counters.
+func (r *Run) sampleAt(ctx context.Context, i int) Sample {
+	sec := r.rec.Second(i)
+	t := sec.Total()
+	s := Sample{
+		T: i, Phase: r.profile.Phases[r.phaseAt(time.Duration(i)*time.Second)].Name,
+		Sent: t.Sent, Requests: t.Requests,
+		OK: t.Outcomes[load.OK], TooMany: t.Outcomes[load.TooMany], Unavailable: t.Outcomes[load.Unavailable],
+		ServerErrors: t.Outcomes[load.ServerError],
+		ClientErrors: t.Outcomes[load.ClientError] + t.Outcomes[load.TransportError] + t.Outcomes[load.Dropped],
+		Timeouts:     t.Outcomes[load.Timeout],
+		Goodput:      t.Goodput,
+		P50:          t.Quantile(50), P95: t.Quantile(95), P99: t.Quantile(99),
+		InFlight: r.eng.InFlight(),
+		Counters: sec.Counters,
+	}
+	if svc := r.sc.Backend.Service; svc != "" {
+		pctx, cancel := context.WithTimeout(ctx, 900*time.Millisecond)
+		l, err := r.sys.load(pctx, svc)
+		cancel()
+		if err != nil {
+			s.BackendInFlight, s.BackendQueued, s.BackendCapacity = -1, -1, -1
+		} else {
+			s.BackendInFlight, s.BackendQueued, s.BackendCapacity = l.inFlight, l.queued, l.capacity
+		}
+	}
+	pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	for k, v := range r.driver.poll(pctx, r) {
+		s.Counters[k] = v
+	}
+	cancel()
+	if len(s.Counters) == 0 {
+		s.Counters = nil
+	}
+	return s
+}
+
+// publish appends s to the series and hands it to every subscriber that has room.
+func (r *Run) publish(s Sample) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.series = append(r.series, s)
+	for ch := range r.subs {
+		select {
+		case ch <- s:
+		default: // a slow subscriber misses a second rather than holding the run
+		}
+	}
+}
+
+// finish computes the result, checks the expectations of a run that was not stopped, and
+// ends every subscription.
+func (r *Run) finish(stopped bool) {
+	phases, totals := r.stats()
+	var outcomes []Outcome
+	if !stopped {
+		outcomes = check(r.profile.Expect, phases, totals)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.result.Totals = *totals
+	r.result.Phases = nil
+	for _, ph := range r.profile.Phases {
+		r.result.Phases = append(r.result.Phases, *phases[ph.Name])
+	}
+	r.result.Expectations = outcomes
+	r.result.Stopped = stopped
+	for ch := range r.subs {
+		close(ch)
+	}
+	r.subs = nil
+}
+
+// stats sums the recorder's seconds by phase (leaving out each phase's settle time) and over
+// the whole run.
+func (r *Run) stats() (map[string]*Stats, *Stats) {
+	gauges := map[string]bool{}
+	for _, c := range r.sc.Counters {
+		if c.Kind == "gauge" {
+			gauges[c.Name] = true
+		}
+	}
+	seconds := r.rec.Seconds()
+	last := 0
+	if len(seconds) > 0 {
+		last = seconds[len(seconds)-1] + 1
+	}
+	// The counters of a second are its sample's: the recorder's counts and the driver's
+	// polled gauges together.
+	r.mu.Lock()
+	counters := map[int]map[string]float64{}
+	for _, s := range r.series {
+		counters[s.T] = s.Counters
+	}
+	r.mu.Unlock()
+	sum := func(name string, from, to int) *Stats {
+		var acc accumulator
+		for i := from; i < to; i++ {
+			acc.add(r.rec.Second(i), counters[i], gauges)
+		}
+		return acc.stats(name, to-from)
+	}
+	phases := map[string]*Stats{}
+	for i, ph := range r.profile.Phases {
+		from := int((r.starts[i] + ph.Settle.D()) / time.Second)
+		to := int((r.starts[i] + ph.Duration.D()) / time.Second)
+		phases[ph.Name] = sum(ph.Name, from, to)
+	}
+	return phases, sum("", 0, last)
+}

@@ -1,0 +1,261 @@
+package scenario
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"boxoffice.dev/platform/control"
+)
+
+// system turns the running system's knobs: the gateway's admin API and the services' control
+// hooks. Every call is bounded by the HTTP client's timeout. It is safe for concurrent use.
+type system struct {
+	t    Target
+	http *http.Client
+	nc   *nats.Conn // nil: each instance's /control over HTTP
+}
+
+func newSystem(t Target) (*system, error) {
+	s := &system{t: t, http: &http.Client{Timeout: 10 * time.Second}}
+	if t.NATS != "" {
+		nc, err := nats.Connect(t.NATS, nats.Name("playground"), nats.Timeout(3*time.Second))
+		if err != nil {
+			return nil, fmt.Errorf("connect nats: %w", err)
+		}
+		s.nc = nc
+	}
+	return s, nil
+}
+
+func (s *system) close() {
+	if s.nc != nil {
+		s.nc.Close()
+	}
+}
+
+// adminLimit is the admin API's JSON shape of a gateway limit (gateway/policy.Limit).
+type adminLimit struct {
+	ID             string `json:"id"`
+	Key            string `json:"key"`
+	Algorithm      string `json:"algorithm"`
+	Rate           string `json:"rate"`
+	Burst          int    `json:"burst,omitempty"`
+	OnStoreFailure string `json:"on_store_failure,omitempty"`
+	Mode           string `json:"mode,omitempty"`
+}
+
+// admin sends one admin API request; in, when not nil, is the JSON body and out, when not
+// nil, receives the JSON answer. A 404 is reported as errNotFound.
+func (s *system) admin(ctx context.Context, method, path string, in, out any) error {
+	if s.t.Admin == "" {
+		return errors.New("the target has no gateway admin API")
+	}
+	return s.call(ctx, method, s.t.Admin+path, "Bearer "+s.t.AdminToken, in, out)
+}
+
+var errNotFound = errors.New("not found")
+
+func (s *system) call(ctx context.Context, method, url, authz string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("encode %s %s: %w", method, url, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("%s %s: %w", method, url, errNotFound)
+	case resp.StatusCode/100 != 2:
+		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, bytes.TrimSpace(b))
+	}
+	if out != nil && len(b) > 0 {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("%s %s: decode: %w", method, url, err)
+		}
+	}
+	return nil
+}
+
+// routeLimits returns the limits attached to a gateway route.
+func (s *system) routeLimits(ctx context.Context, route string) ([]string, error) {
+	var r struct {
+		Limits []string `json:"limits"`
+	}
+	if err := s.admin(ctx, http.MethodGet, "/admin/routes/"+route, nil, &r); err != nil {
+		return nil, err
+	}
+	return r.Limits, nil
+}
+
+// setRouteLimits replaces a route's limit list.
+func (s *system) setRouteLimits(ctx context.Context, route string, limits []string) error {
+	if limits == nil {
+		limits = []string{}
+	}
+	return s.admin(ctx, http.MethodPatch, "/admin/routes/"+route, map[string]any{"limits": limits}, nil)
+}
+
+// limit reads one gateway limit; found is false when it does not exist.
+func (s *system) limit(ctx context.Context, id string) (l adminLimit, found bool, err error) {
+	err = s.admin(ctx, http.MethodGet, "/admin/limits/"+id, nil, &l)
+	if errors.Is(err, errNotFound) {
+		return adminLimit{}, false, nil
+	}
+	return l, err == nil, err
+}
+
+func (s *system) putLimit(ctx context.Context, l adminLimit) error {
+	return s.admin(ctx, http.MethodPut, "/admin/limits/"+l.ID, l, nil)
+}
+
+func (s *system) deleteLimit(ctx context.Context, id string) error {
+	err := s.admin(ctx, http.MethodDelete, "/admin/limits/"+id, nil, nil)
+	if errors.Is(err, errNotFound) {
+		return nil
+	}
+	return err
+}
+
+// knobs reads the control knobs of service's first instance: what is in force before a
+// run, to put back after it.
+func (s *system) knobs(ctx context.Context, service string) (control.Knobs, error) {
+	urls := s.t.Services[service]
+	if len(urls) == 0 {
+		return control.Knobs{}, fmt.Errorf("the target lists no instance of %s", service)
+	}
+	var k control.Knobs
+	err := s.call(ctx, http.MethodGet, urls[0]+control.Path, "", nil, &k)
+	return k, err
+}
+
+// setKnobs puts k in force on every replica of service: over NATS when the target has it
+// (replicas the playground cannot reach by URL get it too), else with a PUT to each
+// instance's /control.
+func (s *system) setKnobs(ctx context.Context, service string, k control.Knobs) error {
+	if s.nc != nil {
+		return control.Publish(ctx, s.nc, service, k)
+	}
+	urls := s.t.Services[service]
+	if len(urls) == 0 {
+		return fmt.Errorf("the target lists no instance of %s and no NATS", service)
+	}
+	var errs []error
+	for _, u := range urls {
+		errs = append(errs, s.call(ctx, http.MethodPut, u+control.Path, "", k, nil))
+	}
+	return errors.Join(errs...)
+}
+
+// backendLoad is the backend's slots over all its instances, from their /metrics.
+type backendLoad struct{ inFlight, queued, capacity int }
+
+// The control hook's gauges as the Prometheus exporter names them.
+const (
+	metricInFlight = "boxoffice_control_in_flight"
+	metricQueued   = "boxoffice_control_queued"
+	metricCapacity = "boxoffice_control_max_concurrent"
+)
+
+// load scrapes every instance of service; an instance that does not answer counts nothing.
+func (s *system) load(ctx context.Context, service string) (backendLoad, error) {
+	var total backendLoad
+	var errs []error
+	for _, u := range s.t.Services[service] {
+		l, err := s.scrape(ctx, u+"/metrics", service)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		total.inFlight += l.inFlight
+		total.queued += l.queued
+		total.capacity += l.capacity
+	}
+	return total, errors.Join(errs...)
+}
+
+func (s *system) scrape(ctx context.Context, url, service string) (backendLoad, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return backendLoad{}, err
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return backendLoad{}, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return backendLoad{}, fmt.Errorf("scrape %s: %s", url, resp.Status)
+	}
+	return parseLoad(resp.Body, service)
+}
+
+// parseLoad reads service's control gauges from a Prometheus text exposition, summing its
+// series. Series labelled with another service are skipped: in the all-in-one process, one
+// registry may hold every component's.
+func parseLoad(r io.Reader, service string) (backendLoad, error) {
+	label := `service="` + service + `"`
+	var l backendLoad
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		var dst *int
+		switch {
+		case metricLine(line, metricInFlight):
+			dst = &l.inFlight
+		case metricLine(line, metricQueued):
+			dst = &l.queued
+		case metricLine(line, metricCapacity):
+			dst = &l.capacity
+		default:
+			continue
+		}
+		if strings.Contains(line, `service="`) && !strings.Contains(line, label) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			continue
+		}
+		*dst += int(v)
+	}
+	return l, sc.Err()
+}
+
+func metricLine(line, name string) bool {
+	rest, ok := strings.CutPrefix(line, name)
+	return ok && (strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, " "))
+}
