@@ -53,7 +53,9 @@ type Spec struct {
 }
 
 // Build wires a component's own parts on a ready Server and returns its HTTP routes
-// (nil = only the platform endpoints). A nil Build serves only the platform endpoints. gRPC services are registered on s.GRPC().
+// (nil = only the platform endpoints). A nil Build serves only the platform endpoints.
+// gRPC services are registered on s.GRPC(), background loops started with s.Go, and what
+// the build opens itself is closed through s.OnClose.
 type Build func(ctx context.Context, s *Server) (http.Handler, error)
 
 // Main loads the configuration, builds the component and runs it until ctx is done.
@@ -179,7 +181,8 @@ func (s *Server) Redis(ctx context.Context) (redis.UniversalClient, error) {
 }
 
 // Run serves HTTP (h behind the control hook and telemetry, next to the platform endpoints)
-// and gRPC when GRPC_ADDR is set, until ctx is done; then it drains.
+// and gRPC when GRPC_ADDR is set, until ctx is done or a worker fails; then it drains and
+// stops the workers (see Serve).
 func (s *Server) Run(ctx context.Context, h http.Handler) error {
 	hl, err := net.Listen("tcp", s.Config.HTTPAddr)
 	if err != nil {
