@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"boxoffice.dev/platform/clock"
 )
 
 // LateAnswers makes a share of charges answer late, after the money was taken: the nastiest
@@ -41,12 +43,5 @@ func (l *LateAnswers) Wait(ctx context.Context) error {
 	if !late {
 		return nil
 	}
-	t := time.NewTimer(l.Latency)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, l.Latency)
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/natsconn"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
@@ -159,10 +160,8 @@ func retry(ctx context.Context, log *slog.Logger, what string, fn func() error) 
 			return ctx.Err()
 		}
 		log.WarnContext(ctx, what, "error", err, "retry_in", wait)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
+		if err := clock.Sleep(ctx, wait); err != nil {
+			return err
 		}
 		wait = min(2*wait, maxRetryPause)
 	}
