@@ -28,7 +28,7 @@ func TestRedisClusterAtomic(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if calls := replicas[0].split(tt.reqs); len(calls) != 1 {
+			if calls := replicas[0].split(storageKeys(tt.reqs)); len(calls) != 1 {
 				t.Fatalf("split into %d script calls, want 1", len(calls))
 			}
 			if got := hammer(t, replicas, tt.reqs, 1000); got != tt.want {
@@ -48,7 +48,7 @@ func TestRedisClusterSplitSlotsOvershoot(t *testing.T) {
 	perUser := Rule{ID: "per-user", Algorithm: FixedWindow, Limit: 1000, Window: time.Hour}
 	perIP := Rule{ID: "per-ip", Algorithm: FixedWindow, Limit: 10, Window: time.Hour}
 	reqs := []Request{{Rule: perUser, Key: "user:1"}, {Rule: perIP, Key: "ip:10.0.0.1"}}
-	if calls := store.split(reqs); len(calls) != 2 {
+	if calls := store.split(storageKeys(reqs)); len(calls) != 2 {
 		t.Fatalf("split into %d script calls, want 2 (the test needs two slots)", len(calls))
 	}
 	const n = 50
@@ -71,4 +71,13 @@ func TestRedisClusterSplitSlotsOvershoot(t *testing.T) {
 	if overshoot, denied := spent-allowed, n-allowed; overshoot != denied {
 		t.Errorf("per-user spent %d for %d allowed requests: overshoot %d, want %d (one per denied request)", spent, allowed, overshoot, denied)
 	}
+}
+
+// storageKeys are the storage keys of reqs, as Redis.Allow splits them.
+func storageKeys(reqs []Request) []string {
+	keys := make([]string, len(reqs))
+	for i, q := range reqs {
+		keys[i] = storageKey(q.Rule.ID, q.Key)
+	}
+	return keys
 }

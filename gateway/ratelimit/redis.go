@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"time"
@@ -11,17 +10,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed scripts/decide.lua
-var decideLua string
-
-// decideScript is sent once per Redis server: calls go by EVALSHA, and a server that does not
-// know the script (restarted, flushed) answers NOSCRIPT, upon which the source is sent again.
-var decideScript = redis.NewScript(decideLua)
-
 // Redis is a Limiter whose state lives in Redis, shared by every gateway replica: the limits
 // are global, not per replica. Each decision is one Lua script run, so the read-modify-write
 // is atomic across replicas, and the time is the server's TIME, so replicas with skewed
 // clocks agree. Every key carries a TTL and vanishes once idle.
+//
+// The script is composed for the call: scripts/decide.lua is the frame (the clock, helpers,
+// the two passes) and each algorithm is a file of its own, scripts/<algorithm>.lua; a call
+// sends the frame with only the files of the algorithms its rules use. Redis runs a script's
+// whole body at every call, so six algorithms defined where one is used would cost every
+// decision their setup. Each set of algorithms gets its script and SHA1 once per process;
+// calls go by EVALSHA, and a server that does not know the script (restarted, flushed)
+// answers NOSCRIPT, upon which the source is sent again with EVAL. A policy combines a few
+// sets, so Redis caches a few scripts, never more than the 63 sets of six algorithms.
 //
 // All rules of a request go in one round trip: one script call on a single server, or on a
 // Cluster when their keys share a hash slot (give them one {tag}); otherwise one script call
@@ -61,12 +62,42 @@ func (r *Redis) boundByDeadline() bool {
 	return false
 }
 
-// scriptCall is one run of decide.lua: the requests it decides, by index, and its arguments.
+// scriptCall is one run of a decide script: the requests it decides and the command.
 type scriptCall struct {
+	// reqs are the indexes of the requests it decides, in order; nil means all of them.
 	reqs []int
-	keys []string
-	args []any
+	// args are the whole command, EVALSHA, digest, keys and arguments, in one slice, which
+	// go-redis sends as it is.
+	args   []any
+	script *luaScript
+	cmd    *redis.IntSliceCmd
 }
+
+// size is the number of requests the call decides, out of n.
+func (c *scriptCall) size(n int) int {
+	if c.reqs == nil {
+		return n
+	}
+	return len(c.reqs)
+}
+
+// index is the request that the call decides k-th.
+func (c *scriptCall) index(k int) int {
+	if c.reqs == nil {
+		return k
+	}
+	return c.reqs[k]
+}
+
+// The script's words, boxed once: an any made from a string variable allocates, one made
+// from a constant does not.
+var algorithmArgs = func() map[Algorithm]any {
+	m := make(map[Algorithm]any, len(Algorithms))
+	for _, a := range Algorithms {
+		m[a] = string(a)
+	}
+	return m
+}()
 
 // Allow decides reqs in one round trip.
 func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
@@ -76,48 +107,70 @@ func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
 	if len(reqs) == 0 {
 		return combine(nil), nil
 	}
-	now := ""
+	var now any = ""
 	if r.now != nil {
 		now = strconv.FormatInt(r.now().UnixMicro(), 10)
 	}
+	keys := make([]string, len(reqs))
+	for i, q := range reqs {
+		keys[i] = storageKey(q.Rule.ID, q.Key)
+	}
 	var leases []string // lease ids of concurrency rules, by request
-	calls := r.split(reqs)
+	calls := r.split(keys)
 	for c := range calls {
 		call := &calls[c]
-		call.keys = make([]string, 0, len(call.reqs))
-		call.args = append(make([]any, 0, 1+7*len(call.reqs)), now)
-		for _, i := range call.reqs {
-			q := reqs[i]
-			lease := ""
+		n := call.size(len(reqs))
+		var set algorithmSet
+		for k := range n {
+			set = set.with(reqs[call.index(k)].Rule.Algorithm)
+		}
+		script, err := decideScript(set)
+		if err != nil {
+			return Result{}, err
+		}
+		call.script = script
+		// EVALSHA sha numkeys key… now, then 7 per rule: see scripts/decide.lua.
+		call.args = make([]any, 3+n, 3+n+1+7*n)
+		call.args[0], call.args[1], call.args[2] = "evalsha", script.sha, n
+		for k := range n {
+			call.args[3+k] = keys[call.index(k)]
+		}
+		call.args = append(call.args, now)
+		for k := range n {
+			q := reqs[call.index(k)]
+			var lease any = ""
 			if q.Rule.Algorithm == Concurrency {
 				if leases == nil {
 					leases = make([]string, len(reqs))
 				}
-				lease = rand.Text()
-				leases[i] = lease
+				id := rand.Text()
+				leases[call.index(k)], lease = id, id
+			}
+			var mode any = "enforce"
+			switch {
+			case q.Charge:
+				mode = "charge"
+			case q.Rule.Mode == Shadow:
+				mode = "shadow"
 			}
 			p := q.Rule.params()
-			mode := string(q.Rule.mode())
-			if q.Charge {
-				mode = "charge"
-			}
-			call.keys = append(call.keys, storageKey(q.Rule.ID, q.Key))
-			call.args = append(call.args, string(q.Rule.Algorithm), p.limit, p.window, p.burst, q.cost(), mode, lease)
+			call.args = append(call.args, algorithmArgs[q.Rule.Algorithm], p.limit, p.window, p.burst, q.cost(), mode, lease)
 		}
 	}
-	replies, err := r.run(ctx, calls)
-	if err != nil {
+	if err := r.run(ctx, calls); err != nil {
 		return Result{}, fmt.Errorf("ratelimit: decide: %w", err)
 	}
 	ds := make([]Decision, len(reqs))
-	for c, call := range calls {
-		out := replies[c]
-		if len(out) != 1+4*len(call.reqs) {
-			return Result{}, fmt.Errorf("ratelimit: decide: %d values in reply, want %d", len(out), 1+4*len(call.reqs))
+	for c := range calls {
+		call := &calls[c]
+		n := call.size(len(reqs))
+		out := call.cmd.Val()
+		if len(out) != 1+4*n {
+			return Result{}, fmt.Errorf("ratelimit: decide: %d values in reply, want %d", len(out), 1+4*n)
 		}
 		admitted := out[0] == 1
-		for j, i := range call.reqs {
-			v := out[1+4*j:]
+		for k := range n {
+			i, v := call.index(k), out[1+4*k:]
 			ds[i] = verdict{allowed: v[0] == 1, remaining: v[1], reset: v[2], retry: v[3]}.decision(reqs[i], PathStore)
 			if admitted && ds[i].Allowed && leases != nil && leases[i] != "" {
 				ds[i].Lease = &Lease{Rule: reqs[i].Rule.ID, Key: reqs[i].Key, ID: leases[i]}
@@ -144,69 +197,88 @@ func (r *Redis) Release(ctx context.Context, leases ...Lease) error {
 	return nil
 }
 
-// split groups requests into script calls: one call, unless this is a Cluster and the keys
-// fall in several hash slots.
-func (r *Redis) split(reqs []Request) []scriptCall {
+// split groups requests, by their storage keys, into script calls: one call, unless this is a
+// Cluster and the keys fall in several hash slots.
+func (r *Redis) split(keys []string) []scriptCall {
 	if !r.cluster {
-		all := make([]int, len(reqs))
-		for i := range all {
-			all[i] = i
-		}
-		return []scriptCall{{reqs: all}}
+		return []scriptCall{{}}
 	}
 	var calls []scriptCall
 	bySlot := make(map[uint16]int)
-	for i, q := range reqs {
-		tag, _ := hashTag(tagged(q.Key))
+	for i, key := range keys {
+		tag, _ := hashTag(key) // storage keys always hold their client's {tag}
 		s := slot(tag)
 		c, ok := bySlot[s]
 		if !ok {
 			c = len(calls)
 			bySlot[s] = c
-			calls = append(calls, scriptCall{})
+			calls = append(calls, scriptCall{reqs: []int{}})
 		}
 		calls[c].reqs = append(calls[c].reqs, i)
+	}
+	if len(calls) == 1 {
+		calls[0].reqs = nil // all of them
 	}
 	return calls
 }
 
-// run sends the script calls: alone, or together in one pipeline.
-func (r *Redis) run(ctx context.Context, calls []scriptCall) ([][]int64, error) {
-	if len(calls) == 1 {
-		out, err := decideScript.Run(ctx, r.client, calls[0].keys, calls[0].args...).Int64Slice()
-		if err != nil {
-			return nil, err
-		}
-		return [][]int64{out}, nil
+// run sends the script calls: alone, or together in one pipeline. A call whose script the
+// server does not know is sent again with the source.
+func (r *Redis) run(ctx context.Context, calls []scriptCall) error {
+	for c := range calls {
+		calls[c].cmd = newScriptCmd(ctx, calls[c].args)
 	}
-	cmds := make([]*redis.Cmd, len(calls))
+	if len(calls) == 1 {
+		call := &calls[0]
+		err := r.client.Process(ctx, call.cmd)
+		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			call.withSource(ctx)
+			err = r.client.Process(ctx, call.cmd)
+		}
+		return err
+	}
 	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, c := range calls {
-			cmds[i] = decideScript.EvalSha(ctx, p, c.keys, c.args...)
+		for c := range calls {
+			_ = p.Process(ctx, calls[c].cmd)
 		}
 		return nil
 	})
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// Some server lacks the script: send the source to those calls, once.
 		_, err = r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, c := range calls {
-				if redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
-					cmds[i] = decideScript.Eval(ctx, p, c.keys, c.args...)
+			for c := range calls {
+				if redis.HasErrorPrefix(calls[c].cmd.Err(), "NOSCRIPT") {
+					calls[c].withSource(ctx)
+					_ = p.Process(ctx, calls[c].cmd)
 				}
 			}
 			return nil
 		})
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	outs := make([][]int64, len(calls))
-	for i, cmd := range cmds {
-		if outs[i], err = cmd.Int64Slice(); err != nil {
-			return nil, err
+	for c := range calls {
+		if err := calls[c].cmd.Err(); err != nil {
+			return err
 		}
 	}
-	return outs, nil
+	return nil
+}
+
+// withSource turns the call into an EVAL of the script's source.
+func (c *scriptCall) withSource(ctx context.Context) {
+	c.args[0], c.args[1] = "eval", c.script.src
+	c.cmd = newScriptCmd(ctx, c.args)
+}
+
+// newScriptCmd is an EVAL or EVALSHA whose reply is a list of integers, read as such rather
+// than as a list of interfaces. Its first key is its fourth word, where a Cluster client
+// looks for the slot.
+func newScriptCmd(ctx context.Context, args []any) *redis.IntSliceCmd {
+	cmd := redis.NewIntSliceCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
 }
 
 // slot is the Redis Cluster hash slot of a hash tag: CRC16 (XMODEM) modulo 16384.
