@@ -20,6 +20,9 @@ import (
 // series is one sample a second).
 const keepRuns = 8
 
+// knobTimeout bounds turning one knob: a few calls to the admin API or one NATS publish.
+const knobTimeout = 10 * time.Second
+
 // runs starts scenario runs and keeps them. At most one run is active at a time: runs share
 // one system, and two at once would each measure the other's load. Finished runs stay
 // readable until keepRuns newer ones replace them. Safe for concurrent use.
@@ -325,7 +328,10 @@ func handleSetKnob(rs *runs) http.Handler {
 			problem.Write(w, r, rs.log, problem.New(problem.Conflict, "run %s is %s; knobs turn only while it runs", rec.ID, st))
 			return
 		}
-		if err := rec.run.SetKnob(r.Context(), in.Name, in.Value); err != nil {
+		// Bounded: the change goes over the admin API or NATS, and a person is waiting.
+		ctx, cancel := context.WithTimeout(r.Context(), knobTimeout)
+		defer cancel()
+		if err := rec.run.SetKnob(ctx, in.Name, in.Value); err != nil {
 			// The runner's message says what the system refused and why; a student needs it.
 			problem.Write(w, r, rs.log, &problem.Error{Code: problem.Unprocessable, Field: "value", Message: err.Error(), Err: err})
 			return

@@ -195,6 +195,8 @@ function follow(info) {
   source?.close();
   if (info.scenario !== current?.name) showScenario(info.scenario, info.profile);
   else showKnobValues(Object.fromEntries((current.knobs ?? []).map((k) => [k.name, k.default])));
+  profileSelect.value = info.profile;
+  showProfileTitle();
   run = { id: info.id, scenario: info.scenario, profile: info.profile, state: info.state, phases: [], total: 0, phase: null };
   document.body.dataset.run = info.id;
   resetData();
@@ -297,7 +299,7 @@ function redraw() {
 }
 
 function addEvent(ev) {
-  const at = (ev.at_ms / 1000).toFixed(1);
+  const at = (ev.at / 1e9).toFixed(1); // nanoseconds since the run started
   log.append(el("li", { "data-kind": ev.kind }, el("time", {}, `${at} s`), el("span", {}, el("strong", {}, ev.kind), " ", ev.what)));
   log.scrollTop = log.scrollHeight;
 }
@@ -322,11 +324,11 @@ function seconds(text) {
   return total;
 }
 
-// A page opened while a run is active follows it.
+// A page opened (or reloaded) after a run started shows the latest run: live while it is
+// active, replayed once it is over.
 async function resume() {
   const { runs } = await getJSON("api/runs");
-  const latest = runs?.[0];
-  if (latest && (latest.state === "starting" || latest.state === "running")) follow(latest);
+  if (runs?.length) follow(runs[0]);
 }
 
 form.addEventListener("submit", start);
