@@ -116,7 +116,11 @@ func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
 		keys[i] = storageKey(q.Rule.ID, q.Key)
 	}
 	var leases []string // lease ids of concurrency rules, by request
-	calls := r.split(keys)
+	var one [1]scriptCall // the usual case, without an allocation
+	calls := one[:]
+	if r.cluster {
+		calls = r.split(keys)
+	}
 	for c := range calls {
 		call := &calls[c]
 		n := call.size(len(reqs))
@@ -197,12 +201,9 @@ func (r *Redis) Release(ctx context.Context, leases ...Lease) error {
 	return nil
 }
 
-// split groups requests, by their storage keys, into script calls: one call, unless this is a
-// Cluster and the keys fall in several hash slots.
+// split groups requests, by their storage keys, into script calls on a Cluster: one per hash
+// slot.
 func (r *Redis) split(keys []string) []scriptCall {
-	if !r.cluster {
-		return []scriptCall{{}}
-	}
 	var calls []scriptCall
 	bySlot := make(map[uint16]int)
 	for i, key := range keys {
@@ -231,29 +232,26 @@ func (r *Redis) run(ctx context.Context, calls []scriptCall) error {
 	if len(calls) == 1 {
 		call := &calls[0]
 		err := r.client.Process(ctx, call.cmd)
-		if redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if unknownScript(err) {
 			call.withSource(ctx)
 			err = r.client.Process(ctx, call.cmd)
 		}
 		return err
 	}
-	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for c := range calls {
-			_ = p.Process(ctx, calls[c].cmd)
-		}
-		return nil
-	})
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+	p := r.client.Pipeline()
+	for c := range calls {
+		_ = p.Process(ctx, calls[c].cmd)
+	}
+	_, err := p.Exec(ctx)
+	if unknownScript(err) {
 		// Some server lacks the script: send the source to those calls, once.
-		_, err = r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for c := range calls {
-				if redis.HasErrorPrefix(calls[c].cmd.Err(), "NOSCRIPT") {
-					calls[c].withSource(ctx)
-					_ = p.Process(ctx, calls[c].cmd)
-				}
+		for c := range calls {
+			if unknownScript(calls[c].cmd.Err()) {
+				calls[c].withSource(ctx)
+				_ = p.Process(ctx, calls[c].cmd)
 			}
-			return nil
-		})
+		}
+		_, err = p.Exec(ctx)
 	}
 	if err != nil {
 		return err
@@ -264,6 +262,11 @@ func (r *Redis) run(ctx context.Context, calls []scriptCall) error {
 		}
 	}
 	return nil
+}
+
+// unknownScript reports a NOSCRIPT error: the server does not have the script (yet).
+func unknownScript(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
 }
 
 // withSource turns the call into an EVAL of the script's source.
