@@ -152,6 +152,16 @@ type Run struct {
 	origLimits  map[string]*adminLimit // nil value: the limit did not exist
 	origBackend *control.Knobs
 	retrySeen   bool
+	// final are the driver's tallies after the load (seats sold, oversold), added to the
+	// run's counters.
+	final map[string]float64
+}
+
+// setFinal records the driver's end-of-run tallies.
+func (r *Run) setFinal(m map[string]float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.final = m
 }
 
 // restore puts back one thing a run changed; they run last first.

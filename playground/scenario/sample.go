@@ -120,9 +120,9 @@ func (r *Run) stats() (map[string]*Stats, *Stats) {
 		}
 	}
 	seconds := r.rec.Seconds()
-	last := 0
+	last := int(r.total / time.Second)
 	if len(seconds) > 0 {
-		last = seconds[len(seconds)-1] + 1
+		last = max(last, seconds[len(seconds)-1]+1)
 	}
 	// The counters of a second are its sample's: the recorder's counts and the driver's
 	// polled gauges together.
@@ -145,5 +145,14 @@ func (r *Run) stats() (map[string]*Stats, *Stats) {
 		to := int((r.starts[i] + ph.Duration.D()) / time.Second)
 		phases[ph.Name] = sum(ph.Name, from, to)
 	}
-	return phases, sum("", 0, last)
+	totals := sum("", 0, last)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.final) > 0 && totals.Counters == nil {
+		totals.Counters = map[string]float64{}
+	}
+	for k, v := range r.final {
+		totals.Counters[k] = v
+	}
+	return phases, totals
 }
