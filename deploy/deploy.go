@@ -1,5 +1,10 @@
-// Package deploy holds the tests that keep BoxOffice's deployment files honest: the compose
-// file loads through the compose-spec loader and names every deployable with a healthcheck,
-// the Kubernetes manifests build with kustomize and every Deployment has probes and resources,
-// and the Dockerfile builds each binary the way the tests do.
+// Package deploy holds the checks that keep BoxOffice's deployment files honest, and the
+// tests that run them on the real files and on broken fixtures (testdata/).
+//
+// What to expect is read from the code, not listed by hand: LoadWorkspace finds the
+// deployables in go.work and the environment variables each reads (go/ast over its source).
+// CheckCompose holds docker-compose.yml, loaded by the compose-spec loader, to them;
+// CheckManifests does the same for a kustomize build of deploy/k8s; CheckDockerfile and
+// BuildLine.Command check and run the Dockerfile's build. KubernetesPolicy generates the
+// gateway's policy for Kubernetes from its default one.
 package deploy

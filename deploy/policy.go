@@ -4,8 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"boxoffice.dev/gateway/policy"
 )
 
 // kubernetesPolicyHeader heads the generated policy, so nobody edits it by hand.
@@ -89,4 +95,43 @@ func deleteMappingKey(m *yaml.Node, key string) {
 			return
 		}
 	}
+}
+
+// DefaultPolicy is the policy the gateway embeds and runs without POLICY_FILE
+// (gateway/policy.yaml).
+func (w *Workspace) DefaultPolicy() (*policy.Policy, error) {
+	return readPolicy(filepath.Join(w.Root, "gateway", "policy.yaml"))
+}
+
+func readPolicy(path string) (*policy.Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	pol, err := policy.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return pol, nil
+}
+
+// UpstreamEnv maps each UPSTREAM_<SERVICE> variable of the gateway's policy to why it must
+// be set: "" when optional, a reason when the policy's instances of that service are on
+// loopback (the all-in-one mode's ports), which in a container is the gateway itself.
+func UpstreamEnv(pol *policy.Policy) map[string]string {
+	out := map[string]string{}
+	for _, sv := range pol.Services {
+		why := ""
+		if slices.ContainsFunc(sv.Instances, namesLoopback) {
+			why = fmt.Sprintf("the policy's instances of %s %v are on loopback", sv.Name, sv.Instances)
+		}
+		out[UpstreamVar(sv.Name)] = why
+	}
+	return out
+}
+
+// UpstreamVar names the gateway's variable for a service's instances, as gateway/run.go
+// reads it: UPSTREAM_BFF_MOBILE for bff-mobile.
+func UpstreamVar(service string) string {
+	return "UPSTREAM_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(service))
 }
