@@ -1,17 +1,28 @@
-// Package bffmobile is BoxOffice's bff-mobile: the GraphQL backend-for-frontend shaped for the mobile app.
+// Package bffmobile is BoxOffice's bff-mobile: the GraphQL backend-for-frontend shaped for the
+// phone app, a small screen on a slow network. One query per screen (the feed of event cards,
+// the event screen, the fan's holds and orders, the waiting room), answers cut to what a
+// phone shows, short deadlines on every service call, and partial answers when a service
+// that is not essential to a screen is down.
+//
+// It is a thin layer: each field is one service call or one dataloader batch (catalog,
+// inventory, waitroom and order over gRPC). Authentication and rate limits stay in the
+// gateway in front of it, which forwards who the fan is in headers. The schema is
+// graph/schema.graphqls; README.md says how it compares with bff-web.
 package bffmobile
 
 import (
-	"context"
-	"io"
+	"net/http"
 
-	"boxoffice.dev/platform/server"
+	"boxoffice.dev/bff-mobile/graph"
+	"boxoffice.dev/bffkit/loaders"
+	"boxoffice.dev/platform/graphqlserver"
 )
 
-// Spec names the process and its default listen addresses.
-var Spec = server.Spec{Name: "bff-mobile", HTTPAddr: ":8111", GRPCAddr: ""}
+// Path is where bff-mobile serves GraphQL, the path the gateway forwards unchanged.
+const Path = "/graphql/mobile"
 
-// Run starts the process and serves until ctx is done.
-func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return server.Main(ctx, Spec, getenv, stdout, nil)
+// Handler is bff-mobile's GraphQL endpoint over res: the platform's GraphQL server (limits,
+// persisted queries, the gateway's caller) with a request's dataloaders in front of it.
+func Handler(res *graph.Resolver, o graphqlserver.Options, lo loaders.Options) http.Handler {
+	return loaders.Middleware(res.Catalog, res.Inventory, lo)(graphqlserver.New(graph.NewSchema(res), o))
 }

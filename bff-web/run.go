@@ -7,13 +7,11 @@ import (
 	"net/http"
 	"time"
 
-	"google.golang.org/grpc"
-
 	"boxoffice.dev/bff-web/graph"
 	"boxoffice.dev/bffkit/loaders"
+	"boxoffice.dev/bffkit/upstream"
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/graphqlserver"
-	"boxoffice.dev/platform/grpcclient"
 	"boxoffice.dev/platform/server"
 	assistantv1 "boxoffice.dev/proto/boxoffice/assistant/v1"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
@@ -74,26 +72,13 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // build dials the services and mounts the GraphQL endpoint. Only the catalog is a readiness
 // check: without it no page renders, while the others fail their own fields alone.
 func build(s *server.Server, cfg Config) (http.Handler, error) {
-	dial := func(service, addr string) (*grpc.ClientConn, error) {
-		conn, err := grpcclient.Dial(addr, grpcclient.Options{Telemetry: s.Telemetry, Timeout: cfg.CallTimeout, Service: service})
-		if err != nil {
-			return nil, err
-		}
-		s.OnClose(conn.Close)
-		return conn, nil
-	}
-	conns := map[string]*grpc.ClientConn{}
-	for service, addr := range map[string]string{
+	conns, err := upstream.Connect(s, cfg.CallTimeout, map[string]string{
 		"catalog": cfg.CatalogAddr, "inventory": cfg.InventoryAddr, "order": cfg.OrderAddr,
 		"search": cfg.SearchAddr, "notification": cfg.NotificationAddr, "assistant": cfg.AssistantAddr,
-	} {
-		conn, err := dial(service, addr)
-		if err != nil {
-			return nil, err
-		}
-		conns[service] = conn
+	}, "catalog")
+	if err != nil {
+		return nil, err
 	}
-	s.Health.Add("catalog", grpcclient.Ready(conns["catalog"]))
 
 	res := &graph.Resolver{
 		Catalog:       catalogv1.NewCatalogClient(conns["catalog"]),

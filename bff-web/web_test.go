@@ -2,7 +2,6 @@ package bffweb
 
 import (
 	"maps"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"boxoffice.dev/bffkit/servicetest"
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/graphqlserver"
-	"boxoffice.dev/platform/grpcclient"
 	"boxoffice.dev/platform/identity"
 	assistantv1 "boxoffice.dev/proto/boxoffice/assistant/v1"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
@@ -43,14 +41,7 @@ func newFixture(t *testing.T, events int, graphiQL bool) *fixture {
 	t.Helper()
 	svc := servicetest.Start(t, events)
 	cfg := LoadConfig(config.New(func(string) string { return "" }))
-	dial := func(s *servicetest.Server) *grpc.ClientConn {
-		conn, err := grpcclient.Dial(s.Addr, grpcclient.Options{Timeout: 2 * time.Second, Service: s.Name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = conn.Close() })
-		return conn
-	}
+	dial := func(s *servicetest.Server) *grpc.ClientConn { return s.Dial(t, 2*time.Second) }
 	res := &graph.Resolver{
 		Catalog:       catalogv1.NewCatalogClient(dial(svc.Catalog)),
 		Inventory:     inventoryv1.NewInventoryClient(dial(svc.Inventory)),
@@ -66,19 +57,6 @@ func newFixture(t *testing.T, events int, graphiQL bool) *fixture {
 		fan:  client.New(h, client.Path(Path), client.AddHeader(identity.HeaderUser, fan)),
 		anon: client.New(h, client.Path(Path)),
 	}
-}
-
-// calls is the calls the fakes received during f, by method name without the service.
-func calls(svc *servicetest.Services, f func()) map[string]int {
-	before := svc.Calls()
-	f()
-	out := map[string]int{}
-	for m, n := range svc.Calls() {
-		if d := n - before[m]; d > 0 {
-			out[m[strings.LastIndexByte(m, '/')+1:]] = d
-		}
-	}
-	return out
 }
 
 func TestSearchPageIsAConstantNumberOfCalls(t *testing.T) {
@@ -102,7 +80,7 @@ func TestSearchPageIsAConstantNumberOfCalls(t *testing.T) {
 		}
 	}
 	query := `{ search(query: "show", first: 50) { total hits { id title minPrice { minor } venue { name } availability { level } } facets { city { value count } } } }`
-	got := calls(f.svc, func() {
+	got := f.svc.CallsDuring(func() {
 		if errs := graphqltest.Post(t, f.fan, query, &data); len(errs) > 0 {
 			t.Fatalf("search errors: %+v", errs)
 		}
@@ -298,7 +276,7 @@ func TestHoldCheckoutAndMyPages(t *testing.T) {
 		orders(first: 10) { orders { id event { title } } nextCursor }
 		holds { holds { id event { title } } }
 		notifications { notifications { kind subject } } } }`
-	got := calls(f.svc, func() {
+	got := f.svc.CallsDuring(func() {
 		if errs := graphqltest.Post(t, f.fan, query, &me); len(errs) > 0 {
 			t.Fatalf("me errors: %+v", errs)
 		}
@@ -346,7 +324,7 @@ func TestAnAnonymousCallerGetsPublicDataOnly(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var errs []graphqltest.Error
-			got := calls(f.svc, func() { errs = graphqltest.Post(t, f.anon, tc.query, nil) })
+			got := f.svc.CallsDuring(func() { errs = graphqltest.Post(t, f.anon, tc.query, nil) })
 			if len(errs) != 1 || errs[0].Code() != "unauthorized" {
 				t.Errorf("%s without a user = %+v, want one unauthorized error", tc.query, errs)
 			}
@@ -373,7 +351,7 @@ func TestExpensiveQueriesAreRefusedBeforeAnyCall(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var errs []graphqltest.Error
-			got := calls(f.svc, func() { errs = graphqltest.Post(t, f.fan, tc.query, nil) })
+			got := f.svc.CallsDuring(func() { errs = graphqltest.Post(t, f.fan, tc.query, nil) })
 			if len(errs) != 1 || errs[0].Code() != tc.wantCode {
 				t.Errorf("errors = %+v, want one %s", errs, tc.wantCode)
 			}

@@ -2,9 +2,9 @@ package graph
 
 import (
 	"fmt"
-	"strings"
 
 	"boxoffice.dev/bff-web/graph/model"
+	"boxoffice.dev/bffkit/protoconv"
 	assistantv1 "boxoffice.dev/proto/boxoffice/assistant/v1"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
@@ -23,29 +23,6 @@ func money(m *commonv1.Money) *model.Money {
 	}
 	return &model.Money{Currency: m.GetCurrency(), Minor: int(m.GetMinor())}
 }
-
-// enum maps a proto enum onto the schema's enum of the same names without the proto's
-// prefix (HOLD_STATUS_ACTIVE → ACTIVE). An unspecified or unknown value is an error: a
-// service newer than this BFF, which the client should not see as a wrong answer.
-func enum[E interface {
-	~string
-	IsValid() bool
-}](v fmt.Stringer, prefix string) (E, error) {
-	e := E(strings.TrimPrefix(v.String(), prefix))
-	if !e.IsValid() {
-		return e, fmt.Errorf("unknown %s%s", prefix, e)
-	}
-	return e, nil
-}
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func cursor(page *commonv1.PageResponse) *string { return optional(page.GetNextPageToken()) }
 
 func eventFromProto(e *catalogv1.Event) *model.Event {
 	out := &model.Event{
@@ -89,7 +66,7 @@ func venueFromProto(v *catalogv1.Venue) *model.Venue {
 }
 
 func availabilityFromProto(a *inventoryv1.Availability) (*model.Availability, error) {
-	level, err := enum[model.AvailabilityLevel](a.GetLevel(), "AVAILABILITY_LEVEL_")
+	level, err := protoconv.Enum[model.AvailabilityLevel](a.GetLevel(), "AVAILABILITY_LEVEL_")
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +84,7 @@ func seatMapFromProto(m *inventoryv1.SeatMap) (*model.SeatMap, error) {
 		for _, row := range sec.GetRows() {
 			r := &model.SeatRow{Label: row.GetLabel()}
 			for _, seat := range row.GetSeats() {
-				st, err := enum[model.SeatStatus](seat.GetStatus(), "SEAT_STATUS_")
+				st, err := protoconv.Enum[model.SeatStatus](seat.GetStatus(), "SEAT_STATUS_")
 				if err != nil {
 					return nil, fmt.Errorf("seat %s: %w", seat.GetId(), err)
 				}
@@ -124,7 +101,7 @@ func seatMapFromProto(m *inventoryv1.SeatMap) (*model.SeatMap, error) {
 }
 
 func holdFromProto(h *inventoryv1.Hold) (*model.Hold, error) {
-	st, err := enum[model.HoldStatus](h.GetStatus(), "HOLD_STATUS_")
+	st, err := protoconv.Enum[model.HoldStatus](h.GetStatus(), "HOLD_STATUS_")
 	if err != nil {
 		return nil, fmt.Errorf("hold %s: %w", h.GetId(), err)
 	}
@@ -133,18 +110,18 @@ func holdFromProto(h *inventoryv1.Hold) (*model.Hold, error) {
 		seats = []string{}
 	}
 	return &model.Hold{
-		ID: h.GetId(), Status: st, Seats: seats, TicketClass: optional(h.GetClass()), Quantity: int(h.GetQuantity()),
+		ID: h.GetId(), Status: st, Seats: seats, TicketClass: protoconv.Optional(h.GetClass()), Quantity: int(h.GetQuantity()),
 		CreatedAt: h.GetCreatedAt().AsTime(), ExpiresAt: h.GetExpiresAt().AsTime(), EventID: h.GetEventId(),
 	}, nil
 }
 
 func orderFromProto(o *orderv1.OrderInfo) (*model.Order, error) {
-	st, err := enum[model.OrderState](o.GetState(), "ORDER_STATE_")
+	st, err := protoconv.Enum[model.OrderState](o.GetState(), "ORDER_STATE_")
 	if err != nil {
 		return nil, fmt.Errorf("order %s: %w", o.GetId(), err)
 	}
 	out := &model.Order{
-		ID: o.GetId(), State: st, HoldID: o.GetHoldId(), Amount: money(o.GetAmount()), FailureReason: optional(o.GetFailureReason()),
+		ID: o.GetId(), State: st, HoldID: o.GetHoldId(), Amount: money(o.GetAmount()), FailureReason: protoconv.Optional(o.GetFailureReason()),
 		CreatedAt: o.GetCreatedAt().AsTime(), UpdatedAt: o.GetUpdatedAt().AsTime(), EventID: o.GetEventId(), Lines: []*model.OrderLine{},
 	}
 	for _, l := range o.GetLines() {
@@ -158,7 +135,7 @@ func notificationFromProto(m *notificationv1.Message) *model.Notification {
 }
 
 func answerFromProto(a *assistantv1.AskResponse) *model.Answer {
-	out := &model.Answer{Text: a.GetAnswer(), Tokens: int(a.GetTokens()), Period: optional(a.GetUnderstood().GetPeriod()), Events: []*model.Suggestion{}}
+	out := &model.Answer{Text: a.GetAnswer(), Tokens: int(a.GetTokens()), Period: protoconv.Optional(a.GetUnderstood().GetPeriod()), Events: []*model.Suggestion{}}
 	for _, s := range a.GetEvents() {
 		out.Events = append(out.Events, &model.Suggestion{
 			ID: s.GetId(), Title: s.GetTitle(), StartsAt: s.GetStartsAt().AsTime(), VenueName: s.GetVenueName(), City: s.GetCity(), MinPrice: money(s.GetMinPrice()),

@@ -8,10 +8,8 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"boxoffice.dev/bffkit/loaders"
-	"boxoffice.dev/platform/problem"
 	assistantv1 "boxoffice.dev/proto/boxoffice/assistant/v1"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
-	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
 	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"
 	notificationv1 "boxoffice.dev/proto/boxoffice/notification/v1"
 	orderv1 "boxoffice.dev/proto/boxoffice/order/v1"
@@ -69,16 +67,3 @@ func (r *Resolver) loaders(ctx context.Context) *loaders.Loaders {
 
 // maxPage is the largest page any list field gives.
 const maxPage = 100
-
-// page turns a list field's first and after into a page request, refusing sizes the
-// services would.
-func page(first int, after *string) (*commonv1.PageRequest, error) {
-	if first < 1 || first > maxPage {
-		return nil, problem.InvalidField("first", "want 1 to %d", maxPage)
-	}
-	p := &commonv1.PageRequest{PageSize: int32(first)}
-	if after != nil {
-		p.PageToken = *after
-	}
-	return p, nil
-}

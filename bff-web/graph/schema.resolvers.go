@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"boxoffice.dev/bff-web/graph/model"
+	"boxoffice.dev/bffkit/protoconv"
 	"boxoffice.dev/platform/graphqlserver"
 	"boxoffice.dev/platform/problem"
 	assistantv1 "boxoffice.dev/proto/boxoffice/assistant/v1"
@@ -56,7 +57,7 @@ func (r *holdResolver) Event(ctx context.Context, obj *model.Hold) (*model.Event
 
 // Orders is the resolver for the orders field.
 func (r *meResolver) Orders(ctx context.Context, obj *model.Me, first int, after *string) (*model.OrderPage, error) {
-	p, err := page(first, after)
+	p, err := protoconv.Page(first, maxPage, after)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func (r *meResolver) Orders(ctx context.Context, obj *model.Me, first int, after
 	if err != nil {
 		return nil, err
 	}
-	out := &model.OrderPage{Orders: []*model.Order{}, NextCursor: cursor(resp.GetPage())}
+	out := &model.OrderPage{Orders: []*model.Order{}, NextCursor: protoconv.NextCursor(resp.GetPage())}
 	for _, o := range resp.GetOrders() {
 		order, err := orderFromProto(o)
 		if err != nil {
@@ -77,7 +78,7 @@ func (r *meResolver) Orders(ctx context.Context, obj *model.Me, first int, after
 
 // Holds is the resolver for the holds field.
 func (r *meResolver) Holds(ctx context.Context, obj *model.Me, first int, after *string) (*model.HoldPage, error) {
-	p, err := page(first, after)
+	p, err := protoconv.Page(first, maxPage, after)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func (r *meResolver) Holds(ctx context.Context, obj *model.Me, first int, after 
 	if err != nil {
 		return nil, err
 	}
-	out := &model.HoldPage{Holds: []*model.Hold{}, NextCursor: cursor(resp.GetPage())}
+	out := &model.HoldPage{Holds: []*model.Hold{}, NextCursor: protoconv.NextCursor(resp.GetPage())}
 	for _, h := range resp.GetHolds() {
 		hold, err := holdFromProto(h)
 		if err != nil {
@@ -98,7 +99,7 @@ func (r *meResolver) Holds(ctx context.Context, obj *model.Me, first int, after 
 
 // Notifications is the resolver for the notifications field.
 func (r *meResolver) Notifications(ctx context.Context, obj *model.Me, first int, after *string) (*model.NotificationPage, error) {
-	p, err := page(first, after)
+	p, err := protoconv.Page(first, maxPage, after)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +107,7 @@ func (r *meResolver) Notifications(ctx context.Context, obj *model.Me, first int
 	if err != nil {
 		return nil, err
 	}
-	out := &model.NotificationPage{Notifications: []*model.Notification{}, NextCursor: cursor(resp.GetPage())}
+	out := &model.NotificationPage{Notifications: []*model.Notification{}, NextCursor: protoconv.NextCursor(resp.GetPage())}
 	for _, m := range resp.GetNotifications() {
 		out.Notifications = append(out.Notifications, notificationFromProto(m))
 	}

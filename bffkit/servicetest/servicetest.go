@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"boxoffice.dev/platform/grpcclient"
 	"boxoffice.dev/platform/identity"
 	assistantv1 "boxoffice.dev/proto/boxoffice/assistant/v1"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
@@ -172,4 +174,30 @@ func user(ctx context.Context) (string, error) {
 
 func notFound(what, id string) error {
 	return status.Error(codes.NotFound, fmt.Sprintf("no %s %s", what, id))
+}
+
+// Dial connects to the fake as a BFF does (platform/grpcclient, with timeout on each call),
+// and closes the connection when the test ends.
+func (s *Server) Dial(t testing.TB, timeout time.Duration) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpcclient.Dial(s.Addr, grpcclient.Options{Timeout: timeout, Service: s.Name})
+	if err != nil {
+		t.Fatalf("servicetest: dial %s: %v", s.Name, err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// CallsDuring runs f and returns the calls every fake received meanwhile, by method name
+// without its service ("BatchGetVenues").
+func (s *Services) CallsDuring(f func()) map[string]int {
+	before := s.Calls()
+	f()
+	out := map[string]int{}
+	for m, n := range s.Calls() {
+		if d := n - before[m]; d > 0 {
+			out[m[strings.LastIndexByte(m, '/')+1:]] += d
+		}
+	}
+	return out
 }

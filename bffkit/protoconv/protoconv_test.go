@@ -1,0 +1,70 @@
+package protoconv
+
+import (
+	"testing"
+
+	"boxoffice.dev/platform/problem"
+	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
+	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"
+)
+
+// status is a GraphQL enum as gqlgen generates one.
+type status string
+
+func (s status) IsValid() bool { return s == "ACTIVE" || s == "EXPIRED" }
+
+func TestEnum(t *testing.T) {
+	for _, tc := range []struct {
+		in      inventoryv1.HoldStatus
+		want    status
+		wantErr bool
+	}{
+		{inventoryv1.HoldStatus_HOLD_STATUS_ACTIVE, "ACTIVE", false},
+		{inventoryv1.HoldStatus_HOLD_STATUS_EXPIRED, "EXPIRED", false},
+		{inventoryv1.HoldStatus_HOLD_STATUS_UNSPECIFIED, "UNSPECIFIED", true},
+		{inventoryv1.HoldStatus_HOLD_STATUS_RELEASED, "RELEASED", true}, // not in this schema
+	} {
+		got, err := Enum[status](tc.in, "HOLD_STATUS_")
+		if (err != nil) != tc.wantErr || (err == nil && got != tc.want) {
+			t.Errorf("Enum(%v) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestPage(t *testing.T) {
+	after := "cursor-2"
+	for _, tc := range []struct {
+		name    string
+		first   int
+		after   *string
+		want    *commonv1.PageRequest
+		wantErr bool
+	}{
+		{"first page", 10, nil, &commonv1.PageRequest{PageSize: 10}, false},
+		{"next page", 50, &after, &commonv1.PageRequest{PageSize: 50, PageToken: after}, false},
+		{"none", 0, nil, nil, true},
+		{"too many", 51, nil, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Page(tc.first, 50, tc.after)
+			if tc.wantErr {
+				if problem.CodeOf(err) != problem.Invalid {
+					t.Errorf("Page(%d) = %v, want invalid", tc.first, err)
+				}
+				return
+			}
+			if err != nil || got.GetPageSize() != tc.want.GetPageSize() || got.GetPageToken() != tc.want.GetPageToken() {
+				t.Errorf("Page(%d, %v) = %v, %v; want %v", tc.first, tc.after, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestNextCursor(t *testing.T) {
+	if got := NextCursor(&commonv1.PageResponse{}); got != nil {
+		t.Errorf("NextCursor(last page) = %q, want nil", *got)
+	}
+	if got := NextCursor(&commonv1.PageResponse{NextPageToken: "x"}); got == nil || *got != "x" {
+		t.Errorf("NextCursor(x) = %v, want x", got)
+	}
+}
