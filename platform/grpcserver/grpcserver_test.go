@@ -22,7 +22,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"boxoffice.dev/platform/logging"
-	"boxoffice.dev/platform/testkit"
 )
 
 // probeService is a tiny service registered by hand, so the tests need no generated code.
@@ -261,10 +260,16 @@ func TestServeDrainsInFlight(t *testing.T) {
 	<-r.probe.entered
 
 	r.stop()
-	testkit.Eventually(t, 5*time.Second, "health NOT_SERVING while draining", func() bool {
+	// testkit would be the usual poller, but it imports server, which imports this package.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		resp, err := r.health.Check(context.Background(), &healthpb.HealthCheckRequest{})
-		return err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_NOT_SERVING
-	})
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_NOT_SERVING {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("health NOT_SERVING while draining: not true within 5s")
+		}
+	}
 	select {
 	case <-r.done:
 		t.Fatalf("Serve returned %v while a call was in flight, want it to wait", r.err)
