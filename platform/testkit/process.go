@@ -12,8 +12,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-
-	"boxoffice.dev/platform/server"
 )
 
 // How long RunProcess waits for /healthz, and Stop for Run to return after its context is
@@ -23,6 +21,11 @@ const (
 	startWithin = 15 * time.Second
 	stopWithin  = 20 * time.Second
 )
+
+// RunFunc is a deployable's entry point, the shape of server.RunFunc. testkit spells it out
+// instead of importing package server: the platform packages server depends on use testkit
+// in their own tests, which an import of server would make a cycle.
+type RunFunc = func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error
 
 // Process is one deployable's Run running in-process for a test, on loopback ports.
 // Its methods are safe to call from the test's goroutines.
@@ -35,7 +38,7 @@ type Process struct {
 	// Change it only while the process is stopped; Start reads it.
 	Env map[string]string
 
-	run server.RunFunc
+	run RunFunc
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -50,7 +53,7 @@ type Process struct {
 //
 // Addresses given in env are used as they are (a test that must tell one service another's
 // address before both run picks the port with FreePort).
-func RunProcess(t testing.TB, run server.RunFunc, env map[string]string) *Process {
+func RunProcess(t testing.TB, run RunFunc, env map[string]string) *Process {
 	t.Helper()
 	full := map[string]string{"LOG_LEVEL": "error"}
 	maps.Copy(full, env)
