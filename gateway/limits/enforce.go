@@ -51,7 +51,7 @@ func (e *Enforcer) Decide(ctx context.Context, reqs []ratelimit.Request) (rateli
 	if len(reqs) == 0 {
 		return ratelimit.Result{Decision: ratelimit.Decision{Allowed: true}}, nil
 	}
-	ctx, span := e.tracer.Start(ctx, "ratelimit.decide", trace.WithAttributes(attribute.Int("ratelimit.rules", len(reqs))))
+	ctx, span := e.tracer.Start(ctx, "ratelimit.decide")
 	defer span.End()
 	res, err := e.limiter.Allow(ctx, reqs)
 	if err != nil {
@@ -59,11 +59,14 @@ func (e *Enforcer) Decide(ctx context.Context, reqs []ratelimit.Request) (rateli
 		span.SetStatus(codes.Error, "invalid rate limit request")
 		return res, err
 	}
-	span.SetAttributes(
-		attribute.Bool("ratelimit.allowed", res.Allowed),
-		attribute.String("ratelimit.rule", res.Rule),
-		attribute.String("ratelimit.path", string(res.Path)),
-	)
+	if span.IsRecording() { // attributes cost allocations a no-op span would throw away
+		span.SetAttributes(
+			attribute.Int("ratelimit.rules", len(reqs)),
+			attribute.Bool("ratelimit.allowed", res.Allowed),
+			attribute.String("ratelimit.rule", res.Rule),
+			attribute.String("ratelimit.path", string(res.Path)),
+		)
+	}
 	return res, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"boxoffice.dev/gateway/ratelimit"
@@ -32,29 +31,58 @@ const QuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exc
 // never shown: they do not bind the client. Nothing is written when no enforced rule applies.
 // reqs are the requests res decided, in the same order.
 func SetHeaders(h http.Header, reqs []ratelimit.Request, res ratelimit.Result) {
-	var policies, limits []string
+	// Every request that passes a limit writes these fields, so they are built by hand, on
+	// the stack, rather than through fmt and a string per policy.
+	var pbuf, lbuf [256]byte
+	policies, limits := pbuf[:0], lbuf[:0]
 	for i, d := range res.Rules {
 		if d.Mode == ratelimit.Shadow {
 			continue
 		}
-		name := sfString(d.Rule)
-		if i >= len(reqs) || reqs[i].Rule.Algorithm != ratelimit.Concurrency {
-			policies = append(policies, fmt.Sprintf("%s;q=%d;w=%d", name, d.Limit, seconds(d.Window)))
-		} else {
-			policies = append(policies, fmt.Sprintf("%s;q=%d;qu=\"concurrent-requests\"", name, d.Limit))
+		if len(policies) > 0 {
+			policies, limits = append(policies, ", "...), append(limits, ", "...)
 		}
-		limits = append(limits, fmt.Sprintf("%s;r=%d;t=%d", name, max(0, d.Remaining), reset(d)))
+		policies = appendSFString(policies, d.Rule)
+		policies = append(policies, ";q="...)
+		policies = strconv.AppendInt(policies, int64(d.Limit), 10)
+		if i >= len(reqs) || reqs[i].Rule.Algorithm != ratelimit.Concurrency {
+			policies = append(policies, ";w="...)
+			policies = strconv.AppendInt(policies, seconds(d.Window), 10)
+		} else {
+			policies = append(policies, `;qu="concurrent-requests"`...)
+		}
+		limits = appendSFString(limits, d.Rule)
+		limits = append(limits, ";r="...)
+		limits = strconv.AppendInt(limits, int64(max(0, d.Remaining)), 10)
+		limits = append(limits, ";t="...)
+		limits = strconv.AppendInt(limits, reset(d), 10)
 	}
 	if len(policies) == 0 {
 		return
 	}
-	h.Set("RateLimit-Policy", strings.Join(policies, ", "))
-	h.Set("RateLimit", strings.Join(limits, ", "))
 	eff := res.Decision
-	h.Set("X-RateLimit-Limit", strconv.Itoa(eff.Limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(max(0, eff.Remaining)))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset(eff), 10))
+	// One backing array for the five values; the keys are written in canonical form, as
+	// Header.Set would, without Set canonicalising them again on every request.
+	v := []string{
+		string(policies),
+		string(limits),
+		strconv.Itoa(eff.Limit),
+		strconv.Itoa(max(0, eff.Remaining)),
+		strconv.FormatInt(reset(eff), 10),
+	}
+	h[headerPolicy], h[headerLimit] = v[0:1:1], v[1:2:2]
+	h[headerXLimit], h[headerXRemaining], h[headerXReset] = v[2:3:3], v[3:4:4], v[4:5:5]
 }
+
+// The fields SetHeaders writes, as http.CanonicalHeaderKey spells them: header names are
+// case-insensitive, and Go writes RateLimit-Policy as Ratelimit-Policy whatever it is given.
+const (
+	headerPolicy     = "Ratelimit-Policy"
+	headerLimit      = "Ratelimit"
+	headerXLimit     = "X-Ratelimit-Limit"
+	headerXRemaining = "X-Ratelimit-Remaining"
+	headerXReset     = "X-Ratelimit-Reset"
+)
 
 // reset is t: the seconds until the request would pass when denied, else until the budget is
 // whole again.
@@ -70,10 +98,17 @@ func seconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
 
-// sfString writes s as a Structured Fields string. Policy ids are validated to plain
+// appendSFString appends s as a Structured Fields string. Policy ids are validated to plain
 // characters; the escaping is for safety.
-func sfString(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+func appendSFString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return append(b, '"')
 }
 
 // TooMany is the body of a 429 (RFC 9457 with the draft's violated-policies member).

@@ -230,3 +230,28 @@ func TestSettleChargesResponseCost(t *testing.T) {
 		t.Errorf("after answers worth 1100 tokens of 1000, the next request is allowed with %d left, want denied", res.Remaining)
 	}
 }
+
+// TestSetHeadersFieldSyntax checks the Structured Fields SetHeaders writes for what the
+// policies above do not show: a concurrency limit has a unit and no window, shadow rules are
+// left out, and a name is a quoted, escaped string.
+func TestSetHeadersFieldSyntax(t *testing.T) {
+	conc := ratelimit.Rule{ID: "uploads", Algorithm: ratelimit.Concurrency, Limit: 4, Window: time.Minute}
+	odd := ratelimit.Rule{ID: `a"b\c`, Algorithm: ratelimit.TokenBucket, Limit: 10, Window: time.Second}
+	shadow := ratelimit.Rule{ID: "watch", Algorithm: ratelimit.TokenBucket, Limit: 1, Window: time.Minute, Mode: ratelimit.Shadow}
+	reqs := []ratelimit.Request{{Rule: conc, Key: "user:1"}, {Rule: odd, Key: "user:1"}, {Rule: shadow, Key: "user:1"}}
+	res := decide(t, reqs, 1)
+	h := http.Header{}
+	SetHeaders(h, reqs, res)
+	want := map[string]string{
+		"RateLimit-Policy":      `"uploads";q=4;qu="concurrent-requests", "a\"b\\c";q=10;w=1`,
+		"RateLimit":             `"uploads";r=3;t=60, "a\"b\\c";r=9;t=1`,
+		"X-RateLimit-Limit":     "4",
+		"X-RateLimit-Remaining": "3",
+		"X-RateLimit-Reset":     "60",
+	}
+	for k, v := range want {
+		if got := h.Get(k); got != v {
+			t.Errorf("SetHeaders: %s = %q, want %q", k, got, v)
+		}
+	}
+}
