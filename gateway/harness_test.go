@@ -67,7 +67,7 @@ type keySet struct {
 	keys map[string]ed25519.PrivateKey
 }
 
-func newKeySet(t *testing.T, kids ...string) *keySet {
+func newKeySet(t testing.TB, kids ...string) *keySet {
 	t.Helper()
 	ks := &keySet{keys: map[string]ed25519.PrivateKey{}}
 	for _, kid := range kids {
@@ -105,7 +105,7 @@ func (ks *keySet) remove(kid string) {
 }
 
 // sign mints an access token for sub with kid's key, valid from issued for ttl.
-func (ks *keySet) sign(t *testing.T, kid, sub string, issued time.Time, ttl time.Duration) string {
+func (ks *keySet) sign(t testing.TB, kid, sub string, issued time.Time, ttl time.Duration) string {
 	t.Helper()
 	ks.mu.Lock()
 	k := ks.keys[kid]

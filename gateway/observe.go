@@ -1,11 +1,11 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -27,6 +27,7 @@ type metrics struct {
 	requests   metric.Int64Counter
 	duration   metric.Float64Histogram
 	rejections metric.Int64Counter
+	attrs      attrSets
 }
 
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
@@ -71,11 +72,15 @@ func (g *gateway) observe(next http.Handler) http.Handler {
 		if outcome == "" {
 			outcome = "upstream"
 		}
-		ctx := context.WithoutCancel(r.Context())
-		g.metrics.requests.Add(ctx, 1, metric.WithAttributes(attribute.String("route", route), attribute.String("method", method(r.Method)), attribute.String("code", strconv.Itoa(status))))
-		g.metrics.duration.Record(ctx, took.Seconds(), metric.WithAttributes(attribute.String("route", route), attribute.String("outcome", outcome)))
+		ctx := r.Context()
+		m := g.metrics
+		m.requests.Add(ctx, 1, m.attrs.get(attrKey{route, "method", method(r.Method), "code", status}))
+		m.duration.Record(ctx, took.Seconds(), m.attrs.get(attrKey{route, "outcome", outcome, "", 0}))
 		if ex.outcome != "" {
-			g.metrics.rejections.Add(ctx, 1, metric.WithAttributes(attribute.String("route", route), attribute.String("reason", ex.outcome)))
+			m.rejections.Add(ctx, 1, m.attrs.get(attrKey{route, "reason", ex.outcome, "", 0}))
+		}
+		if !g.log.Enabled(ctx, slog.LevelInfo) {
+			return // the attributes below cost a dozen allocations for a line nobody reads
 		}
 		attrs := []slog.Attr{
 			slog.String("request_id", ex.id),
@@ -105,6 +110,52 @@ func (g *gateway) observe(next http.Handler) http.Handler {
 		}
 		g.log.LogAttrs(ctx, slog.LevelInfo, "access", attrs...)
 	})
+}
+
+// attrSets keeps the attribute sets of the metrics' label combinations, built once each:
+// building a set sorts and hashes its attributes and allocates, several times per request
+// otherwise. The combinations are bounded by the policy's route ids, the standard methods,
+// status codes and outcomes; past maxAttrSets (a policy far larger than any real one) sets
+// are built per request and not kept, so memory stays bounded whatever clients send.
+// Safe for concurrent use; lookups share a read lock.
+type attrSets struct {
+	mu sync.RWMutex
+	m  map[attrKey]metric.MeasurementOption
+}
+
+// maxAttrSets bounds attrSets.
+const maxAttrSets = 4096
+
+// attrKey is one label combination: route plus one or two more labels; code, when named, is
+// the status code.
+type attrKey struct {
+	route       string
+	name, value string
+	codeName    string
+	code        int
+}
+
+func (a *attrSets) get(k attrKey) metric.MeasurementOption {
+	a.mu.RLock()
+	o, ok := a.m[k]
+	a.mu.RUnlock()
+	if ok {
+		return o
+	}
+	kv := []attribute.KeyValue{attribute.String("route", k.route), attribute.String(k.name, k.value)}
+	if k.codeName != "" {
+		kv = append(kv, attribute.String(k.codeName, strconv.Itoa(k.code)))
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(kv...))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = make(map[attrKey]metric.MeasurementOption)
+	}
+	if len(a.m) < maxAttrSets {
+		a.m[k] = o
+	}
+	return o
 }
 
 // method bounds the method label to the standard methods, so that made-up methods cannot

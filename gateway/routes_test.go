@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +86,26 @@ routes:
 				t.Errorf("X-Request-Id = %q, want the trace id", got)
 			}
 		})
+	}
+}
+
+func TestValidRequestID(t *testing.T) {
+	tests := []struct {
+		id   string
+		want bool
+	}{
+		{"req-42_a.B", true},
+		{strings.Repeat("a", 64), true},
+		{"", false},
+		{strings.Repeat("a", 65), false},
+		{"has space", false},
+		{"line\nbreak", false},
+		{"é", false},
+		{"a/b", false},
+	}
+	for _, tt := range tests {
+		if got := validRequestID(tt.id); got != tt.want {
+			t.Errorf("validRequestID(%q) = %v, want %v", tt.id, got, tt.want)
+		}
 	}
 }
