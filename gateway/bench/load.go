@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -18,12 +21,48 @@ const maxRequests = 2_000_000
 // result is one load run against one target.
 type result struct {
 	target   string
-	load     string          // "1000/s", or "max (64 conns)"
-	sent     int             // requests started
-	ok       int             // answered 200
-	elapsed  time.Duration   // from the first request to the last answer
-	latency  []time.Duration // of every request, sorted
-	firstErr string          // the first failure, to say what went wrong
+	load     string            // "1000/s", or "max (64 conns)"
+	sent     int               // requests started
+	ok       int               // answered 200
+	elapsed  time.Duration     // from the first request to the last answer
+	latency  []time.Duration   // of every request, sorted
+	failures map[string]int    // failed requests by kind: "429", "503", "timeout", "error"…
+	firstErr map[string]string // the first failure of each kind, to say what went wrong
+}
+
+// fail counts a failed request.
+func (r *result) fail(err error) {
+	if r.failures == nil {
+		r.failures, r.firstErr = map[string]int{}, map[string]string{}
+	}
+	k := failureKind(err)
+	if r.failures[k]++; r.failures[k] == 1 {
+		r.firstErr[k] = err.Error()
+	}
+}
+
+// statusError is an answer other than 200.
+type statusError struct {
+	code int
+	head []byte // the start of the body
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("status %d %s", e.code, bytes.TrimSpace(e.head))
+}
+
+// failureKind sorts a failed request: by status for an answer, else a timeout (the
+// client's, 5s) or another error (a refused or reset connection).
+func failureKind(err error) string {
+	var se *statusError
+	var ne net.Error
+	switch {
+	case errors.As(err, &se):
+		return strconv.Itoa(se.code)
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	}
+	return "error"
 }
 
 // throughput is the rate of successful answers.
@@ -75,8 +114,7 @@ func newLoader(newRequest func(ctx context.Context) *http.Request) *loader {
 func (l *loader) open(ctx context.Context, rate int, d time.Duration) result {
 	n := min(int(float64(rate)*d.Seconds()), maxRequests)
 	res := result{load: fmt.Sprintf("%d/s", rate), latency: make([]time.Duration, n)}
-	okAt := make([]bool, n)
-	var errOnce sync.Once
+	errAt := make([]error, n)
 	var wg sync.WaitGroup
 	start := l.now()
 	for i := range n {
@@ -89,20 +127,18 @@ func (l *loader) open(ctx context.Context, rate int, d time.Duration) result {
 			l.sleep(wait) // pacing to the schedule; a late request is sent at once
 		}
 		wg.Go(func() {
-			err := l.send(ctx)
+			errAt[i] = l.send(ctx)
 			res.latency[i] = l.now().Sub(due)
-			okAt[i] = err == nil
-			if err != nil {
-				errOnce.Do(func() { res.firstErr = err.Error() })
-			}
 		})
 	}
 	wg.Wait()
 	res.elapsed = l.now().Sub(start)
 	res.sent, res.latency = n, res.latency[:n]
-	for _, ok := range okAt[:n] {
-		if ok {
+	for _, err := range errAt[:n] {
+		if err == nil {
 			res.ok++
+		} else {
+			res.fail(err)
 		}
 	}
 	slices.Sort(res.latency)
@@ -121,7 +157,8 @@ func (l *loader) closed(ctx context.Context, conns int, d time.Duration) result 
 	for range conns {
 		wg.Go(func() {
 			var lat []time.Duration
-			ok, errText := 0, ""
+			var errs []error
+			ok := 0
 			for len(lat) < perWorker && ctx.Err() == nil {
 				t0 := l.now()
 				if !t0.Before(deadline) {
@@ -131,16 +168,16 @@ func (l *loader) closed(ctx context.Context, conns int, d time.Duration) result 
 				lat = append(lat, l.now().Sub(t0))
 				if err == nil {
 					ok++
-				} else if errText == "" {
-					errText = err.Error()
+				} else {
+					errs = append(errs, err)
 				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			res.latency = append(res.latency, lat...)
 			res.ok += ok
-			if res.firstErr == "" {
-				res.firstErr = errText
+			for _, err := range errs {
+				res.fail(err)
 			}
 		})
 	}
@@ -176,7 +213,7 @@ func (l *loader) send(ctx context.Context) error {
 	if res.StatusCode != http.StatusOK {
 		// The start of the body says why (a problem+json names the violated policy).
 		head, _ := io.ReadAll(io.LimitReader(res.Body, 300))
-		return fmt.Errorf("status %d %s", res.StatusCode, bytes.TrimSpace(head))
+		return &statusError{code: res.StatusCode, head: head}
 	}
 	if _, err := io.Copy(io.Discard, res.Body); err != nil {
 		return fmt.Errorf("read answer: %w", err)

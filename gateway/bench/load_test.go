@@ -81,8 +81,11 @@ func TestClosedCountsFailures(t *testing.T) {
 	if diff := res.sent - 2*res.ok; diff < -4 || diff > 4 {
 		t.Errorf("closed: ok %d of %d, want about half (every other answer is 503)", res.ok, res.sent)
 	}
-	if want := "status 503 no"; res.firstErr != want {
-		t.Errorf("first error = %q, want %q", res.firstErr, want)
+	if got, want := res.failures["503"], res.sent-res.ok; got != want {
+		t.Errorf("failures counted as 503 = %d, want all %d failures", got, want)
+	}
+	if want := "status 503 no"; res.firstErr["503"] != want {
+		t.Errorf("first 503 = %q, want %q", res.firstErr["503"], want)
 	}
 }
 
@@ -102,14 +105,16 @@ func TestPrintTable(t *testing.T) {
 	direct := result{target: targetsByName["direct"].label, load: "1000/s", sent: 2, ok: 2, elapsed: 2 * time.Millisecond,
 		latency: []time.Duration{ms, 2 * ms}}
 	gw := result{target: targetsByName["gateway-jwt"].label, load: "1000/s", sent: 2, ok: 1, elapsed: 2 * time.Millisecond,
-		latency: []time.Duration{ms, 2*ms + 500*time.Microsecond}, firstErr: "status 429"}
+		latency: []time.Duration{ms, 2*ms + 500*time.Microsecond}}
+	gw.fail(&statusError{code: 429, head: []byte(`{"title":"Too many requests"}`)})
 	var out strings.Builder
 	printTable(&out, []result{direct, gw}, true)
 	for _, want := range []string{
 		"| target | load | ok / sent | throughput | p50 | p99 | p99.9 | p99 over direct |",
 		"| direct to the upstream | 1000/s | 2 / 2 | 1000/s | 1.000ms | 2.000ms | 2.000ms | — |",
 		"| gateway, JWT + 2 Redis rules | 1000/s | 1 / 2 | 500/s | 1.000ms | 2.500ms | 2.500ms | +0.500ms |",
-		"gateway, JWT + 2 Redis rules at 1000/s: 1 failed, first: status 429",
+		"gateway, JWT + 2 Redis rules at 1000/s: 1 failed (429 ×1)",
+		`  first 429: status 429 {"title":"Too many requests"}`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printTable output lacks %q:\n%s", want, out.String())

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -44,8 +46,17 @@ func printTable(w io.Writer, results []result, markdown bool) {
 	}
 	fmt.Fprintln(w)
 	for _, r := range results {
-		if r.ok < r.sent {
-			fmt.Fprintf(w, "%s at %s: %d failed, first: %s\n", r.target, r.load, r.sent-r.ok, r.firstErr)
+		if r.ok == r.sent {
+			continue
+		}
+		kinds := slices.Sorted(maps.Keys(r.failures))
+		counts := make([]string, len(kinds))
+		for i, k := range kinds {
+			counts[i] = fmt.Sprintf("%s ×%d", k, r.failures[k])
+		}
+		fmt.Fprintf(w, "%s at %s: %d failed (%s)\n", r.target, r.load, r.sent-r.ok, strings.Join(counts, ", "))
+		for _, k := range kinds {
+			fmt.Fprintf(w, "  first %s: %s\n", k, r.firstErr[k])
 		}
 	}
 	maxOf := func(name string) (result, bool) {
