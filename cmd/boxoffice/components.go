@@ -69,7 +69,17 @@ func wiring(offset int) map[string]string {
 		"INVENTORY_GRPC_ADDR": first("inventory", true),
 		"PAYMENT_GRPC_ADDR":   first("payment", true),
 		"ADMIN_ADDR":          addr(9080 + offset),
+		// The playground sends its simulated clients through the gateway, each with a fake
+		// client IP in X-Forwarded-For; the gateway believes that header only from the
+		// loopback. A local-playground setting: a real deployment lists its edge proxies.
+		"GATEWAY_URL":     "http://" + first("gateway", false),
+		"TRUSTED_PROXIES": "127.0.0.1/32",
 	}
+	// The BFFs call these as well; GraphiQL is a local convenience, off unless asked.
+	for _, name := range []string{"waitroom", "order", "search", "notification", "assistant"} {
+		env[strings.ToUpper(name)+"_GRPC_ADDR"] = first(name, true)
+	}
+	env["GRAPHIQL"] = "true"
 	// The gateway's upstreams: every instance of every component behind it.
 	for _, c := range components {
 		if c.name == "gateway" || c.name == "playground" {

@@ -9,8 +9,9 @@ import (
 const usage = `usage: boxoffice <command> [flags]
 
 commands:
-  up     run every BoxOffice component in this process on fixed loopback ports
-  lab    replay a request trace through the rate-limiting algorithms
+  up        run every BoxOffice component in this process on fixed loopback ports
+  lab       replay a request trace through the rate-limiting algorithms
+  scenario  list the playground's scenarios, or run one headless and check its expectations
 
 Run 'boxoffice <command> -h' for a command's flags.
 `
@@ -26,6 +27,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return runUp(ctx, rest, getenv, stdout, stderr)
 	case "lab":
 		return runLab(ctx, rest, stdout, stderr)
+	case "scenario":
+		return runScenario(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"boxoffice.dev/playground/load"
@@ -213,11 +214,18 @@ func describe(m Measure) string {
 	return fmt.Sprintf("%s(%s)", strings.TrimPrefix(m.Metric, "counter:"), where)
 }
 
+// format writes v as a person reads it: whole numbers whole, others to three significant
+// digits without an exponent.
 func format(v float64) string {
-	if v == math.Trunc(v) && math.Abs(v) < 1e12 {
+	switch {
+	case v == math.Trunc(v) && math.Abs(v) < 1e12:
 		return fmt.Sprintf("%d", int64(v))
+	case math.Abs(v) >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 1:
+		return strconv.FormatFloat(v, 'f', 2-int(math.Log10(math.Abs(v))), 64)
 	}
-	return fmt.Sprintf("%.3g", v)
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 func compare(a float64, op string, b float64) bool {

@@ -1,0 +1,191 @@
+// Package report writes a scenario run as one self-contained HTML file: the explainer, the
+// charts (inline SVG drawn from the run's per-second series, so the file needs no script and
+// no network), the phases' statistics, the knobs' timeline and the expectations met or
+// missed — something a student can open offline or hand in.
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"boxoffice.dev/playground/scenario"
+)
+
+// Write renders res, a run of sc, as HTML to w.
+func Write(w io.Writer, sc scenario.Scenario, res scenario.Result) error {
+	v := view{Scenario: sc, Result: res, Passed: res.Passed()}
+	v.Charts = charts(sc, res)
+	for _, p := range sc.Profiles {
+		if p.Name == res.Profile {
+			v.ProfileTitle = p.Title
+		}
+	}
+	for _, para := range strings.Split(strings.TrimSpace(sc.Explainer), "\n\n") {
+		v.Explainer = append(v.Explainer, strings.Join(strings.Fields(para), " "))
+	}
+	v.Counters = slices.Sorted(maps.Keys(res.Totals.Counters))
+	if err := page.Execute(w, v); err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	return nil
+}
+
+type view struct {
+	Scenario     scenario.Scenario
+	Result       scenario.Result
+	ProfileTitle string
+	Explainer    []string
+	Passed       bool
+	Charts       []template.HTML
+	Counters     []string
+}
+
+// charts draws the run's series: requests by outcome, accepted latency, the backend's load
+// and the scenario's own counters, each over the run's phases.
+func charts(sc scenario.Scenario, res scenario.Result) []template.HTML {
+	s := res.Series
+	col := func(f func(scenario.Sample) float64) []float64 {
+		out := make([]float64, len(s))
+		for i, x := range s {
+			out[i] = f(x)
+		}
+		return out
+	}
+	bands := phaseBands(s)
+	var out []template.HTML
+	out = append(out, chart{
+		Title: "Requests per second by outcome", Unit: "req/s", Stacked: true, Bands: bands,
+		Lines: []line{
+			{"2xx", "#2e7d32", col(func(x scenario.Sample) float64 { return float64(x.OK) })},
+			{"429", "#f9a825", col(func(x scenario.Sample) float64 { return float64(x.TooMany) })},
+			{"503", "#c62828", col(func(x scenario.Sample) float64 { return float64(x.Unavailable) })},
+			{"other 5xx", "#6a1b9a", col(func(x scenario.Sample) float64 { return float64(x.ServerErrors) })},
+			{"client errors", "#546e7a", col(func(x scenario.Sample) float64 { return float64(x.ClientErrors) })},
+			{"timeouts", "#000000", col(func(x scenario.Sample) float64 { return float64(x.Timeouts) })},
+		},
+	}.svg())
+	out = append(out, chart{
+		Title: "Latency of accepted requests", Unit: "ms", Bands: bands,
+		Lines: []line{
+			{"p50", "#1565c0", col(func(x scenario.Sample) float64 { return x.P50 })},
+			{"p95", "#ef6c00", col(func(x scenario.Sample) float64 { return x.P95 })},
+			{"p99", "#c62828", col(func(x scenario.Sample) float64 { return x.P99 })},
+		},
+	}.svg())
+	if sc.Backend.Service != "" {
+		out = append(out, chart{
+			Title: "Backend (" + sc.Backend.Service + ") work in flight vs capacity", Unit: "requests", Bands: bands,
+			Lines: []line{
+				{"in flight", "#1565c0", col(func(x scenario.Sample) float64 { return float64(max(x.BackendInFlight, 0)) })},
+				{"queued", "#ef6c00", col(func(x scenario.Sample) float64 { return float64(max(x.BackendQueued, 0)) })},
+				{"capacity (slots)", "#2e7d32", col(func(x scenario.Sample) float64 { return float64(max(x.BackendCapacity, 0)) })},
+			},
+		}.svg())
+	}
+	if len(sc.Counters) > 0 {
+		palette := []string{"#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#c62828", "#00838f", "#5d4037", "#455a64", "#ad1457"}
+		var lines []line
+		for i, c := range sc.Counters {
+			lines = append(lines, line{c.Label, palette[i%len(palette)], col(func(x scenario.Sample) float64 { return x.Counters[c.Name] })})
+		}
+		out = append(out, chart{Title: sc.Title + ": the scenario's counters", Unit: "", Bands: bands, Lines: lines}.svg())
+	}
+	return out
+}
+
+// band is a phase's stretch of the series.
+type band struct {
+	Name     string
+	From, To int // sample indexes, To exclusive
+}
+
+func phaseBands(s []scenario.Sample) []band {
+	var out []band
+	for i, x := range s {
+		if len(out) == 0 || out[len(out)-1].Name != x.Phase {
+			out = append(out, band{Name: x.Phase, From: i})
+		}
+		out[len(out)-1].To = i + 1
+	}
+	return out
+}
+
+// fmtAt writes an event's time since the run started.
+func fmtAt(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
+
+func fmtNum(v float64) string {
+	if v == float64(int64(v)) {
+		return fmt.Sprintf("%d", int64(v))
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"at": fmtAt, "num": fmtNum,
+	"rate": func(n int, secs float64) string {
+		if secs == 0 {
+			return "0"
+		}
+		return fmt.Sprintf("%.1f", float64(n)/secs)
+	},
+	"ms": func(v float64) string { return fmt.Sprintf("%.1f", v) },
+}).Parse(pageHTML))
+
+const pageHTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{{.Scenario.Title}} — {{.Result.Profile}} — BoxOffice scenario report</title>
+<style>
+body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#222}
+h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem}
+.meta{color:#555}.pass{color:#2e7d32;font-weight:600}.fail{color:#c62828;font-weight:600}
+table{border-collapse:collapse;margin:.5rem 0;font-variant-numeric:tabular-nums}
+th,td{border-bottom:1px solid #ddd;padding:.25rem .6rem;text-align:right}th:first-child,td:first-child{text-align:left}
+figure{margin:1rem 0}figcaption{font-weight:600;margin-bottom:.3rem}
+.legend span{margin-right:1rem;white-space:nowrap}.legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-1px}
+code{background:#f3f3f3;padding:0 .2rem}
+</style>
+</head>
+<body>
+<h1>{{.Scenario.Title}}</h1>
+<p class="meta">scenario <code>{{.Scenario.Name}}</code>, profile <code>{{.Result.Profile}}</code>{{with .ProfileTitle}} ({{.}}){{end}}, started {{.Result.Started.Format "2006-01-02 15:04:05 MST"}} —
+{{if .Passed}}<span class="pass">every expectation met</span>{{else if .Result.Stopped}}<span class="fail">stopped before the end</span>{{else}}<span class="fail">an expectation was missed</span>{{end}}</p>
+{{range .Explainer}}<p>{{.}}</p>{{end}}
+{{with .Scenario.DocsPath}}<p>The lesson: <code>{{.}}</code> in the BoxOffice repository.</p>{{end}}
+{{with .Result.Err}}<p class="fail">The run failed: {{.}}</p>{{end}}
+
+<h2>Expectations</h2>
+{{if .Result.Expectations}}<table>
+<tr><th>expectation</th><th>want</th><th>got</th><th></th></tr>
+{{range .Result.Expectations}}<tr><td>{{.Name}}</td><td>{{.Want}}</td><td>{{.Got}}</td><td>{{if .Passed}}<span class="pass">met</span>{{else}}<span class="fail">missed</span>{{end}}</td></tr>
+{{end}}</table>{{else}}<p>Not checked.</p>{{end}}
+
+<h2>Charts</h2>
+{{range .Charts}}{{.}}{{end}}
+
+<h2>Phases</h2>
+<table>
+<tr><th>phase</th><th>seconds</th><th>sent</th><th>requests</th><th>2xx</th><th>429</th><th>503</th><th>5xx</th><th>errors</th><th>timeouts</th><th>goodput/s</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th></tr>
+{{range .Result.Phases}}<tr><td>{{.Phase}}</td><td>{{.Seconds}}</td><td>{{.Sent}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{.Unavailable}}</td><td>{{.ServerErrors}}</td><td>{{.ClientErrors}}</td><td>{{.Timeouts}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P95}}</td><td>{{ms .P99}}</td></tr>
+{{end}}{{with .Result.Totals}}<tr><td><b>whole run</b></td><td>{{.Seconds}}</td><td>{{.Sent}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{.Unavailable}}</td><td>{{.ServerErrors}}</td><td>{{.ClientErrors}}</td><td>{{.Timeouts}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P95}}</td><td>{{ms .P99}}</td></tr>{{end}}
+</table>
+<p class="meta">Phases leave out their first seconds (settle) while the previous phase's queue drains. Latency is of accepted (2xx) requests.</p>
+
+{{if .Counters}}<h2>Counters</h2>
+<table><tr><th>counter</th><th>whole run</th></tr>
+{{range .Counters}}<tr><td>{{.}}</td><td>{{num (index $.Result.Totals.Counters .)}}</td></tr>
+{{end}}</table>{{end}}
+
+<h2>Timeline</h2>
+<table><tr><th>at</th><th>kind</th><th>what</th></tr>
+{{range .Result.Events}}<tr><td>{{at .At}}</td><td>{{.Kind}}</td><td style="text-align:left">{{.What}}</td></tr>
+{{end}}</table>
+</body>
+</html>
+`

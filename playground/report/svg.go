@@ -1,0 +1,151 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"math"
+	"strings"
+)
+
+// chart is one time-series chart: a line per series, or stacked areas, over shaded phases.
+type chart struct {
+	Title   string
+	Unit    string
+	Stacked bool
+	Bands   []band
+	Lines   []line
+}
+
+type line struct {
+	Label  string
+	Color  string
+	Values []float64 // one per second
+}
+
+// The drawing area, in SVG user units; the SVG scales to the page's width.
+const (
+	width, height    = 1000.0, 260.0
+	left, right, top = 56.0, 12.0, 12.0
+	bottom           = 28.0
+	plotW, plotH     = width - left - right, height - top - bottom
+	gridLines        = 4
+	tickSize         = 11
+)
+
+// svg renders the chart as an inline <figure>.
+func (c chart) svg() template.HTML {
+	n := 0
+	for _, l := range c.Lines {
+		n = max(n, len(l.Values))
+	}
+	// The top of the scale: the highest point drawn (stacked: the highest sum).
+	peak := 0.0
+	for i := range n {
+		sum := 0.0
+		for _, l := range c.Lines {
+			v := at(l.Values, i)
+			if c.Stacked {
+				sum += v
+			} else {
+				peak = math.Max(peak, v)
+			}
+		}
+		peak = math.Max(peak, sum)
+	}
+	ymax := niceCeil(peak)
+	x := func(i float64) float64 {
+		if n <= 1 {
+			return left
+		}
+		return left + plotW*i/float64(n-1)
+	}
+	y := func(v float64) float64 { return top + plotH*(1-v/ymax) }
+
+	var b strings.Builder
+	caption := c.Title
+	if c.Unit != "" {
+		caption += " (" + c.Unit + ")"
+	}
+	fmt.Fprintf(&b, `<figure><figcaption>%s</figcaption><svg viewBox="0 0 %g %g" width="100%%" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg" font-family="system-ui,sans-serif">`,
+		template.HTMLEscapeString(caption), width, height, template.HTMLEscapeString(caption))
+	// Phases: alternate shading, each named at its top left.
+	for i, bd := range c.Bands {
+		x0, x1 := x(float64(bd.From)), x(float64(bd.To-1))
+		if bd.To-1 <= bd.From {
+			x1 = x0 + plotW/math.Max(float64(n), 1)
+		}
+		if i%2 == 0 {
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%g" width="%.1f" height="%g" fill="#f2f4f7"/>`, x0, top, x1-x0, plotH)
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%g" font-size="%d" fill="#777">%s</text>`, x0+3, top+tickSize, tickSize, template.HTMLEscapeString(bd.Name))
+	}
+	// Grid and the value scale.
+	for g := 0; g <= gridLines; g++ {
+		v := ymax * float64(g) / gridLines
+		fmt.Fprintf(&b, `<line x1="%g" x2="%g" y1="%.1f" y2="%.1f" stroke="#ddd"/>`, left, left+plotW, y(v), y(v))
+		fmt.Fprintf(&b, `<text x="%g" y="%.1f" font-size="%d" text-anchor="end" fill="#555">%s</text>`, left-6, y(v)+4, tickSize, tick(v))
+	}
+	// Seconds along the bottom, about ten ticks.
+	step := max(1, n/10)
+	for i := 0; i < n; i += step {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%g" font-size="%d" text-anchor="middle" fill="#555">%ds</text>`, x(float64(i)), height-8, tickSize, i)
+	}
+	// The series.
+	base := make([]float64, n)
+	for _, l := range c.Lines {
+		if c.Stacked {
+			var pts []string
+			for i := range n {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(float64(i)), y(base[i]+at(l.Values, i))))
+			}
+			for i := n - 1; i >= 0; i-- {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(float64(i)), y(base[i])))
+			}
+			fmt.Fprintf(&b, `<polygon points="%s" fill="%s" fill-opacity="0.75"><title>%s</title></polygon>`, strings.Join(pts, " "), l.Color, template.HTMLEscapeString(l.Label))
+			for i := range n {
+				base[i] += at(l.Values, i)
+			}
+			continue
+		}
+		var pts []string
+		for i := range n {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(float64(i)), y(at(l.Values, i))))
+		}
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"><title>%s</title></polyline>`, strings.Join(pts, " "), l.Color, template.HTMLEscapeString(l.Label))
+	}
+	b.WriteString(`</svg><div class="legend">`)
+	for _, l := range c.Lines {
+		fmt.Fprintf(&b, `<span><i style="background:%s"></i>%s</span>`, l.Color, template.HTMLEscapeString(l.Label))
+	}
+	b.WriteString(`</div></figure>`)
+	return template.HTML(b.String())
+}
+
+func at(v []float64, i int) float64 {
+	if i < len(v) {
+		return v[i]
+	}
+	return 0
+}
+
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten, so the scale's ticks read well;
+// at least 1.
+func niceCeil(v float64) float64 {
+	if v <= 1 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if v <= m*p {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func tick(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%d", int64(v))
+	}
+	return fmt.Sprintf("%.2g", v)
+}
