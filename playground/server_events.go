@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	"boxoffice.dev/platform/problem"
 )
 
 // How often the event stream looks for new timeline entries (knob changes, phases), and how
@@ -29,12 +27,7 @@ const (
 // client leaves, or when the process stops (ctx): an open stream must never hold up a
 // graceful shutdown.
 func handleRunEvents(ctx context.Context, rs *runs) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec, err := rs.get(r.PathValue("id"))
-		if err != nil {
-			problem.Write(w, r, rs.log, err)
-			return
-		}
+	return withRun(rs, func(w http.ResponseWriter, r *http.Request, rec *runRecord) {
 		rc := http.NewResponseController(w)
 		// The server's write timeout is for ordinary answers; a stream lasts as long as its run.
 		_ = rc.SetWriteDeadline(time.Time{})

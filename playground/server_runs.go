@@ -278,26 +278,29 @@ func handleListRuns(rs *runs) http.Handler {
 	})
 }
 
-// handleGetRun is a run's state and result: partial while it runs, final once done.
-func handleGetRun(rs *runs) http.Handler {
+// withRun serves a route of one run: it finds the run the path's {id} names, answering 404
+// for one that is unknown or no longer kept, and hands it to h.
+func withRun(rs *runs, h func(w http.ResponseWriter, r *http.Request, rec *runRecord)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec, err := rs.get(r.PathValue("id"))
 		if err != nil {
 			problem.Write(w, r, rs.log, err)
 			return
 		}
+		h(w, r, rec)
+	})
+}
+
+// handleGetRun is a run's state and result: partial while it runs, final once done.
+func handleGetRun(rs *runs) http.Handler {
+	return withRun(rs, func(w http.ResponseWriter, r *http.Request, rec *runRecord) {
 		httpapi.WriteJSON(w, http.StatusOK, rec.info(true))
 	})
 }
 
 // handleStopRun stops a run; stopping a finished run is not an error.
 func handleStopRun(rs *runs) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec, err := rs.get(r.PathValue("id"))
-		if err != nil {
-			problem.Write(w, r, rs.log, err)
-			return
-		}
+	return withRun(rs, func(w http.ResponseWriter, r *http.Request, rec *runRecord) {
 		rec.stop()
 		httpapi.WriteJSON(w, http.StatusAccepted, rec.info(false))
 	})
@@ -306,12 +309,7 @@ func handleStopRun(rs *runs) http.Handler {
 // handleSetKnob is POST /api/runs/{id}/knobs {name, value}: it changes the running system
 // now (the gateway's admin API or a control hook) and the change joins the run's timeline.
 func handleSetKnob(rs *runs) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec, err := rs.get(r.PathValue("id"))
-		if err != nil {
-			problem.Write(w, r, rs.log, err)
-			return
-		}
+	return withRun(rs, func(w http.ResponseWriter, r *http.Request, rec *runRecord) {
 		var in struct {
 			Name  string `json:"name"`
 			Value string `json:"value"`
