@@ -1,0 +1,162 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"boxoffice.dev/scenarios"
+)
+
+func TestLoadDirReadsTheScenarios(t *testing.T) {
+	list, err := LoadDir(scenarios.FS)
+	if err != nil {
+		t.Fatalf("LoadDir(scenarios.FS) = %v", err)
+	}
+	var names []string
+	for _, s := range list {
+		names = append(names, s.Name)
+		if s.Title == "" || s.Explainer == "" || s.DocsPath == "" {
+			t.Errorf("%s: title, explainer and docs are what the playground shows; want all three", s.Name)
+		}
+		for _, p := range s.Profiles {
+			if len(p.Expect) == 0 {
+				t.Errorf("%s/%s has no expectation: a headless run of it checks nothing", s.Name, p.Name)
+			}
+		}
+	}
+	if got, want := strings.Join(names, ","), "flash-sale,rate-limiter,retry-storm"; got != want {
+		t.Errorf("scenarios = %s, want %s", got, want)
+	}
+}
+
+// minimal is a valid scenario document; the cases below break one thing each.
+const minimal = `
+name: s
+title: T
+explainer: E
+docs: docs/x.md
+driver: request
+request: {method: GET, path: /v1/events, route: events}
+streams: [{name: a, identity: ip, count: 2}]
+knobs:
+  - {name: retry, kind: enum, options: [none, naive], default: none}
+profiles:
+  - name: p
+    phases:
+      - {name: one, duration: 2s, rate: 10}
+      - {name: two, duration: 2s, rate: 10, knobs: {retry: naive}}
+    expect:
+      - {name: e, left: {metric: p99, phase: two}, op: "<=", right: {metric: p99, phase: one}, factor: 2}
+`
+
+func TestParseRejectsWhatARunCannotDo(t *testing.T) {
+	tests := []struct {
+		name, old, new, want string
+	}{
+		{"valid", "", "", ""},
+		{"unknown field", "title: T", "title: T\ncolour: red", "field colour not found"},
+		{"unknown driver", "driver: request", "driver: carrier-pigeon", "driver"},
+		{"knob outside the vocabulary", "name: retry, kind", "name: warp, kind", "knobs[warp]"},
+		{"phase knob not offered", "knobs: {retry: naive}", "knobs: {capacity: \"3\"}", `"capacity" is not a knob`},
+		{"knob value outside its options", "knobs: {retry: naive}", "knobs: {retry: frantic}", "want one of none, naive"},
+		{"unknown metric", "metric: p99, phase: two", "metric: p99.9, phase: two", `metric "p99.9"`},
+		{"unknown phase", "phase: one}", "phase: three}", `phase "three"`},
+		{"bad operator", `op: "<="`, `op: "≈"`, "op"},
+		{"settle longer than the phase", "rate: 10}\n      - {name: two", "rate: 10, settle: 3s}\n      - {name: two", "settle shorter"},
+		{"bad identity", "identity: ip", "identity: fingerprint", "identity"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := strings.Replace(minimal, tt.old, tt.new, 1)
+			_, err := Parse([]byte(doc))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Parse(minimal) = %v, want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Parse(%s) = %v, want an error containing %q", tt.name, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadDirWantsTheFileNameAsName(t *testing.T) {
+	fsys := fstest.MapFS{"other.yaml": {Data: []byte(minimal)}}
+	if _, err := LoadDir(fsys); err == nil || !strings.Contains(err.Error(), `base name "other"`) {
+		t.Errorf("LoadDir(other.yaml naming itself s) = %v, want a name mismatch", err)
+	}
+}
+
+func TestCheckComparesPhases(t *testing.T) {
+	phases := map[string]*Stats{
+		"off": {P99: 900, Sent: 100, Requests: 100, OK: 100},
+		"on": {P99: 100, Sent: 400, Requests: 100, OK: 40, TooMany: 60, Counters: map[string]float64{"429:x": 60},
+			Streams: map[string]*Stats{"noisy": {OK: 5, TooMany: 45}}},
+	}
+	totals := &Stats{Counters: map[string]float64{"oversold": 0}}
+	tests := []struct {
+		name   string
+		e      Expectation
+		passed bool
+		want   string
+	}{
+		{"factor of another phase", Expectation{Left: Measure{Metric: "p99", Phase: "on"}, Op: "<=", Right: &Measure{Metric: "p99", Phase: "off"}, Factor: 0.25},
+			true, "p99(on) <= 0.25 × p99(off) = 900"},
+		{"factor missed", Expectation{Left: Measure{Metric: "p99", Phase: "on"}, Op: "<=", Right: &Measure{Metric: "p99", Phase: "off"}, Factor: 0.1},
+			false, "p99(on) <= 0.1 × p99(off) = 900"},
+		{"a constant", Expectation{Left: Measure{Metric: "amplification", Phase: "on"}, Op: ">=", Value: 3.5}, true, "amplification(on) >= 3.50"},
+		{"a ratio", Expectation{Left: Measure{Metric: "too_many_ratio", Phase: "on"}, Op: ">", Value: 0.5}, true, "too_many_ratio(on) > 0.5"},
+		{"a stream", Expectation{Left: Measure{Metric: "too_many_ratio", Phase: "on", Stream: "noisy"}, Op: ">=", Value: 0.9}, true, "too_many_ratio(noisy@on) >= 0.9"},
+		{"a counter of a phase", Expectation{Left: Measure{Metric: "counter:429:x", Phase: "on"}, Op: "==", Value: 60}, true, "429:x(on) == 60"},
+		{"a counter of the run", Expectation{Left: Measure{Metric: "counter:oversold"}, Op: "==", Value: 0}, true, "oversold(run) == 0"},
+		{"a stream without traffic fails", Expectation{Left: Measure{Metric: "p99", Phase: "off", Stream: "noisy"}, Op: ">=", Value: 0}, false, ">="},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.e.Name = tt.name
+			got := check([]Expectation{tt.e}, phases, totals)[0]
+			if got.Passed != tt.passed || got.Want != tt.want {
+				t.Errorf("check(%s) = %+v, want passed %v and want %q", tt.name, got, tt.passed, tt.want)
+			}
+		})
+	}
+}
+
+func TestScaleKeepsEachPhaseShare(t *testing.T) {
+	p := Profile{Phases: []Phase{
+		{Name: "a", Duration: Duration(10 * time.Second), Settle: Duration(2 * time.Second)},
+		{Name: "b", Duration: Duration(30 * time.Second)},
+	}}
+	got := scale(p, 20*time.Second)
+	if a, b := got.Phases[0].Duration.D(), got.Phases[1].Duration.D(); a != 5*time.Second || b != 15*time.Second {
+		t.Errorf("scale(10s+30s, 20s) = %v + %v, want 5s + 15s", a, b)
+	}
+	if s := got.Phases[0].Settle.D(); s != time.Second {
+		t.Errorf("scaled settle = %v, want 1s", s)
+	}
+	if p.Phases[0].Duration.D() != 10*time.Second {
+		t.Error("scale changed the profile it was given")
+	}
+	if tiny := scale(p, time.Second); tiny.Phases[0].Duration.D() != time.Second || tiny.Phases[0].Settle.D() != 0 {
+		t.Errorf("scale to 1s = %+v, want phases of at least 1s with settle shorter", tiny.Phases[0])
+	}
+}
+
+func TestParseLoadSumsTheServicesSeries(t *testing.T) {
+	text := `# HELP boxoffice_control_in_flight Requests holding a service slot.
+# TYPE boxoffice_control_in_flight gauge
+boxoffice_control_in_flight{otel_scope_name="boxoffice.dev/platform/control",service="catalog"} 3
+boxoffice_control_in_flight{otel_scope_name="boxoffice.dev/platform/control",service="inventory"} 7
+boxoffice_control_queued{service="catalog"} 12
+boxoffice_control_max_concurrent{service="catalog"} 4
+boxoffice_control_in_flight_total 99
+`
+	got, err := parseLoad(strings.NewReader(text), "catalog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (backendLoad{inFlight: 3, queued: 12, capacity: 4}); got != want {
+		t.Errorf("parseLoad(catalog) = %+v, want %+v", got, want)
+	}
+}
