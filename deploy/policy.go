@@ -14,11 +14,13 @@ import (
 	"boxoffice.dev/gateway/policy"
 )
 
+//go:generate go test -run TestKubernetesPolicy -update .
+
 // kubernetesPolicyHeader heads the generated policy, so nobody edits it by hand.
 const kubernetesPolicyHeader = `# Generated from gateway/policy.yaml by deploy (KubernetesPolicy): do not edit; change
 # gateway/policy.yaml, then run
 #
-#   go test ./deploy -run TestKubernetesPolicy -update
+#   go generate ./deploy
 #
 # The same policy as the all-in-one mode's, except where the services are: each is found by
 # the DNS name of its headless Service, which the gateway re-resolves every few seconds to the

@@ -36,7 +36,7 @@ func TestKubernetesPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s is stale: run go test ./deploy -run TestKubernetesPolicy -update", file)
+		t.Errorf("%s is stale: run go generate ./deploy", file)
 	}
 
 	// What the gateway reads: the same routes and limits, every service by DNS.
