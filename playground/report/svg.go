@@ -66,7 +66,7 @@ func (c chart) svg() template.HTML {
 	if c.Unit != "" {
 		caption += " (" + c.Unit + ")"
 	}
-	fmt.Fprintf(&b, `<figure><figcaption>%s</figcaption><svg viewBox="0 0 %g %g" width="100%%" role="img" aria-label="%s" xmlns="http://www.w3.org/2000/svg" font-family="system-ui,sans-serif">`,
+	fmt.Fprintf(&b, `<figure><figcaption>%s</figcaption><svg viewBox="0 0 %g %g" width="100%%" role="img" aria-label="%s" font-family="system-ui,sans-serif">`,
 		template.HTMLEscapeString(caption), width, height, template.HTMLEscapeString(caption))
 	// Phases: alternate shading, each named at its top left.
 	for i, bd := range c.Bands {

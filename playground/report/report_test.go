@@ -1,0 +1,80 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"boxoffice.dev/playground/scenario"
+)
+
+func TestWriteDrawsTheRunOffline(t *testing.T) {
+	sc := scenario.Scenario{
+		Name: "rate-limiter", Title: "Rate limiting <demo>", Explainer: "First paragraph\nwraps.\n\nSecond.",
+		DocsPath: "docs/lessons/rate-limiting.md", Backend: scenario.BackendSpec{Service: "catalog"},
+		Counters: []scenario.CounterSpec{{Name: "429:x", Label: "429s by x"}},
+		Profiles: []scenario.Profile{{Name: "spike", Title: "A spike"}},
+	}
+	res := scenario.Result{
+		Scenario: "rate-limiter", Profile: "spike", Started: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC),
+		Series: []scenario.Sample{
+			{T: 0, Phase: "off", OK: 40, P99: 110, BackendInFlight: 3, BackendCapacity: 8},
+			{T: 1, Phase: "off", OK: 70, Timeouts: 20, P99: 1900, BackendInFlight: 8, BackendCapacity: 8},
+			{T: 2, Phase: "on", OK: 40, TooMany: 120, P99: 120, Counters: map[string]float64{"429:x": 120}},
+		},
+		Events:       []scenario.Event{{At: 2 * time.Second, Kind: "knob", What: "limit = true (phase on)"}},
+		Phases:       []scenario.Stats{{Phase: "off", Seconds: 2, OK: 110}, {Phase: "on", Seconds: 1, OK: 40, TooMany: 120}},
+		Totals:       scenario.Stats{Seconds: 3, OK: 150, TooMany: 120, Counters: map[string]float64{"429:x": 120}},
+		Expectations: []scenario.Outcome{{Name: "429s absorb the excess", Want: "too_many_ratio(on) >= 0.4", Got: "too_many_ratio(on) = 0.75", Passed: true}},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, sc, res); err != nil {
+		t.Fatalf("Write = %v", err)
+	}
+	html := b.String()
+	for _, want := range []string{
+		"Rate limiting &lt;demo&gt;",       // escaped
+		"First paragraph wraps.",           // paragraphs re-flowed
+		"every expectation met",            // the verdict
+		"429s absorb the excess",           // each expectation
+		"limit = true (phase on)",          // the timeline
+		"<polygon",                         // stacked outcomes
+		"<polyline",                        // latency lines
+		"Backend (catalog) work in flight", // the backend chart
+		"429s by x",                        // the scenario's counters
+		"docs/lessons/rate-limiting.md",    // the lesson
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if n := strings.Count(html, "<svg"); n != 4 {
+		t.Errorf("report has %d charts, want 4 (outcomes, latency, backend, counters)", n)
+	}
+	for _, ext := range []string{"http://", "https://", "<script", "<link"} {
+		if strings.Contains(html, ext) {
+			t.Errorf("report contains %q: it must be self-contained", ext)
+		}
+	}
+}
+
+func TestWriteSaysWhenAnExpectationIsMissed(t *testing.T) {
+	res := scenario.Result{Expectations: []scenario.Outcome{{Name: "flat p99", Passed: false}}}
+	var b bytes.Buffer
+	if err := Write(&b, scenario.Scenario{Title: "t"}, res); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "an expectation was missed") || !strings.Contains(b.String(), "missed</span>") {
+		t.Errorf("report of a failed run does not say so:\n%s", b.String())
+	}
+}
+
+func TestNiceCeil(t *testing.T) {
+	tests := []struct{ in, want float64 }{{0, 1}, {0.4, 1}, {3, 5}, {7, 10}, {12, 20}, {160, 200}, {1999, 2000}, {2001, 5000}}
+	for _, tt := range tests {
+		if got := niceCeil(tt.in); got != tt.want {
+			t.Errorf("niceCeil(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
