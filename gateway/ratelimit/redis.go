@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -107,9 +106,9 @@ func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
 	if len(reqs) == 0 {
 		return combine(nil), nil
 	}
-	var now any = ""
+	var now int64 // a virtual time, from tests
 	if r.now != nil {
-		now = strconv.FormatInt(r.now().UnixMicro(), 10)
+		now = r.now().UnixMicro()
 	}
 	keys := make([]string, len(reqs))
 	for i, q := range reqs {
@@ -133,13 +132,12 @@ func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
 			return Result{}, err
 		}
 		call.script = script
-		// EVALSHA sha numkeys key… now, then 7 per rule: see scripts/decide.lua.
-		call.args = make([]any, 3+n, 3+n+1+7*n)
+		// EVALSHA sha numkeys key…, then 7 arguments per rule: see scripts/decide.lua.
+		call.args = make([]any, 3+n, 3+n+7*n+1)
 		call.args[0], call.args[1], call.args[2] = "evalsha", script.sha, n
 		for k := range n {
 			call.args[3+k] = keys[call.index(k)]
 		}
-		call.args = append(call.args, now)
 		for k := range n {
 			q := reqs[call.index(k)]
 			var lease any = ""
@@ -159,6 +157,9 @@ func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
 			}
 			p := q.Rule.params()
 			call.args = append(call.args, algorithmArgs[q.Rule.Algorithm], p.limit, p.window, p.burst, q.cost(), mode, lease)
+		}
+		if r.now != nil {
+			call.args = append(call.args, now)
 		}
 	}
 	if err := r.run(ctx, calls); err != nil {

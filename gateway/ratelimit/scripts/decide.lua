@@ -21,19 +21,21 @@
 -- created, and later collected, at every call: leaving out the five unused algorithms saves
 -- a one-rule decision 8% of the server's instructions.
 --
--- KEYS[i]  the state of rule i, "rl:{tag}:rule". Keys of one call share a slot in a Cluster.
--- ARGV[1]  now in microseconds, or "" to take the server's TIME. Production passes "": one
---          clock for every gateway. Tests pass a virtual time.
--- then 7 arguments per rule: algorithm, limit, window (µs), burst, cost, mode, lease id.
--- mode is enforce, shadow, or charge: spend the cost whatever the budget says (a cost known
--- only after the response), which may overdraw it.
+-- KEYS[i]      the state of rule i, "rl:{tag}:rule". Keys of one call share a slot in a
+--              Cluster.
+-- ARGV         7 arguments per rule: algorithm, limit, window (µs), burst, cost, mode, lease
+--              id. mode is enforce, shadow, or charge: spend the cost whatever the budget
+--              says (a cost known only after the response), which may overdraw it.
+-- ARGV[7n + 1] only from tests: now, in microseconds. Production leaves it out, and the
+--              time is the server's TIME: one clock for every gateway.
 --
 -- Each algorithm is a function (key, limit, window, burst, cost, lease) that reads the key
 -- and returns its verdict, allowed, remaining, reset (µs), retry-after (µs), and a function
 -- that spends the request: writes the new state and the key's TTL.
 --
 -- Two passes: check every rule first; spend every rule only if all enforced ones allow, so a
--- request denied by one rule spends nothing from the others.
+-- request denied by one rule spends nothing from the others. A single rule needs no second
+-- pass.
 --
 -- Returns {admitted, then allowed, remaining, reset (µs), retry-after (µs) per rule}: a flat
 -- list of integers, which the gateway reads without building a table per rule.
@@ -51,9 +53,11 @@ local function idiv(a, b) -- floor(a / b), exactly
   return q
 end
 
+local n = #KEYS
+
 local now, slack
-if ARGV[1] ~= '' then
-  now = tonumber(ARGV[1])
+if ARGV[7 * n + 1] then
+  now = tonumber(ARGV[7 * n + 1])
   -- Virtual time: Redis still expires keys on its own clock, so keep them an hour longer
   -- than they matter rather than lose state the virtual clock still needs.
   slack = 3600000
@@ -109,22 +113,40 @@ local algorithms = {}
 
 -- {algorithms}
 
+-- check runs rule i's algorithm at its cost, or at cost if given (0 only reads).
+local function check(i, cost)
+  local a = (i - 1) * 7 -- rule i's arguments are ARGV[a + 1] to ARGV[a + 7]
+  local algorithm = algorithms[ARGV[a + 1]]
+  if not algorithm then
+    error('unknown algorithm ' .. ARGV[a + 1])
+  end
+  return algorithm(KEYS[i], tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]),
+    tonumber(ARGV[a + 4]), cost or tonumber(ARGV[a + 5]), ARGV[a + 7])
+end
+
+-- One rule: spend at once if it allows, and report the budget a charge leaves. This path
+-- spares the tables of the two passes, 5% of a one-rule call's work.
+if n == 1 then
+  local allowed, remaining, reset, retry, spend = check(1)
+  local admitted = allowed or ARGV[6] ~= 'enforce'
+  if ARGV[6] == 'charge' then
+    spend()
+    allowed, remaining, reset, retry = check(1, 0)
+  elseif allowed then
+    spend()
+  end
+  return {admitted and 1 or 0, allowed and 1 or 0, remaining, reset, retry}
+end
+
 -- Pass 1: check every rule. out is the reply; spends[i] spends rule i if the request passes.
 -- Both are made at their full length at once, out from ARGV's first 1 + 4n entries, spends
 -- from KEYS, and then overwritten: Lua 5.1 cannot size a table ahead, and one that grows an
 -- entry at a time is reallocated at each power of two (3% of a three-rule call).
-local n = #KEYS
 local out, spends = {unpack(ARGV, 1, 1 + 4 * n)}, {unpack(KEYS)}
 out[1] = 1
 for i = 1, n do
-  local a = 1 + (i - 1) * 7 -- rule i's arguments are ARGV[a + 1] to ARGV[a + 7]
-  local check = algorithms[ARGV[a + 1]]
-  if not check then
-    return redis.error_reply('unknown algorithm ' .. ARGV[a + 1])
-  end
-  local allowed, remaining, reset, retry, spend = check(KEYS[i], tonumber(ARGV[a + 2]),
-    tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), ARGV[a + 7])
-  if not allowed and ARGV[a + 6] == 'enforce' then
+  local allowed, remaining, reset, retry, spend = check(i)
+  if not allowed and ARGV[(i - 1) * 7 + 6] == 'enforce' then
     out[1] = 0
   end
   local j = 2 + (i - 1) * 4 -- rule i's verdict is out[j] to out[j + 3]
@@ -133,18 +155,17 @@ for i = 1, n do
 end
 
 -- Pass 2: spend every rule that allowed, or, if the request is denied, report the budgets of
--- the rules that allowed as they stand (a cost of 0 only reads). Charges are always spent and
--- report the budget they leave.
+-- the rules that allowed as they stand. Charges are always spent and report the budget they
+-- leave.
 local admitted = out[1] == 1
 for i = 1, n do
-  local a, j = 1 + (i - 1) * 7, 2 + (i - 1) * 4
-  local charge, allowed = ARGV[a + 6] == 'charge', out[j] == 1
+  local j = 2 + (i - 1) * 4
+  local charge, allowed = ARGV[(i - 1) * 7 + 6] == 'charge', out[j] == 1
   if charge or (allowed and admitted) then
     spends[i]()
   end
   if charge or (allowed and not admitted) then
-    local again, remaining, reset, retry = algorithms[ARGV[a + 1]](KEYS[i], tonumber(ARGV[a + 2]),
-      tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), 0, '')
+    local again, remaining, reset, retry = check(i, 0)
     out[j], out[j + 1], out[j + 2], out[j + 3] = again and 1 or 0, remaining, reset, retry
   end
 end
