@@ -114,7 +114,7 @@ func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
 	for i, q := range reqs {
 		keys[i] = storageKey(q.Rule.ID, q.Key)
 	}
-	var leases []string // lease ids of concurrency rules, by request
+	var leases []string   // lease ids of concurrency rules, by request
 	var one [1]scriptCall // the usual case, without an allocation
 	calls := one[:]
 	if r.cluster {
