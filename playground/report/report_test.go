@@ -19,13 +19,13 @@ func TestWriteDrawsTheRunOffline(t *testing.T) {
 	res := scenario.Result{
 		Scenario: "rate-limiter", Profile: "spike", Started: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC),
 		Series: []scenario.Sample{
-			{T: 0, Phase: "off", OK: 40, P99: 110, BackendInFlight: 3, BackendCapacity: 8},
-			{T: 1, Phase: "off", OK: 70, Timeouts: 20, P99: 1900, BackendInFlight: 8, BackendCapacity: 8},
-			{T: 2, Phase: "on", OK: 40, TooMany: 120, P99: 120, Counters: map[string]float64{"429:x": 120}},
+			{T: 0, Phase: "off", Tally: scenario.Tally{OK: 40, P99: 110}, BackendInFlight: 3, BackendCapacity: 8},
+			{T: 1, Phase: "off", Tally: scenario.Tally{OK: 70, Timeouts: 20, P99: 1900}, BackendInFlight: 8, BackendCapacity: 8},
+			{T: 2, Phase: "on", Tally: scenario.Tally{OK: 40, TooMany: 120, P99: 120}, Counters: map[string]float64{"429:x": 120}},
 		},
 		Events:       []scenario.Event{{At: 2 * time.Second, Kind: "knob", What: "limit = true (phase on)"}},
-		Phases:       []scenario.Stats{{Phase: "off", Seconds: 2, OK: 110}, {Phase: "on", Seconds: 1, OK: 40, TooMany: 120}},
-		Totals:       scenario.Stats{Seconds: 3, OK: 150, TooMany: 120, Counters: map[string]float64{"429:x": 120}},
+		Phases:       []scenario.Stats{{Phase: "off", Seconds: 2, Tally: scenario.Tally{OK: 110}}, {Phase: "on", Seconds: 1, Tally: scenario.Tally{OK: 40, TooMany: 120}}},
+		Totals:       scenario.Stats{Seconds: 3, Tally: scenario.Tally{OK: 150, TooMany: 120}, Counters: map[string]float64{"429:x": 120}},
 		Expectations: []scenario.Outcome{{Name: "429s absorb the excess", Want: "too_many_ratio(on) >= 0.4", Got: "too_many_ratio(on) = 0.75", Passed: true}},
 	}
 	var b bytes.Buffer

@@ -36,27 +36,13 @@ type Options struct {
 	MaxInFlight int
 }
 
-// Sample is one second of a run. Counts are of attempts (retries included) that completed in
-// that second, except Sent (attempts started) and Requests (first attempts started).
+// Sample is one second of a run.
 type Sample struct {
 	T     int    `json:"t"` // seconds since the run started; the sample covers [T, T+1)
 	Phase string `json:"phase"`
-	// Sent counts attempts started; Requests counts unique requests (first attempts).
-	Sent     int `json:"sent"`
-	Requests int `json:"requests"`
-	// Outcomes of the attempts that completed in this second.
-	OK           int `json:"ok"`            // 2xx
-	TooMany      int `json:"too_many"`      // 429
-	Unavailable  int `json:"unavailable"`   // 503
-	ServerErrors int `json:"server_errors"` // other 5xx
-	ClientErrors int `json:"client_errors"` // other 4xx, transport errors, dropped arrivals
-	Timeouts     int `json:"timeouts"`      // the client gave up
-	// Goodput counts unique requests that ended in success in this second.
-	Goodput int `json:"goodput"`
-	// Latency percentiles of accepted (2xx) attempts, in milliseconds; 0 with none.
-	P50 float64 `json:"p50"`
-	P95 float64 `json:"p95"`
-	P99 float64 `json:"p99"`
+	// Tally counts the attempts that completed in this second (Sent and Requests: that
+	// started in it), and the latency of the accepted ones.
+	Tally
 	// InFlight is the client side's open jobs at the end of the second.
 	InFlight int `json:"in_flight"`
 	// BackendInFlight is the work holding the backend's slots (all replicas), BackendQueued

@@ -3,8 +3,6 @@ package scenario
 import (
 	"context"
 	"time"
-
-	"boxoffice.dev/playground/load"
 )
 
 // sample records one Sample per second, as each second ends, until the load is done and the
@@ -40,16 +38,9 @@ func (r *Run) sample(ctx context.Context, loadDone <-chan struct{}) {
 // driver's counters.
 func (r *Run) sampleAt(ctx context.Context, i int) Sample {
 	sec := r.rec.Second(i)
-	t := sec.Total()
 	s := Sample{
 		T: i, Phase: r.profile.Phases[r.phaseAt(time.Duration(i)*time.Second)].Name,
-		Sent: t.Sent, Requests: t.Requests,
-		OK: t.Outcomes[load.OK], TooMany: t.Outcomes[load.TooMany], Unavailable: t.Outcomes[load.Unavailable],
-		ServerErrors: t.Outcomes[load.ServerError],
-		ClientErrors: t.Outcomes[load.ClientError] + t.Outcomes[load.TransportError] + t.Outcomes[load.Dropped],
-		Timeouts:     t.Outcomes[load.Timeout],
-		Goodput:      t.Goodput,
-		P50:          t.Quantile(50), P95: t.Quantile(95), P99: t.Quantile(99),
+		Tally:    tally(sec.Total()),
 		InFlight: r.eng.InFlight(),
 		Counters: sec.Counters,
 	}

@@ -90,9 +90,9 @@ func TestLoadDirWantsTheFileNameAsName(t *testing.T) {
 
 func TestCheckComparesPhases(t *testing.T) {
 	phases := map[string]*Stats{
-		"off": {P99: 900, Sent: 100, Requests: 100, OK: 100},
-		"on": {P99: 100, Sent: 400, Requests: 100, OK: 40, TooMany: 60, Counters: map[string]float64{"429:x": 60},
-			Streams: map[string]*Stats{"noisy": {OK: 5, TooMany: 45}}},
+		"off": {Tally: Tally{P99: 900, Sent: 100, Requests: 100, OK: 100}},
+		"on": {Tally: Tally{P99: 100, Sent: 400, Requests: 100, OK: 40, TooMany: 60}, Counters: map[string]float64{"429:x": 60},
+			Streams: map[string]*Stats{"noisy": {Tally: Tally{OK: 5, TooMany: 45}}}},
 	}
 	totals := &Stats{Counters: map[string]float64{"oversold": 0}}
 	tests := []struct {

@@ -9,24 +9,47 @@ import (
 	"boxoffice.dev/playground/load"
 )
 
-// Stats summarises a phase (its settle time left out), or the whole run (Phase ""), over
-// every stream; Streams holds the same numbers per stream.
-type Stats struct {
-	Phase        string  `json:"phase"`
-	Seconds      float64 `json:"seconds"`
-	Sent         int     `json:"sent"`
-	Requests     int     `json:"requests"`
-	OK           int     `json:"ok"`
-	TooMany      int     `json:"too_many"`
-	Unavailable  int     `json:"unavailable"`
-	ServerErrors int     `json:"server_errors"`
-	ClientErrors int     `json:"client_errors"`
-	Timeouts     int     `json:"timeouts"`
-	Goodput      int     `json:"goodput"`
-	// Latency of accepted attempts over the phase, in milliseconds.
+// Tally is what happened to a run's attempts over some time: how many were sent, what they
+// were answered, and how fast the accepted ones were.
+type Tally struct {
+	// Sent counts attempts (retries included); Requests counts unique requests (first
+	// attempts).
+	Sent     int `json:"sent"`
+	Requests int `json:"requests"`
+	// The outcomes of the attempts.
+	OK           int `json:"ok"`            // 2xx
+	TooMany      int `json:"too_many"`      // 429
+	Unavailable  int `json:"unavailable"`   // 503
+	ServerErrors int `json:"server_errors"` // other 5xx
+	ClientErrors int `json:"client_errors"` // other 4xx, transport errors, dropped arrivals
+	Timeouts     int `json:"timeouts"`      // the client gave up
+	// Goodput counts unique requests that ended in success.
+	Goodput int `json:"goodput"`
+	// Latency percentiles of accepted (2xx) attempts, in milliseconds; 0 with none.
 	P50 float64 `json:"p50"`
 	P95 float64 `json:"p95"`
 	P99 float64 `json:"p99"`
+}
+
+// tally reads the engine's counts.
+func tally(c *load.Counts) Tally {
+	return Tally{
+		Sent: c.Sent, Requests: c.Requests,
+		OK: c.Outcomes[load.OK], TooMany: c.Outcomes[load.TooMany], Unavailable: c.Outcomes[load.Unavailable],
+		ServerErrors: c.Outcomes[load.ServerError],
+		ClientErrors: c.Outcomes[load.ClientError] + c.Outcomes[load.TransportError] + c.Outcomes[load.Dropped],
+		Timeouts:     c.Outcomes[load.Timeout],
+		Goodput:      c.Goodput,
+		P50:          c.Quantile(50), P95: c.Quantile(95), P99: c.Quantile(99),
+	}
+}
+
+// Stats summarises a phase (its settle time left out), or the whole run (Phase ""), over
+// every stream; Streams holds the same numbers per stream.
+type Stats struct {
+	Phase   string  `json:"phase"`
+	Seconds float64 `json:"seconds"`
+	Tally
 	// Streams holds the same numbers per stream.
 	Streams map[string]*Stats `json:"streams,omitempty"`
 	// Counters are the scenario's own counters: counts summed over the phase, gauges
@@ -128,16 +151,7 @@ func (a *accumulator) stats(phase string, seconds int) *Stats {
 }
 
 func fromCounts(c *load.Counts, phase string, seconds int) *Stats {
-	return &Stats{
-		Phase: phase, Seconds: float64(seconds),
-		Sent: c.Sent, Requests: c.Requests,
-		OK: c.Outcomes[load.OK], TooMany: c.Outcomes[load.TooMany], Unavailable: c.Outcomes[load.Unavailable],
-		ServerErrors: c.Outcomes[load.ServerError],
-		ClientErrors: c.Outcomes[load.ClientError] + c.Outcomes[load.TransportError] + c.Outcomes[load.Dropped],
-		Timeouts:     c.Outcomes[load.Timeout],
-		Goodput:      c.Goodput,
-		P50:          c.Quantile(50), P95: c.Quantile(95), P99: c.Quantile(99),
-	}
+	return &Stats{Phase: phase, Seconds: float64(seconds), Tally: tally(c)}
 }
 
 // check evaluates expectations against the phases' and the run's statistics.
