@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -33,6 +34,15 @@ func (r *Run) identities(ctx context.Context) error {
 			}
 		case "user":
 			tokens, err := r.login(ctx, nextFan, n)
+			if err == nil && tokens[0].cached && !r.accepted(ctx, tokens[0].token) {
+				// Tokens from an earlier run against a system since replaced at the same
+				// address (new signing keys): log in again.
+				forget(tokens)
+				tokens, err = r.login(ctx, nextFan, n)
+			}
+			if err == nil {
+				err = r.awaitTokens(ctx, tokens[0].token)
+			}
 			if err != nil {
 				return err
 			}
@@ -40,9 +50,6 @@ func (r *Run) identities(ctx context.Context) error {
 				s.ids = append(s.ids, load.Identity{Name: tok.email, IP: load.FakeIP(base + j), Token: tok.token})
 			}
 			nextFan += n
-			if err := r.awaitTokens(ctx, s.ids[0]); err != nil {
-				return err
-			}
 		case "apikey":
 			var keys []Partner
 			for _, p := range r.target.Partners {
@@ -62,10 +69,15 @@ func (r *Run) identities(ctx context.Context) error {
 	return nil
 }
 
-type login struct{ email, token string }
+type login struct {
+	email, token string
+	key          string // in the token cache
+	cached       bool   // came from the cache, not from logging in now
+}
 
-// tokens caches access tokens across runs in this process: logging in is bcrypt-slow on
-// purpose, and a run should not spend its set-up, or the per-account login limit, on it.
+// tokens caches access tokens across runs in this process, by login URL and email: logging
+// in is bcrypt-slow on purpose, and a run should not spend its set-up, or the per-account
+// login limit, on it.
 var tokens = struct {
 	sync.Mutex
 	m map[string]cachedToken
@@ -98,12 +110,12 @@ func (r *Run) login(ctx context.Context, first, n int) ([]login, error) {
 	fresh := 0
 	for i := range n {
 		email := fmt.Sprintf("fan%04d@boxoffice.test", first+i)
-		out[i].email = email
+		out[i].email, out[i].key = email, url+" "+email
 		tokens.Lock()
-		c, ok := tokens.m[email]
+		c, ok := tokens.m[out[i].key]
 		tokens.Unlock()
 		if ok && c.expires.After(now.Add(5*time.Minute)) {
-			out[i].token = c.token
+			out[i].token, out[i].cached = c.token, true
 			continue
 		}
 		fresh++
@@ -114,7 +126,7 @@ func (r *Run) login(ctx context.Context, first, n int) ([]login, error) {
 			}
 			out[i].token = tok
 			tokens.Lock()
-			tokens.m[email] = cachedToken{token: tok, expires: now.Add(ttl)}
+			tokens.m[out[i].key] = cachedToken{token: tok, expires: now.Add(ttl)}
 			tokens.Unlock()
 			return nil
 		})
@@ -124,6 +136,15 @@ func (r *Run) login(ctx context.Context, first, n int) ([]login, error) {
 	}
 	r.event(0, "setup", fmt.Sprintf("%d fans logged in (%d tokens reused)", n, n-fresh))
 	return out, nil
+}
+
+// forget drops logins from the token cache.
+func forget(ls []login) {
+	tokens.Lock()
+	defer tokens.Unlock()
+	for _, l := range ls {
+		delete(tokens.m, l.key)
+	}
 }
 
 func (r *Run) loginOne(ctx context.Context, url, email, password, ip string) (string, time.Duration, error) {
@@ -156,31 +177,28 @@ func (r *Run) loginOne(ctx context.Context, url, email, password, ip string) (st
 // that has just started may hold a key set fetched before the auth service's key existed,
 // and refetches it at most every few seconds (so forged kids cannot make it hammer the auth
 // service): without the wait, a run's first seconds would be 401s.
-func (r *Run) awaitTokens(ctx context.Context, id load.Identity) error {
+func (r *Run) awaitTokens(ctx context.Context, token string) error {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.target.Gateway+"/v1/holds?limit=1", nil)
-		if err != nil {
-			return err
-		}
-		id.Apply(req)
-		resp, err := r.sys.http.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusUnauthorized {
-				return nil
-			}
-		}
+	for !r.accepted(ctx, token) {
 		if r.o.Sleep(ctx, 250*time.Millisecond) != nil {
-			return fmt.Errorf("the gateway did not accept the fans' tokens within 20s (last: %v)", errOrStatus(err, resp))
+			return errors.New("the gateway did not accept the fans' tokens within 20s")
 		}
 	}
+	return nil
 }
 
-func errOrStatus(err error, resp *http.Response) string {
+// accepted reports whether the gateway takes token on a route that needs a user.
+func (r *Run) accepted(ctx context.Context, token string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.target.Gateway+"/v1/holds?limit=1", nil)
 	if err != nil {
-		return err.Error()
+		return false
 	}
-	return resp.Status
+	load.Identity{Token: token, IP: load.FakeIP(700_000)}.Apply(req)
+	resp, err := r.sys.http.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode != http.StatusUnauthorized
 }
