@@ -62,7 +62,8 @@ const goodput = lineChart($("chart-goodput"), {
     { label: "goodput", colour: colours.ok, width: 3 },
   ],
 });
-let counters = null;
+let counterKinds = []; // "count" or "gauge", per counter
+let counterCharts = []; // [{idx: counters drawn, chart}] for counts, then levels
 
 // ---- scenarios, profiles, knobs ----
 
@@ -92,8 +93,10 @@ function showScenario(name, profile) {
   }
   if (current.docs) text.append(el("p", {}, "Read more in the lesson ", el("code", {}, current.docs), " of the BoxOffice repository."));
 
+  // Only a scenario that fixes a backend's capacity has its in-flight work to show.
+  $("backend-box").hidden = !current.backend?.service;
   drawKnobs();
-  makeCountersChart();
+  makeCounterCharts();
 }
 
 function showProfileTitle() {
@@ -157,16 +160,29 @@ async function setKnob(name, value, control) {
   }
 }
 
-function makeCountersChart() {
-  counterNames = (current.counters ?? []).map((c) => c.name);
-  const box = $("chart-counters");
-  counters?.plot.destroy();
-  clear(box);
-  $("counters-box").hidden = counterNames.length === 0;
-  if (!counterNames.length) { counters = null; return; }
-  counters = lineChart(box, {
-    yLabel: "value",
-    series: current.counters.map((c, i) => ({ label: c.label || c.name, colour: cycle[i % cycle.length] })),
+// makeCounterCharts draws the scenario's own series: counts (per second) and levels (gauges,
+// such as a queue's length) apart, since their scales differ; each has a tile too.
+function makeCounterCharts() {
+  const specs = current.counters ?? [];
+  counterNames = specs.map((c) => c.name);
+  counterKinds = specs.map((c) => c.kind || "count");
+  const tiles = $("counter-tiles");
+  clear(tiles);
+  specs.forEach((c, i) => tiles.append(el("div", { class: "tile", "data-counter": c.name },
+    el("div", { class: "value", id: `counter-${i}` }, "–"),
+    el("div", { class: "name" }, (c.label || c.name) + (counterKinds[i] === "gauge" ? ", now" : ", in all")))));
+  for (const chart of counterCharts) chart.chart?.plot.destroy();
+  counterCharts = ["count", "gauge"].map((kind) => {
+    const box = $(kind === "count" ? "chart-counts" : "chart-levels");
+    clear(box);
+    const idx = specs.map((_, i) => i).filter((i) => counterKinds[i] === kind);
+    $(kind === "count" ? "counts-box" : "levels-box").hidden = idx.length === 0;
+    if (!idx.length) return { idx, chart: null };
+    const chart = lineChart(box, {
+      yLabel: kind === "count" ? "per second" : "level",
+      series: idx.map((i, n) => ({ label: specs[i].label || specs[i].name, colour: cycle[n % cycle.length] })),
+    });
+    return { idx, chart };
   });
 }
 
@@ -197,7 +213,8 @@ function follow(info) {
   else showKnobValues(Object.fromEntries((current.knobs ?? []).map((k) => [k.name, k.default])));
   profileSelect.value = info.profile;
   showProfileTitle();
-  run = { id: info.id, scenario: info.scenario, profile: info.profile, state: info.state, phases: [], total: 0, phase: null };
+  run = { id: info.id, scenario: info.scenario, profile: info.profile, state: info.state, phases: [], total: 0, phase: null, stopped: false };
+  clear($("phases"));
   document.body.dataset.run = info.id;
   resetData();
   showState(info);
@@ -215,9 +232,10 @@ function follow(info) {
 
 function showState(info) {
   run.state = info.state;
-  if (info.phases?.length) {
+  if (info.phases?.length && !run.phases.length) {
     run.phases = info.phases.map((p) => ({ ...p, seconds: seconds(p.duration) }));
     run.total = run.phases.reduce((s, p) => s + p.seconds, 0);
+    drawPhases();
   }
   statusLine.dataset.state = info.state;
   const active = info.state === "starting" || info.state === "running";
@@ -230,8 +248,23 @@ function showState(info) {
   describe();
 }
 
+// drawPhases lists the profile's phases with their times, so the charts' x axis reads as
+// "the spike started at 5 s".
+function drawPhases() {
+  const list = $("phases");
+  clear(list);
+  let from = 0;
+  for (const p of run.phases) {
+    const knobs = Object.entries(p.knobs ?? {}).map(([k, v]) => `${k} = ${v}`).join(", ");
+    list.append(el("li", { "data-phase": p.name },
+      el("time", {}, `${Math.round(from)}–${Math.round(from + p.seconds)} s`),
+      el("span", {}, el("strong", {}, p.name), ` ${p.to ? `${p.rate}→${p.to}` : p.rate}/s` + (knobs ? `; sets ${knobs}` : ""))));
+    from += p.seconds;
+  }
+}
+
 function describe() {
-  const words = { starting: "setting the system up", running: "running", done: "finished", failed: "failed" };
+  const words = { starting: "setting the system up", running: "running", done: run.stopped ? "stopped early" : "finished", failed: "failed" };
   let text = `Run ${run.id} (${run.scenario} / ${run.profile}): ${words[run.state] ?? run.state}`;
   const t = data?.t.length ? data.t[data.t.length - 1] + 1 : 0;
   if (run.total) text += `, ${t} s of about ${Math.round(run.total)} s`;
@@ -265,6 +298,7 @@ function addSample(s) {
   totals.unavailable += s.unavailable; totals.server += s.server_errors; totals.failed += s.client_errors + s.timeouts;
   if (s.phase && s.phase !== run.phase) {
     run.phase = s.phase;
+    for (const li of $("phases").children) li.toggleAttribute("aria-current", li.dataset.phase === s.phase);
     showKnobValues(run.phases.find((p) => p.name === s.phase)?.knobs);
   }
   $("last-p99").textContent = accepted ? `${Math.round(s.p99)} ms` : "–";
@@ -286,16 +320,26 @@ function redraw() {
   latency.setData(d.t, [d.p50, d.p95, d.p99]);
   backend.setData(d.t, [d.inFlight, d.queued, d.capacity]);
   goodput.setData(d.t, [d.sent, d.requests, d.goodput]);
-  counters?.setData(d.t, d.counters);
-  const fmt = (n) => n.toLocaleString("en");
-  $("total-sent").textContent = fmt(totals.sent);
-  $("total-ok").textContent = fmt(totals.ok);
-  $("total-too-many").textContent = fmt(totals.tooMany);
-  $("total-unavailable").textContent = fmt(totals.unavailable);
-  $("total-server-errors").textContent = fmt(totals.server);
-  $("total-failed").textContent = fmt(totals.failed);
+  for (const { idx, chart } of counterCharts) chart?.setData(d.t, idx.map((i) => d.counters[i]));
+
+  $("total-sent").textContent = count(totals.sent);
+  $("total-ok").textContent = count(totals.ok);
+  $("total-too-many").textContent = count(totals.tooMany);
+  $("total-unavailable").textContent = count(totals.unavailable);
+  $("total-server-errors").textContent = count(totals.server);
+  $("total-failed").textContent = count(totals.failed);
   $("total-amplification").textContent = totals.requests ? (totals.sent / totals.requests).toFixed(2) : "–";
+  // A count's tile is its sum so far; a level's is where it stands now.
+  counterNames.forEach((_, i) => {
+    const series = d.counters[i];
+    const v = counterKinds[i] === "gauge" ? series.findLast((x) => x != null) : series.reduce((a, x) => a + (x ?? 0), 0);
+    $(`counter-${i}`).textContent = v == null || !series.length ? "–" : count(Math.round(v * 100) / 100);
+  });
   if (run) describe();
+}
+
+function count(n) {
+  return n.toLocaleString("en");
 }
 
 function addEvent(ev) {
@@ -305,6 +349,8 @@ function addEvent(ev) {
 }
 
 function showResult(res) {
+  run.stopped = res.stopped;
+  describe();
   const list = $("expectations");
   clear(list);
   for (const o of res.expectations ?? []) {
