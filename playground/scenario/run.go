@@ -228,6 +228,17 @@ func Start(ctx context.Context, sc Scenario, profile string, t Target, o Options
 		return nil, fmt.Errorf("set up %s: %w", sc.Name, err)
 	}
 
+	// The run's second 0 starts now, set-up done.
+	r.rec = load.NewRecorder(r.o.Now)
+	timeout := r.sc.Client.Timeout.D()
+	if timeout <= 0 {
+		timeout = 2 * time.Second
+	}
+	r.eng = &load.Engine{
+		Recorder: r.rec, Now: r.o.Now, Sleep: r.o.Sleep, Rand: r.rand, Timeout: timeout,
+		MaxInFlight: r.o.MaxInFlight, Poisson: true,
+	}
+	r.result.Started = r.rec.Start()
 	runCtx, stop := context.WithCancel(ctx)
 	r.cancel = stop
 	go r.run(runCtx)
@@ -279,19 +290,7 @@ func (r *Run) run(ctx context.Context) {
 	defer close(r.done)
 	defer r.sys.close()
 
-	r.rec = load.NewRecorder(r.o.Now)
-	timeout := r.sc.Client.Timeout.D()
-	if timeout <= 0 {
-		timeout = 2 * time.Second
-	}
-	r.eng = &load.Engine{
-		Recorder: r.rec, Now: r.o.Now, Sleep: r.o.Sleep, Rand: r.rand, Timeout: timeout,
-		MaxInFlight: r.o.MaxInFlight, Poisson: true,
-	}
-	r.mu.Lock()
-	r.result.Started = r.rec.Start()
-	r.mu.Unlock()
-
+	timeout := r.eng.Timeout
 	// Jobs still running when the phases end get a grace period, then are cut off: a job's
 	// retries and back-offs must not keep the run open for long.
 	jobsCtx, cancelJobs := context.WithCancel(ctx)
@@ -477,11 +476,7 @@ func (r *Run) set(ctx context.Context, name, value, who string) error {
 		r.knobMu.Unlock()
 		return fmt.Errorf("knob %s: %w", name, err)
 	}
-	var at time.Duration
-	if r.rec != nil {
-		at = r.rec.Elapsed()
-	}
-	r.event(at, "knob", fmt.Sprintf("%s = %s (%s)", name, value, who))
+	r.event(r.elapsed(), "knob", fmt.Sprintf("%s = %s (%s)", name, value, who))
 	r.log.Info("knob", "name", name, "value", value, "by", who)
 	return nil
 }
@@ -557,6 +552,14 @@ func (r *Run) Result() Result {
 	return res
 }
 
+// elapsed is the time since the run's second 0; 0 during set-up.
+func (r *Run) elapsed() time.Duration {
+	if r.rec == nil {
+		return 0
+	}
+	return r.rec.Elapsed()
+}
+
 func (r *Run) event(at time.Duration, kind, what string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -581,11 +584,7 @@ func (r *Run) putBack() {
 	for i := len(rs) - 1; i >= 0; i-- {
 		if err := rs[i].fn(ctx); err != nil {
 			r.log.Warn("put back", "what", rs[i].what, "error", err)
-			var at time.Duration
-			if r.rec != nil {
-				at = r.rec.Elapsed()
-			}
-			r.event(at, "error", fmt.Sprintf("put back %s: %v", rs[i].what, err))
+			r.event(r.elapsed(), "error", fmt.Sprintf("put back %s: %v", rs[i].what, err))
 		}
 	}
 }

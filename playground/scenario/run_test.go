@@ -1,0 +1,183 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeSystem is a gateway, its admin API and one catalog instance's control hook and
+// metrics on one test server. It records every change the runner makes.
+type fakeSystem struct {
+	mu          sync.Mutex
+	routeLimits []string
+	limits      map[string]string // id → last PUT body
+	deleted     []string
+	control     []string // PUT /control bodies
+	sawXFF      bool
+}
+
+func (f *fakeSystem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	body, _ := io.ReadAll(r.Body)
+	switch {
+	case r.URL.Path == "/v1/events":
+		f.sawXFF = f.sawXFF || strings.HasPrefix(r.Header.Get("X-Forwarded-For"), "10.")
+		if slices.Contains(f.routeLimits, "lim") {
+			w.WriteHeader(429)
+			_, _ = io.WriteString(w, `{"violated-policies":["lim"]}`)
+		}
+	case r.URL.Path == "/admin/routes/events" && r.Method == http.MethodGet:
+		_ = json.NewEncoder(w).Encode(map[string]any{"id": "events", "limits": f.routeLimits})
+	case r.URL.Path == "/admin/routes/events" && r.Method == http.MethodPatch:
+		var b struct{ Limits []string }
+		_ = json.Unmarshal(body, &b)
+		f.routeLimits = b.Limits
+	case r.URL.Path == "/admin/limits/lim" && r.Method == http.MethodGet:
+		if _, ok := f.limits["lim"]; !ok {
+			http.NotFound(w, r)
+		}
+	case r.URL.Path == "/admin/limits/lim" && r.Method == http.MethodPut:
+		f.limits["lim"] = string(body)
+	case r.URL.Path == "/admin/limits/lim" && r.Method == http.MethodDelete:
+		delete(f.limits, "lim")
+		f.deleted = append(f.deleted, "lim")
+	case r.URL.Path == "/control" && r.Method == http.MethodGet:
+		_, _ = io.WriteString(w, `{"latency_ms":0,"error_rate":0,"outage":false,"max_concurrent":0,"service_time_ms":0}`)
+	case r.URL.Path == "/control" && r.Method == http.MethodPut:
+		f.control = append(f.control, string(body))
+	case r.URL.Path == "/metrics":
+		_, _ = io.WriteString(w, "boxoffice_control_in_flight{service=\"catalog\"} 2\nboxoffice_control_max_concurrent{service=\"catalog\"} 4\n")
+	default:
+		http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusTeapot)
+	}
+}
+
+const fakeScenario = `
+name: fake
+title: Fake
+explainer: E
+docs: docs/x.md
+driver: request
+request: {method: GET, path: /v1/events, route: events}
+backend: {service: catalog, max_concurrent: 4, service_time: 10ms}
+limit: {id: lim}
+streams: [{name: clients, identity: ip, count: 5}]
+knobs:
+  - {name: limit, kind: bool, default: "false"}
+  - {name: rate, kind: int, default: "50"}
+  - {name: capacity, kind: int, default: "4"}
+profiles:
+  - name: p
+    phases:
+      - {name: open, duration: 2s, rate: 40}
+      - {name: limited, duration: 2s, rate: 40, knobs: {limit: "true"}}
+    expect:
+      - {name: the limit refuses, left: {metric: too_many_ratio, phase: limited}, op: ">=", value: 0.9}
+      - {name: nothing refused before, left: {metric: too_many, phase: open}, op: "==", value: 0}
+`
+
+func TestRunTurnsKnobsSamplesAndPutsBack(t *testing.T) {
+	sys := &fakeSystem{routeLimits: []string{"api-per-ip"}, limits: map[string]string{}}
+	srv := httptest.NewServer(sys)
+	defer srv.Close()
+	sc, err := Parse([]byte(fakeScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := Target{Gateway: srv.URL, Admin: srv.URL, AdminToken: "t", Services: map[string][]string{"catalog": {srv.URL}}}
+
+	run, err := Start(context.Background(), sc, "", target, Options{})
+	if err != nil {
+		t.Fatalf("Start = %v", err)
+	}
+	samples, cancel := run.Subscribe()
+	defer cancel()
+	first := <-samples
+	if first.Sent == 0 || first.BackendInFlight != 2 || first.BackendCapacity != 4 {
+		t.Errorf("first sample = %+v, want requests sent and the backend's 2 in flight of 4", first)
+	}
+	if err := run.SetKnob(context.Background(), "rate", "7"); err != nil {
+		t.Fatalf("SetKnob(rate, 7) = %v", err)
+	}
+	if err := run.SetKnob(context.Background(), "rate", "lots"); err == nil {
+		t.Error("SetKnob(rate, lots) = nil, want an error: rate is an int")
+	}
+	sys.mu.Lock()
+	if got := sys.limits["lim"]; !strings.Contains(got, `"rate":"7/s"`) {
+		t.Errorf("limit after SetKnob(rate, 7) = %s, want rate 7/s", got)
+	}
+	sys.mu.Unlock()
+
+	<-run.Done()
+	res := run.Result()
+	if !res.Passed() {
+		t.Errorf("result = %+v, want every expectation met", res.Expectations)
+	}
+	if len(res.Series) < 4 || len(res.Phases) != 2 {
+		t.Errorf("series %d seconds, %d phases; want at least 4 and 2", len(res.Series), len(res.Phases))
+	}
+	var knobs []string
+	for _, e := range res.Events {
+		if e.Kind == "knob" {
+			knobs = append(knobs, e.What)
+		}
+	}
+	if want := []string{"rate = 7 (set by hand)", "limit = true (phase limited)"}; !slices.Equal(knobs, want) {
+		t.Errorf("knob events = %q, want %q", knobs, want)
+	}
+	if got := res.Totals.Counters["429:lim"]; got == 0 {
+		t.Error("no 429 counted by the policy its body names")
+	}
+
+	sys.mu.Lock()
+	defer sys.mu.Unlock()
+	if !slices.Equal(sys.routeLimits, []string{"api-per-ip"}) {
+		t.Errorf("route limits after the run = %v, want them as found: [api-per-ip]", sys.routeLimits)
+	}
+	if !slices.Equal(sys.deleted, []string{"lim"}) {
+		t.Errorf("limits deleted = %v, want the run's own limit, which did not exist before", sys.deleted)
+	}
+	if n := len(sys.control); n < 2 || !strings.Contains(sys.control[0], `"max_concurrent":4`) || !strings.Contains(sys.control[n-1], `"max_concurrent":0`) {
+		t.Errorf("control PUTs = %v, want capacity 4 first and the knobs as found (0) last", sys.control)
+	}
+	if !sys.sawXFF {
+		t.Error("no request carried a fake client IP in X-Forwarded-For")
+	}
+}
+
+func TestStopEndsTheRunEarly(t *testing.T) {
+	sys := &fakeSystem{limits: map[string]string{}}
+	srv := httptest.NewServer(sys)
+	defer srv.Close()
+	sc, _ := Parse([]byte(fakeScenario))
+	run, err := Start(context.Background(), sc, "p", Target{Gateway: srv.URL, Admin: srv.URL, Services: map[string][]string{"catalog": {srv.URL}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	run.Stop()
+	select {
+	case <-run.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the run did not end within 5s of Stop")
+	}
+	res := run.Result()
+	if !res.Stopped || res.Passed() || len(res.Expectations) != 0 {
+		t.Errorf("stopped run: Stopped %v, Passed %v, %d expectations; want stopped, not passed, none checked", res.Stopped, res.Passed(), len(res.Expectations))
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Errorf("Stop took %v", time.Since(start))
+	}
+	if _, ok := <-func() <-chan Sample { ch, _ := run.Subscribe(); return ch }(); ok {
+		t.Error("Subscribe after the end returned an open channel with a sample, want a closed one")
+	}
+}
