@@ -11,6 +11,8 @@ import (
 // the clients' retry behaviour, as the stream's identities in turn.
 type requestDriver struct{}
 
+var _ driver = requestDriver{}
+
 func (requestDriver) setup(ctx context.Context, r *Run) error { return r.identities(ctx) }
 
 func (requestDriver) job(r *Run, s *stream) func(ctx context.Context, c *load.Client, n int64) {
