@@ -46,16 +46,21 @@ func handleRunEvents(ctx context.Context, rs *runs) http.Handler {
 		stop := context.AfterFunc(ctx, cancel) // the process stopping ends the stream too
 		defer stop()
 		done := reqCtx.Done()
-		if err := s.send("state", rec.info(false)); err != nil {
-			return
-		}
 		select {
 		case <-rec.started:
-		case <-done:
-			return
+		default:
+			// Set-up can take a while (logging fans in): say so at once.
+			if s.send("state", rec.info(false)) != nil {
+				return
+			}
+			select {
+			case <-rec.started:
+			case <-done:
+				return
+			}
 		}
 		if rec.run == nil {
-			_ = s.send("state", rec.info(false))
+			_ = s.send("state", rec.info(false)) // failed to start, and why
 			return
 		}
 		follow(done, s, rec)
