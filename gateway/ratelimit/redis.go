@@ -22,6 +22,7 @@ import (
 // calls go by EVALSHA, and a server that does not know the script (restarted, flushed)
 // answers NOSCRIPT, upon which the source is sent again with EVAL. A policy combines a few
 // sets, so Redis caches a few scripts, never more than the 63 sets of six algorithms.
+// testdata/decide_gcra.lua is the whole script of a request of one GCRA rule.
 //
 // All rules of a request go in one round trip: one script call on a single server, or on a
 // Cluster when their keys share a hash slot (give them one {tag}); otherwise one script call

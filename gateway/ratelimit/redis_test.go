@@ -122,6 +122,42 @@ func TestRedisKeysExpire(t *testing.T) {
 	}
 }
 
+// TestRedisWindowKeepsExpiry: the counters' key expires when its window's state stops
+// mattering, so a later request of the same window leaves the expiry where it is (KEEPTTL)
+// rather than setting it again.
+func TestRedisWindowKeepsExpiry(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	client := srv.Client()
+	ctx := context.Background()
+	for _, a := range []Algorithm{FixedWindow, SlidingCounter} {
+		t.Run(string(a), func(t *testing.T) {
+			clk := newClock(epoch.Truncate(time.Minute).Add(time.Minute)) // a window's start
+			store := NewRedis(client)
+			store.now = clk.Now
+			rule := Rule{ID: "keep-" + string(a), Algorithm: a, Limit: 100, Window: time.Minute}
+			key := storageKey(rule.ID, "user:1")
+			pttl := func() time.Duration {
+				t.Helper()
+				if _, err := store.Allow(ctx, []Request{{Rule: rule, Key: "user:1"}}); err != nil {
+					t.Fatal(err)
+				}
+				d, err := client.PTTL(ctx, key).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			first := pttl()
+			clk.Add(20 * time.Second) // the same window
+			// Re-armed, the expiry would come 20s sooner; kept, it moves by the real time
+			// between the two calls only.
+			if second := pttl(); first-second > 10*time.Second {
+				t.Errorf("PTTL(%s) after a second request of the window = %v, want about %v (kept)", key, second, first)
+			}
+		})
+	}
+}
+
 // TestRedisAtomicAcrossReplicas: three limiters with their own connections, 1,000 concurrent
 // requests against a 100-token bucket → exactly 100 allowed.
 func TestRedisAtomicAcrossReplicas(t *testing.T) {
