@@ -1,6 +1,7 @@
 package assistant
 
 import (
+	"slices"
 	"testing"
 
 	"boxoffice.dev/platform/testkit"
@@ -9,5 +10,11 @@ import (
 // TestOpenAPIMatchesRoutes keeps docs/openapi/assistant.yaml and the route table equal: every
 // documented operation is served, and every served route is documented.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
-	testkit.CheckOpenAPI(t, "../../docs/openapi/assistant.yaml", routes(nil, nil).Endpoints())
+	endpoints := routes(nil, nil).Endpoints()
+	testkit.CheckOpenAPI(t, "../../docs/openapi/assistant.yaml", endpoints)
+	for _, want := range []string{"POST /v1/assistant/ask"} { // the public API the gateway routes here
+		if !slices.Contains(endpoints, want) {
+			t.Errorf("route table lacks %s", want)
+		}
+	}
 }
