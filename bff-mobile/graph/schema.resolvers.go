@@ -70,16 +70,8 @@ func (r *mutationResolver) PlaceHold(ctx context.Context, eventID string, seats 
 	if _, err := graphqlserver.User(ctx); err != nil {
 		return nil, err
 	}
-	req := &inventoryv1.PlaceHoldRequest{EventId: eventID, Seats: seats}
-	if ticketClass != nil {
-		req.Class = *ticketClass
-	}
-	if quantity != nil {
-		req.Quantity = int32(*quantity)
-	}
-	if admissionPass != nil {
-		req.AdmissionPass = *admissionPass
-	}
+	req := &inventoryv1.PlaceHoldRequest{EventId: eventID, Seats: seats, Class: protoconv.Value(ticketClass),
+		Quantity: int32(protoconv.Value(quantity)), AdmissionPass: protoconv.Value(admissionPass)}
 	h, err := r.Inventory.PlaceHold(ctx, req)
 	if err != nil {
 		return nil, err
@@ -151,15 +143,11 @@ func (r *queryResolver) MyHolds(ctx context.Context, first int, after *string) (
 	if err != nil {
 		return nil, err
 	}
-	out := &model.HoldPage{Holds: []*model.Hold{}, NextCursor: protoconv.NextCursor(resp.GetPage())}
-	for _, h := range resp.GetHolds() {
-		hold, err := holdFromProto(h)
-		if err != nil {
-			return nil, err
-		}
-		out.Holds = append(out.Holds, hold)
+	holds, err := protoconv.All(resp.GetHolds(), holdFromProto)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return &model.HoldPage{Holds: holds, NextCursor: protoconv.NextCursor(resp.GetPage())}, nil
 }
 
 // MyOrders is the resolver for the myOrders field.
@@ -175,15 +163,11 @@ func (r *queryResolver) MyOrders(ctx context.Context, first int, after *string) 
 	if err != nil {
 		return nil, err
 	}
-	out := &model.OrderPage{Orders: []*model.Order{}, NextCursor: protoconv.NextCursor(resp.GetPage())}
-	for _, o := range resp.GetOrders() {
-		order, err := orderFromProto(o)
-		if err != nil {
-			return nil, err
-		}
-		out.Orders = append(out.Orders, order)
+	orders, err := protoconv.All(resp.GetOrders(), orderFromProto)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return &model.OrderPage{Orders: orders, NextCursor: protoconv.NextCursor(resp.GetPage())}, nil
 }
 
 // Queue is the resolver for the queue field.

@@ -65,15 +65,11 @@ func (r *meResolver) Orders(ctx context.Context, obj *model.Me, first int, after
 	if err != nil {
 		return nil, err
 	}
-	out := &model.OrderPage{Orders: []*model.Order{}, NextCursor: protoconv.NextCursor(resp.GetPage())}
-	for _, o := range resp.GetOrders() {
-		order, err := orderFromProto(o)
-		if err != nil {
-			return nil, err
-		}
-		out.Orders = append(out.Orders, order)
+	orders, err := protoconv.All(resp.GetOrders(), orderFromProto)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return &model.OrderPage{Orders: orders, NextCursor: protoconv.NextCursor(resp.GetPage())}, nil
 }
 
 // Holds is the resolver for the holds field.
@@ -86,15 +82,11 @@ func (r *meResolver) Holds(ctx context.Context, obj *model.Me, first int, after 
 	if err != nil {
 		return nil, err
 	}
-	out := &model.HoldPage{Holds: []*model.Hold{}, NextCursor: protoconv.NextCursor(resp.GetPage())}
-	for _, h := range resp.GetHolds() {
-		hold, err := holdFromProto(h)
-		if err != nil {
-			return nil, err
-		}
-		out.Holds = append(out.Holds, hold)
+	holds, err := protoconv.All(resp.GetHolds(), holdFromProto)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return &model.HoldPage{Holds: holds, NextCursor: protoconv.NextCursor(resp.GetPage())}, nil
 }
 
 // Notifications is the resolver for the notifications field.
@@ -119,16 +111,8 @@ func (r *mutationResolver) PlaceHold(ctx context.Context, input model.PlaceHoldI
 	if _, err := graphqlserver.User(ctx); err != nil {
 		return nil, err
 	}
-	req := &inventoryv1.PlaceHoldRequest{EventId: input.EventID, Seats: input.Seats}
-	if input.TicketClass != nil {
-		req.Class = *input.TicketClass
-	}
-	if input.Quantity != nil {
-		req.Quantity = int32(*input.Quantity)
-	}
-	if input.AdmissionPass != nil {
-		req.AdmissionPass = *input.AdmissionPass
-	}
+	req := &inventoryv1.PlaceHoldRequest{EventId: input.EventID, Seats: input.Seats, Class: protoconv.Value(input.TicketClass),
+		Quantity: int32(protoconv.Value(input.Quantity)), AdmissionPass: protoconv.Value(input.AdmissionPass)}
 	h, err := r.Inventory.PlaceHold(ctx, req)
 	if err != nil {
 		return nil, err

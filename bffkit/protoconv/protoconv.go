@@ -49,3 +49,26 @@ func Optional(s string) *string {
 	}
 	return &s
 }
+
+// All converts every message of a list, stopping at the first that fails; an empty list is
+// an empty slice, never nil, as a non-null GraphQL list wants.
+func All[P, M any](in []P, convert func(P) (M, error)) ([]M, error) {
+	out := make([]M, 0, len(in))
+	for _, p := range in {
+		m, err := convert(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Value is what an optional GraphQL argument holds: *p, or the zero value when absent.
+func Value[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

@@ -1,6 +1,8 @@
 package protoconv
 
 import (
+	"errors"
+	"slices"
 	"testing"
 
 	"boxoffice.dev/platform/problem"
@@ -66,5 +68,33 @@ func TestNextCursor(t *testing.T) {
 	}
 	if got := NextCursor(&commonv1.PageResponse{NextPageToken: "x"}); got == nil || *got != "x" {
 		t.Errorf("NextCursor(x) = %v, want x", got)
+	}
+}
+
+func TestAll(t *testing.T) {
+	double := func(n int) (int, error) {
+		if n < 0 {
+			return 0, errors.New("negative")
+		}
+		return 2 * n, nil
+	}
+	if got, err := All([]int{1, 2}, double); err != nil || !slices.Equal(got, []int{2, 4}) {
+		t.Errorf("All([1 2]) = %v, %v; want [2 4]", got, err)
+	}
+	if got, err := All(nil, double); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("All(nil) = %#v, %v; want an empty, non-nil slice", got, err)
+	}
+	if _, err := All([]int{1, -1}, double); err == nil {
+		t.Error("All([1 -1]) = nil error, want the conversion's")
+	}
+}
+
+func TestValue(t *testing.T) {
+	s := "pista"
+	if got := Value(&s); got != "pista" {
+		t.Errorf("Value(&pista) = %q", got)
+	}
+	if got := Value[int](nil); got != 0 {
+		t.Errorf("Value(nil) = %d, want 0", got)
 	}
 }
