@@ -222,8 +222,25 @@ func writeReport(path string, sc scenario.Scenario, res scenario.Result) error {
 
 // startSystem runs `boxoffice up` in this process on a free port offset with a temporary
 // data dir, and returns its target once endpoints.json is written, with a function that
-// stops it and removes the dir.
+// stops it and removes the dir. A port taken between the check and the bind (another
+// process on the machine) makes it try another offset, up to three times.
 func startSystem(ctx context.Context, getenv func(string) string, stderr io.Writer) (scenario.Target, func() error, error) {
+	var err error
+	for range 3 {
+		var t scenario.Target
+		var stop func() error
+		t, stop, err = startSystemOnce(ctx, getenv, stderr)
+		if err == nil {
+			return t, stop, nil
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	return scenario.Target{}, nil, err
+}
+
+func startSystemOnce(ctx context.Context, getenv func(string) string, stderr io.Writer) (scenario.Target, func() error, error) {
 	dir, err := os.MkdirTemp("", "boxoffice-scenario-")
 	if err != nil {
 		return scenario.Target{}, nil, fmt.Errorf("data dir: %w", err)
@@ -256,8 +273,9 @@ func startSystem(ctx context.Context, getenv func(string) string, stderr io.Writ
 		}
 		select {
 		case err := <-done:
+			cancel()
 			os.RemoveAll(dir)
-			return scenario.Target{}, nil, fmt.Errorf("the system stopped while starting (logs were in %s): %v", filepath.Join(dir, "logs"), err)
+			return scenario.Target{}, nil, fmt.Errorf("the system stopped while starting: %w", err)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

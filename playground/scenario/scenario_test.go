@@ -102,9 +102,9 @@ func TestCheckComparesPhases(t *testing.T) {
 		want   string
 	}{
 		{"factor of another phase", Expectation{Left: Measure{Metric: "p99", Phase: "on"}, Op: "<=", Right: &Measure{Metric: "p99", Phase: "off"}, Factor: 0.25},
-			true, "p99(on) <= 0.25 × p99(off) = 900"},
+			true, "p99(on) <= 0.25 × p99(off) = 0.25 × 900 = 225"},
 		{"factor missed", Expectation{Left: Measure{Metric: "p99", Phase: "on"}, Op: "<=", Right: &Measure{Metric: "p99", Phase: "off"}, Factor: 0.1},
-			false, "p99(on) <= 0.1 × p99(off) = 900"},
+			false, "p99(on) <= 0.1 × p99(off) = 0.1 × 900 = 90"},
 		{"a constant", Expectation{Left: Measure{Metric: "amplification", Phase: "on"}, Op: ">=", Value: 3.5}, true, "amplification(on) >= 3.50"},
 		{"a ratio", Expectation{Left: Measure{Metric: "too_many_ratio", Phase: "on"}, Op: ">", Value: 0.5}, true, "too_many_ratio(on) > 0.5"},
 		{"a stream", Expectation{Left: Measure{Metric: "too_many_ratio", Phase: "on", Stream: "noisy"}, Op: ">=", Value: 0.9}, true, "too_many_ratio(noisy@on) >= 0.9"},

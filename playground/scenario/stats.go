@@ -178,7 +178,7 @@ func check(expect []Expectation, phases map[string]*Stats, totals *Stats) []Outc
 			want = f * right
 			wantText = fmt.Sprintf("%s = %s", describe(*e.Right), format(right))
 			if f != 1 {
-				wantText = fmt.Sprintf("%s × %s", format(f), wantText)
+				wantText = fmt.Sprintf("%s × %s = %s × %s = %s", format(f), describe(*e.Right), format(f), format(right), format(want))
 			}
 		}
 		out = append(out, Outcome{
