@@ -63,7 +63,9 @@ func BenchmarkPipeline(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	limiter, err := ratelimit.NewFailsafe(ratelimit.NewRedis(rd.Client()), ratelimit.FailsafeOptions{Timeout: time.Second})
+	decisions := limiterClient(rd.Client()) // as Run makes it
+	b.Cleanup(func() { _ = decisions.Close() })
+	limiter, err := ratelimit.NewFailsafe(ratelimit.NewRedis(decisions), ratelimit.FailsafeOptions{Timeout: time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

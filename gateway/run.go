@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -159,7 +160,12 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	}
 	replicas := ratelimit.NewReplicas(rd.Client, replicaID, 0)
 	background.Go(func() { _ = replicas.Run(ctx) })
-	limiter, err := ratelimit.NewFailsafe(ratelimit.NewRedis(rd.Client), ratelimit.FailsafeOptions{
+	decisions := rd.Client
+	if c := limiterClient(rd.Client); c != nil {
+		decisions = c
+		*closers = append(*closers, c.Close)
+	}
+	limiter, err := ratelimit.NewFailsafe(ratelimit.NewRedis(decisions), ratelimit.FailsafeOptions{
 		Timeout: cfg.LimiterTimeout, Replicas: replicas, Meter: mp, Logger: s.Log})
 	if err != nil {
 		return nil, err
@@ -210,6 +216,26 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		log: s.Log, metrics: m, now: time.Now, newTrace: randomTrace,
 	}
 	return g.handler(), nil
+}
+
+// limiterClient is a client of c's Redis for the limiter's decisions, one that ends each call
+// at its context's deadline (ContextTimeoutEnabled): the failsafe's timeout (RATELIMIT_TIMEOUT)
+// then holds by itself, where with another client the failsafe runs every decision on a
+// goroutine of its own to enforce it. The price: a call cut off at its deadline closes its
+// connection, and the next one dials; the failsafe's breaker stops calls, and so dials, when
+// Redis keeps missing the deadline. Nil for a kind of client it cannot copy.
+func limiterClient(c redis.UniversalClient) redis.UniversalClient {
+	switch c := c.(type) {
+	case *redis.Client:
+		o := *c.Options()
+		o.ContextTimeoutEnabled = true
+		return redis.NewClient(&o)
+	case *redis.ClusterClient:
+		o := *c.Options()
+		o.ContextTimeoutEnabled = true
+		return redis.NewClusterClient(&o)
+	}
+	return nil
 }
 
 // authenticator verifies JWTs against the auth service's JWKS (refreshed in the background)
