@@ -2,6 +2,8 @@
 # Measures the gateway next to a direct call and nginx on this machine (see gateway/bench).
 # Needs nginx (Debian: apt-get install nginx-light) and redis-server. Extra arguments go to
 # the bench, e.g. scripts/bench-gateway.sh -rates 1000,5000,10000 -duration 10s -markdown
+# With -pin first (needs taskset and 2 CPUs or more), the load generator runs on CPU 0 and
+# everything it measures on the other CPUs, so that the two do not take each other's time.
 # Run it on a quiet machine: anything else using the CPU shows up in the p99s.
 set -eu
 cd "$(dirname "$0")/.."
@@ -15,4 +17,15 @@ PATH="$PATH:/usr/sbin"
 bin="$(mktemp -d)/bench-gateway"
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 go build -o "$bin" ./gateway/bench
-"$bin" "$@"
+if [ "${1:-}" = "-pin" ]; then
+  shift
+  cpus="$(nproc)"
+  if [ "$cpus" -lt 2 ] || ! command -v taskset >/dev/null 2>&1; then
+    echo "bench-gateway: -pin needs taskset and at least 2 CPUs" >&2
+    exit 1
+  fi
+  if [ "$cpus" -eq 2 ]; then targets=1; else targets="1-$((cpus - 1))"; fi
+  taskset -c 0 "$bin" -target-cpus "$targets" "$@"
+else
+  "$bin" "$@"
+fi

@@ -26,6 +26,7 @@ type result struct {
 	ok       int               // answered 200
 	elapsed  time.Duration     // from the first request to the last answer
 	latency  []time.Duration   // of every request, sorted
+	cpu      time.Duration     // CPU time the proxy used in the run: its processes (nginx's workers too) and Redis
 	failures map[string]int    // failed requests by kind: "429", "503", "timeout", "error"…
 	firstErr map[string]string // the first failure of each kind, to say what went wrong
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -105,14 +106,14 @@ func TestPrintTable(t *testing.T) {
 	direct := result{target: targetsByName["direct"].label, load: "1000/s", sent: 2, ok: 2, elapsed: 2 * time.Millisecond,
 		latency: []time.Duration{ms, 2 * ms}}
 	gw := result{target: targetsByName["gateway-jwt"].label, load: "1000/s", sent: 2, ok: 1, elapsed: 2 * time.Millisecond,
-		latency: []time.Duration{ms, 2*ms + 500*time.Microsecond}}
+		latency: []time.Duration{ms, 2*ms + 500*time.Microsecond}, cpu: 120 * time.Microsecond}
 	gw.fail(&statusError{code: 429, head: []byte(`{"title":"Too many requests"}`)})
 	var out strings.Builder
 	printTable(&out, []result{direct, gw}, true)
 	for _, want := range []string{
-		"| target | load | ok / sent | throughput | p50 | p99 | p99.9 | p99 over direct |",
-		"| direct to the upstream | 1000/s | 2 / 2 | 1000/s | 1.000ms | 2.000ms | 2.000ms | — |",
-		"| gateway, JWT + 2 Redis rules | 1000/s | 1 / 2 | 500/s | 1.000ms | 2.500ms | 2.500ms | +0.500ms |",
+		"| target | load | ok / sent | throughput | p50 | p99 | p99.9 | p99 over direct | proxy CPU / request |",
+		"| direct to the upstream | 1000/s | 2 / 2 | 1000/s | 1.000ms | 2.000ms | 2.000ms | — | — |",
+		"| gateway, JWT + 2 Redis rules | 1000/s | 1 / 2 | 500/s | 1.000ms | 2.500ms | 2.500ms | +0.500ms | 60µs |",
 		"gateway, JWT + 2 Redis rules at 1000/s: 1 failed (429 ×1)",
 		`  first 429: status 429 {"title":"Too many requests"}`,
 	} {
@@ -138,5 +139,43 @@ func TestSettle(t *testing.T) {
 	never := loaderFor(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", http.StatusServiceUnavailable) })
 	if err := never.settle(context.Background(), 100*time.Millisecond); err == nil || !strings.Contains(err.Error(), "status 503") {
 		t.Errorf("settle on a target that never recovers = %v, want an error naming its last answer", err)
+	}
+}
+
+func TestCPUCount(t *testing.T) {
+	tests := []struct {
+		list    string
+		want    int
+		wantErr bool
+	}{
+		{"1", 1, false},
+		{"2-3", 2, false},
+		{"0,2,4-7", 6, false},
+		{"", 0, true},
+		{"3-1", 0, true},
+		{"a", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := cpuCount(tt.list)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("cpuCount(%q) = %d, %v; want %d, error %v", tt.list, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// TestCPUTime reads this process's CPU time while burning some: it must grow, and by no
+// more than the time that passed (this test burns one CPU).
+func TestCPUTime(t *testing.T) {
+	self := []int{os.Getpid()}
+	start, before := time.Now(), cpuTime(self)
+	var grew time.Duration
+	for grew < 50*time.Millisecond && time.Since(start) < 10*time.Second {
+		grew = cpuTime(self) - before // busy: reading /proc in a loop is the CPU time under test
+	}
+	if took := time.Since(start); grew < 50*time.Millisecond || grew > took+20*time.Millisecond {
+		t.Errorf("cpuTime grew by %v in %v of busy loop, want 50ms or more, and not more than the time passed", grew, took)
+	}
+	if got := cpuTime([]int{1 << 30}); got != 0 {
+		t.Errorf("cpuTime(no such process) = %v, want 0", got)
 	}
 }

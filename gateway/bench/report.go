@@ -19,7 +19,7 @@ func printTable(w io.Writer, results []result, markdown bool) {
 			direct[r.load] = r
 		}
 	}
-	head := []string{"target", "load", "ok / sent", "throughput", "p50", "p99", "p99.9", "p99 over direct"}
+	head := []string{"target", "load", "ok / sent", "throughput", "p50", "p99", "p99.9", "p99 over direct", "proxy CPU / request"}
 	rows := [][]string{}
 	for _, r := range results {
 		added := "—"
@@ -28,7 +28,7 @@ func printTable(w io.Writer, results []result, markdown bool) {
 		}
 		rows = append(rows, []string{
 			r.target, r.load, fmt.Sprintf("%d / %d", r.ok, r.sent), fmt.Sprintf("%.0f/s", r.throughput()),
-			ms(r.quantile(0.5)), ms(r.quantile(0.99)), ms(r.quantile(0.999)), added,
+			ms(r.quantile(0.5)), ms(r.quantile(0.99)), ms(r.quantile(0.999)), added, cpuPerRequest(r),
 		})
 	}
 	if markdown {
@@ -70,9 +70,26 @@ func printTable(w io.Writer, results []result, markdown bool) {
 	if g, ok := maxOf("gateway-jwt"); ok {
 		if n, ok := maxOf("nginx"); ok && n.throughput() > 0 {
 			fmt.Fprintf(w, "max throughput, gateway with JWT + 2 Redis rules: %.0f%% of nginx's plain proxying\n", 100*g.throughput()/n.throughput())
+			if g.cpu > 0 && n.cpu > 0 && g.sent > 0 && n.sent > 0 {
+				// CPU per request does not depend on what else the machine was doing: the
+				// throughput each would reach on CPUs of its own.
+				gc, nc := g.cpu/time.Duration(g.sent), n.cpu/time.Duration(n.sent)
+				fmt.Fprintf(w, "CPU per request at max, gateway with JWT + 2 Redis rules (Redis included): %s, nginx: %s; on equal CPUs the gateway serves %.0f%% of nginx's rate\n",
+					us(gc), us(nc), 100*float64(nc)/float64(gc))
+			}
 		}
 	}
 }
+
+// cpuPerRequest is the proxy's CPU time per request sent, "—" for the direct call.
+func cpuPerRequest(r result) string {
+	if r.cpu <= 0 || r.sent == 0 {
+		return "—"
+	}
+	return us(r.cpu / time.Duration(r.sent))
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond)) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond)) }
 

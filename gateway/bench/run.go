@@ -41,6 +41,7 @@ type config struct {
 	markdown bool
 	nginx    string
 	profile  string // directory for CPU profiles; "" = none
+	cpus     string // taskset CPU list for everything but the load; "" = no pinning
 }
 
 // run is the bench's entry point. With a role as first argument ("upstream", "pools",
@@ -74,10 +75,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	markdown := fs.Bool("markdown", false, "print the table as Markdown (for docs/benchmarks.md)")
 	profile := fs.String("profile", "", "write a CPU profile of each proxy target into this directory")
 	nginx := fs.String("nginx", "nginx", "nginx binary")
+	cpus := fs.String("target-cpus", "", "pin the upstream, the targets and Redis to these CPUs (a taskset list such as 1 or 2-3); "+
+		"run the bench itself on the others (scripts/bench-gateway.sh -pin does both)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	cfg := config{duration: *duration, warmup: *warmup, conns: *conns, markdown: *markdown, nginx: *nginx, profile: *profile}
+	cfg := config{duration: *duration, warmup: *warmup, conns: *conns, markdown: *markdown, nginx: *nginx, profile: *profile, cpus: *cpus}
+	if cfg.cpus != "" {
+		if _, err := cpuCount(cfg.cpus); err != nil {
+			return config{}, fmt.Errorf("-target-cpus: %w", err)
+		}
+	}
 	for _, s := range strings.Split(*rates, ",") {
 		r, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || r <= 0 {
@@ -109,8 +117,10 @@ type bench struct {
 	upstream string              // base URL of the upstream
 	token    string              // a valid user token
 	redis    *redisconn.Resolved // started on first use
+	redisPID int
 	nginx    string
 	profile  string // directory for CPU profiles; "" = none
+	cpus     string // taskset CPU list of the processes started; "" = not pinned
 }
 
 // childEnv is the environment of a target's process: the bench's, a CPU profile when
@@ -157,7 +167,7 @@ func benchmark(ctx context.Context, cfg config, getenv func(string) string, stdo
 		return fmt.Errorf("scratch directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{self: self, dir: dir, nginx: cfg.nginx, profile: cfg.profile, env: []string{"PATH=" + getenv("PATH"), "HOME=" + dir}}
+	b := &bench{self: self, dir: dir, nginx: cfg.nginx, profile: cfg.profile, cpus: cfg.cpus, env: []string{"PATH=" + getenv("PATH"), "HOME=" + dir}}
 	if b.profile != "" {
 		if b.profile, err = filepath.Abs(b.profile); err == nil {
 			err = os.MkdirAll(b.profile, 0o755)
@@ -174,7 +184,7 @@ func benchmark(ctx context.Context, cfg config, getenv func(string) string, stdo
 	if err != nil {
 		return err
 	}
-	up, err := startProc("upstream", self, []string{"upstream", "-addr", addr, "-jwk-seed", hex.EncodeToString(seed)}, b.env)
+	up, err := b.startProc("upstream", self, []string{"upstream", "-addr", addr, "-jwk-seed", hex.EncodeToString(seed)}, b.env)
 	if err != nil {
 		return err
 	}
@@ -193,8 +203,13 @@ func benchmark(ctx context.Context, cfg config, getenv func(string) string, stdo
 		return err
 	}
 
-	fmt.Fprintf(stdout, "bench-gateway: %d CPUs, open-model rates %v for %v each, max with %d connections; upstream answers %d bytes\n\n",
-		numCPU(), cfg.rates, cfg.duration, cfg.conns, len(benchBody))
+	where := fmt.Sprintf("%d CPUs shared by all", numCPU())
+	if b.cpus != "" {
+		n, _ := cpuCount(b.cpus)
+		where = fmt.Sprintf("load generator on %d CPU(s), upstream, targets and Redis pinned to CPUs %s (%d)", numCPU(), b.cpus, n)
+	}
+	fmt.Fprintf(stdout, "bench-gateway: %s; open-model rates %v for %v each, max with %d connections; upstream answers %d bytes\n\n",
+		where, cfg.rates, cfg.duration, cfg.conns, len(benchBody))
 	var results []result
 	var skipped []string
 	for _, name := range cfg.targets {
@@ -215,19 +230,19 @@ func benchmark(ctx context.Context, cfg config, getenv func(string) string, stdo
 
 // measure starts t, checks that it answers, warms it up and runs each load against it.
 func (b *bench) measure(ctx context.Context, cfg config, t target) ([]result, error) {
-	url, header, stop, err := t.start(ctx, b)
+	tr, err := t.start(ctx, b)
 	if err != nil {
 		return nil, err
 	}
-	defer stop()
+	defer tr.stop()
 	l := newLoader(func(ctx context.Context) *http.Request {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		req.Header = header // read-only, shared by every request
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tr.url, nil)
+		req.Header = tr.header // read-only, shared by every request
 		return req
 	})
 	defer l.client.CloseIdleConnections()
 	if err := l.send(ctx); err != nil {
-		return nil, fmt.Errorf("GET %s: %w", url, err)
+		return nil, fmt.Errorf("GET %s: %w", tr.url, err)
 	}
 	if cfg.warmup > 0 {
 		l.open(ctx, cfg.rates[0], cfg.warmup)
@@ -244,8 +259,12 @@ func (b *bench) measure(ctx context.Context, cfg config, t target) ([]result, er
 		if err := l.settle(ctx, 30*time.Second); err != nil {
 			return out, fmt.Errorf("after run %d: %w", i, err)
 		}
+		before := cpuTime(tr.pids)
 		r := run()
 		r.target = t.label
+		if len(tr.pids) > 0 {
+			r.cpu = cpuTime(tr.pids) - before
+		}
 		out = append(out, r)
 	}
 	return out, ctx.Err()
@@ -265,6 +284,12 @@ func (b *bench) redisServer(ctx context.Context) (string, error) {
 		return "", err
 	}
 	b.redis = r
+	if b.redisPID, err = redisPID(ctx, r.Client); err != nil {
+		return "", err
+	}
+	if err := b.pinRedis(ctx); err != nil {
+		return "", err
+	}
 	return r.URL, nil
 }
 

@@ -17,12 +17,20 @@ import (
 //go:embed nginx.conf.tmpl policy-plain.yaml.tmpl policy-jwt.yaml.tmpl
 var templates embed.FS
 
-// target is one way of serving GET /v1/bench. start returns the URL to load, the headers
-// each request carries, and how to stop it.
+// target is one way of serving GET /v1/bench.
 type target struct {
 	name  string
 	label string
-	start func(ctx context.Context, b *bench) (url string, header http.Header, stop func(), err error)
+	start func(ctx context.Context, b *bench) (*running, error)
+}
+
+// running is a started target: the URL to load, the headers each request carries, the
+// processes whose CPU time is the proxy's (none for the direct call), and how to stop it.
+type running struct {
+	url    string
+	header http.Header
+	pids   []int
+	stop   func()
 }
 
 var targets = []target{
@@ -45,42 +53,43 @@ func init() {
 	}
 }
 
-func startDirect(_ context.Context, b *bench) (string, http.Header, func(), error) {
-	return b.upstream + benchPath, http.Header{}, func() {}, nil
+func startDirect(_ context.Context, b *bench) (*running, error) {
+	return &running{url: b.upstream + benchPath, header: http.Header{}, stop: func() {}}, nil
 }
 
-func startPools(ctx context.Context, b *bench) (string, http.Header, func(), error) {
+func startPools(ctx context.Context, b *bench) (*running, error) {
 	addr, err := freeAddr()
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
-	p, err := startProc("pools", b.self, []string{"pools", "-addr", addr, "-upstream", b.upstream}, b.childEnv("pools"))
+	p, err := b.startProc("pools", b.self, []string{"pools", "-addr", addr, "-upstream", b.upstream}, b.childEnv("pools"))
 	return serving(ctx, p, err, addr, http.Header{}, 10*time.Second)
 }
 
 // startGateway runs the gateway (its Run, in a process of its own) as target name, with the
-// policy file rendered from policy; withToken sends a user token on every request.
-func startGateway(name, policy string, withToken bool) func(context.Context, *bench) (string, http.Header, func(), error) {
-	return func(ctx context.Context, b *bench) (string, http.Header, func(), error) {
+// policy file rendered from policy; withToken sends a user token on every request. The
+// Redis it uses counts as part of it: its CPU time is the gateway's.
+func startGateway(name, policy string, withToken bool) func(context.Context, *bench) (*running, error) {
+	return func(ctx context.Context, b *bench) (*running, error) {
 		redisURL, err := b.redisServer(ctx)
 		if err != nil {
-			return "", nil, nil, err
+			return nil, err
 		}
 		dir, err := os.MkdirTemp(b.dir, "gateway-")
 		if err != nil {
-			return "", nil, nil, err
+			return nil, err
 		}
 		policyFile := filepath.Join(dir, "policy.yaml")
 		if err := render(policy, policyFile, map[string]any{"Upstream": b.upstream}); err != nil {
-			return "", nil, nil, err
+			return nil, err
 		}
 		addr, err := freeAddr()
 		if err != nil {
-			return "", nil, nil, err
+			return nil, err
 		}
 		admin, err := freeAddr()
 		if err != nil {
-			return "", nil, nil, err
+			return nil, err
 		}
 		env := b.childEnv(name,
 			"HTTP_ADDR="+addr,
@@ -96,46 +105,51 @@ func startGateway(name, policy string, withToken bool) func(context.Context, *be
 		if withToken {
 			header.Set("Authorization", "Bearer "+b.token)
 		}
-		p, err := startProc("gateway", b.self, []string{"gateway"}, env)
-		return serving(ctx, p, err, addr, header, 20*time.Second)
+		p, err := b.startProc("gateway", b.self, []string{"gateway"}, env)
+		r, err := serving(ctx, p, err, addr, header, 20*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		r.pids = append(r.pids, b.redisPID)
+		return r, nil
 	}
 }
 
-func startNginx(ctx context.Context, b *bench) (string, http.Header, func(), error) {
+func startNginx(ctx context.Context, b *bench) (*running, error) {
 	dir, err := os.MkdirTemp(b.dir, "nginx-")
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
 	addr, err := freeAddr()
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
 	conf := filepath.Join(dir, "nginx.conf")
 	err = render("nginx.conf.tmpl", conf, map[string]any{
 		"Prefix":   dir,
 		"Listen":   addr,
 		"Upstream": strings.TrimPrefix(b.upstream, "http://"),
-		"Workers":  numCPU(), // as many as the gateway's GOMAXPROCS
+		"Workers":  b.targetCPUs(), // as many as the gateway's GOMAXPROCS
 	})
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
-	p, err := startProc("nginx", b.nginx, []string{"-p", dir, "-c", conf, "-e", "stderr"}, b.env)
+	p, err := b.startProc("nginx", b.nginx, []string{"-p", dir, "-c", conf, "-e", "stderr"}, b.env)
 	return serving(ctx, p, err, addr, http.Header{}, 10*time.Second)
 }
 
 // serving waits until p, just started (or not, when err is set), answers GET /v1/bench on
 // addr with header, and returns what a target's start returns.
-func serving(ctx context.Context, p *proc, err error, addr string, header http.Header, within time.Duration) (string, http.Header, func(), error) {
+func serving(ctx context.Context, p *proc, err error, addr string, header http.Header, within time.Duration) (*running, error) {
 	if err != nil {
-		return "", nil, nil, err
+		return nil, err
 	}
 	url := "http://" + addr + benchPath
 	if err := p.waitReady(ctx, url, header, within); err != nil {
 		p.stop()
-		return "", nil, nil, err
+		return nil, err
 	}
-	return url, header, p.stop, nil
+	return &running{url: url, header: header, pids: []int{p.cmd.Process.Pid}, stop: p.stop}, nil
 }
 
 // render executes the embedded template name with data into the file path.
@@ -152,3 +166,11 @@ func render(name, path string, data any) error {
 }
 
 func numCPU() int { return runtime.GOMAXPROCS(0) }
+
+// targetCPUs is how many CPUs the targets run on: as many as their Go runtime finds.
+func (b *bench) targetCPUs() int {
+	if n, err := cpuCount(b.cpus); err == nil && b.cpus != "" {
+		return n
+	}
+	return numCPU()
+}
