@@ -227,9 +227,14 @@ func (r *Run) applyBackend(ctx context.Context) error {
 	seen := r.origBackend != nil
 	r.mu.Unlock()
 	if !seen {
-		orig, err := r.sys.knobs(ctx, svc)
-		if err != nil {
-			return err
+		// Without an instance to ask (a target reached over NATS only), the knobs to put back
+		// are a healthy replica's: the zero knobs every replica starts with.
+		var orig control.Knobs
+		if len(r.target.Services[svc]) > 0 {
+			var err error
+			if orig, err = r.sys.knobs(ctx, svc); err != nil {
+				return err
+			}
 		}
 		r.mu.Lock()
 		r.origBackend = &orig
