@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -25,6 +26,16 @@ type metrics struct {
 	fallbacks  metric.Int64Counter
 	failClosed metric.Int64Counter
 	latency    metric.Float64Histogram
+	// outcomes holds the attributes of each rule, outcome and path, made on first use: a
+	// set of attributes is sorted and copied when made, which at every decision cost more
+	// than the counting itself. One entry per rule of the policy, outcome and path.
+	outcomes sync.Map // outcomeKey → metric.AddOption
+}
+
+// outcomeKey names one series of ratelimit_decisions_total.
+type outcomeKey struct {
+	rule, outcome string
+	path          Path
 }
 
 // newMetrics creates the instruments on mp; nil means no metrics. breakerOpen is observed
@@ -74,16 +85,26 @@ func (m *metrics) decided(ctx context.Context, res Result, took time.Duration) {
 		case !d.Allowed:
 			outcome = "denied"
 		}
-		rule := attribute.String("rule", d.Rule)
-		m.decisions.Add(ctx, 1, metric.WithAttributes(rule, attribute.String("outcome", outcome), attribute.String("path", string(d.Path))))
+		m.decisions.Add(ctx, 1, m.outcome(outcomeKey{d.Rule, outcome, d.Path}))
 		switch d.Path {
 		case PathFallback:
-			m.fallbacks.Add(ctx, 1, metric.WithAttributes(rule))
+			m.fallbacks.Add(ctx, 1, metric.WithAttributes(attribute.String("rule", d.Rule)))
 		case PathFailClosed:
-			m.failClosed.Add(ctx, 1, metric.WithAttributes(rule))
+			m.failClosed.Add(ctx, 1, metric.WithAttributes(attribute.String("rule", d.Rule)))
 		}
 	}
 	m.latency.Record(ctx, took.Seconds())
+}
+
+// outcome returns the attributes of one series of decisions.
+func (m *metrics) outcome(k outcomeKey) metric.AddOption {
+	if o, ok := m.outcomes.Load(k); ok {
+		return o.(metric.AddOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(attribute.String("rule", k.rule),
+		attribute.String("outcome", k.outcome), attribute.String("path", string(k.path))))
+	m.outcomes.Store(k, o)
+	return o
 }
 
 // storeError records a store call that failed or was skipped.
