@@ -11,6 +11,7 @@ package bffweb
 
 import (
 	"net/http"
+	"strconv"
 
 	"boxoffice.dev/bff-web/graph"
 	"boxoffice.dev/bffkit/loaders"
@@ -21,7 +22,41 @@ import (
 const Path = "/graphql/web"
 
 // Handler is bff-web's GraphQL endpoint over res: the platform's GraphQL server (limits,
-// persisted queries, the gateway's caller) with a request's dataloaders in front of it.
+// persisted queries, the gateway's caller) with a request's dataloaders in front of it, and
+// the assistant tokens its answer cost in the graph.TokensHeader response header.
 func Handler(res *graph.Resolver, o graphqlserver.Options, lo loaders.Options) http.Handler {
-	return loaders.Middleware(res.Catalog, res.Inventory, lo)(graphqlserver.New(graph.NewSchema(res), o))
+	return reportTokens(loaders.Middleware(res.Catalog, res.Inventory, lo)(graphqlserver.New(graph.NewSchema(res), o)))
+}
+
+// reportTokens gives each request a token meter and sets graph.TokensHeader from it when the
+// answer starts: a GraphQL answer is written whole, after every resolver has run.
+func reportTokens(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, m := graph.WithMeter(r.Context())
+		next.ServeHTTP(&meteredWriter{ResponseWriter: w, meter: m}, r.WithContext(ctx))
+	})
+}
+
+// meteredWriter sets the tokens header before the status line goes out.
+type meteredWriter struct {
+	http.ResponseWriter
+	meter   *graph.Meter
+	started bool
+}
+
+func (w *meteredWriter) WriteHeader(status int) {
+	if !w.started {
+		w.started = true
+		if n := w.meter.Tokens(); n > 0 {
+			w.Header().Set(graph.TokensHeader, strconv.FormatInt(n, 10))
+		}
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *meteredWriter) Write(b []byte) (int, error) {
+	if !w.started {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
 }

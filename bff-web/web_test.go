@@ -1,7 +1,12 @@
 package bffweb
 
 import (
+	"bytes"
+	"encoding/json"
 	"maps"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -26,6 +31,7 @@ import (
 // fixture is bff-web's handler over fake services, with the production limits, and a
 // gqlgen client for a signed-in fan and one for an anonymous caller.
 type fixture struct {
+	h    http.Handler
 	svc  *servicetest.Services
 	fan  *client.Client
 	anon *client.Client
@@ -53,6 +59,7 @@ func newFixture(t *testing.T, events int, graphiQL bool) *fixture {
 	h := Handler(res, graphqlserver.Options{MaxDepth: cfg.MaxDepth, MaxComplexity: cfg.MaxComplexity, GraphiQL: graphiQL},
 		loaders.Options{Wait: batchWait})
 	return &fixture{
+		h:    h,
 		svc:  svc,
 		fan:  client.New(h, client.Path(Path), client.AddHeader(identity.HeaderUser, fan)),
 		anon: client.New(h, client.Path(Path)),
@@ -311,6 +318,26 @@ func TestAsk(t *testing.T) {
 	}
 	if a := data.Ask; a.Text == "" || a.Tokens == 0 || len(a.Events) != 3 || a.Events[0].VenueName == "" {
 		t.Errorf("ask = %+v, want an answer, its tokens and 3 events with venues", a)
+	}
+
+	// The gateway charges the assistant's token quota from the answer's header: two
+	// questions in one request cost both, a request without one costs nothing.
+	for _, tc := range []struct {
+		query string
+		want  string
+	}{
+		{`{ a: ask(question: "jazz?") { tokens } b: ask(question: "fado in Lisboa?") { tokens } }`, strconv.Itoa(len("jazz?") + len("fado in Lisboa?") + 2*len("I found 3 events for you."))},
+		{`{ event(id: "evt-001") { title } }`, ""},
+	} {
+		body, _ := json.Marshal(map[string]string{"query": tc.query})
+		req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(identity.HeaderUser, fan)
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		if got := rec.Header().Get(graph.TokensHeader); got != tc.want || rec.Code != http.StatusOK {
+			t.Errorf("POST %s: %d, %s = %q, want %q", tc.query, rec.Code, graph.TokensHeader, got, tc.want)
+		}
 	}
 }
 

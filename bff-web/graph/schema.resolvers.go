@@ -205,6 +205,7 @@ func (r *queryResolver) Ask(ctx context.Context, question string) (*model.Answer
 	if err != nil {
 		return nil, err
 	}
+	spend(ctx, resp.GetTokens())
 	return answerFromProto(resp), nil
 }
 
