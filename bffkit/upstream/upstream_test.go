@@ -11,6 +11,7 @@ import (
 	"boxoffice.dev/bffkit/servicetest"
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/server"
+	"boxoffice.dev/platform/testkit"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 )
 
@@ -37,9 +38,10 @@ func TestConnect(t *testing.T) {
 		t.Errorf("readiness = %+v, want ready on the catalog check alone", r)
 	}
 	svc.Catalog.Stop()
-	if r := s.Health.Ready(context.Background()); r.Ready {
-		t.Errorf("readiness with the catalog down = %+v, want not ready", r)
-	}
+	// The connection notices the closed transport a moment later.
+	testkit.Eventually(t, 5*time.Second, "not ready with the catalog down", func() bool {
+		return !s.Health.Ready(context.Background()).Ready
+	})
 	_ = s.Close()
 	for name, conn := range conns {
 		if st := conn.GetState(); st != connectivity.Shutdown {

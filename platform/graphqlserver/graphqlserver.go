@@ -42,12 +42,12 @@ import (
 
 // Options configures New. The zero value serves with the defaults below, without GraphiQL.
 type Options struct {
-	// MaxDepth is how deeply selections may nest (fields, not fragments); 0 = 10.
+	// MaxDepth is how deeply selections may nest (fields, not fragments); 0 or less = 10.
 	MaxDepth int
 	// MaxComplexity bounds gqlgen's complexity of an operation: one per field unless the
-	// schema's complexity functions weigh lists by their size; 0 = 1000.
+	// schema's complexity functions weigh lists by their size; 0 or less = 1000.
 	MaxComplexity int
-	// PersistedQueries is how many persisted queries the APQ cache keeps; 0 = 1000.
+	// PersistedQueries is how many persisted queries the APQ cache keeps; 0 or less = 1000.
 	PersistedQueries int
 	// GraphiQL serves the GraphiQL page to a browser's GET and allows introspection.
 	GraphiQL bool
@@ -65,13 +65,13 @@ const (
 // New returns the handler serving es. Mount it at the BFF's path; it serves whatever path it
 // is mounted at. The handler is safe for concurrent use.
 func New(es graphql.ExecutableSchema, o Options) http.Handler {
-	if o.MaxDepth == 0 {
+	if o.MaxDepth <= 0 {
 		o.MaxDepth = 10
 	}
-	if o.MaxComplexity == 0 {
+	if o.MaxComplexity <= 0 {
 		o.MaxComplexity = 1000
 	}
-	if o.PersistedQueries == 0 {
+	if o.PersistedQueries <= 0 {
 		o.PersistedQueries = 1000
 	}
 	if o.Title == "" {
