@@ -22,7 +22,7 @@ func TestDepth(t *testing.T) {
 		{"introspection is free", `{ me __schema { types { fields { type { ofType { name } } } } } }`, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc, err := gqlparser.LoadQuery(s, tc.query)
+			doc, err := gqlparser.LoadQueryWithRules(s, tc.query, nil)
 			if err != nil {
 				t.Fatalf("LoadQuery(%s): %v", tc.query, err)
 			}
