@@ -84,9 +84,14 @@ type GAClass struct {
 
 var (
 	sectionIDPattern = regexp.MustCompile(`^[A-Za-z0-9]{1,16}$`)
-	classIDPattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
 	eventIDPattern   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	// classIDPattern takes every id the catalog gives a ticket class, so any event the
+	// catalog accepts gets a seat map (see DefaultLayout).
+	classIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
+
+// classIDWant is what a refused class id should have been.
+const classIDWant = "want 1 to 64 letters, digits, '-' or '_'"
 
 // ValidateEventID rejects ids that are empty, too long or carry characters no BoxOffice id
 // uses, naming field in the error.
@@ -113,7 +118,7 @@ func (l Layout) Validate() error {
 		case sections[s.ID]:
 			return problem.InvalidField(f+".id", "section %q is declared twice", s.ID)
 		case !classIDPattern.MatchString(s.Class):
-			return problem.InvalidField(f+".class", "want a class id of lower-case letters, digits, '-' or '_'")
+			return problem.InvalidField(f+".class", classIDWant)
 		case s.Rows < 1 || s.Rows > maxRowsPerSection:
 			return problem.InvalidField(f+".rows", "want 1 to %d", maxRowsPerSection)
 		case s.SeatsPerRow < 1 || s.SeatsPerRow > maxSeatsPerRow:
@@ -130,7 +135,7 @@ func (l Layout) Validate() error {
 		f := fmt.Sprintf("ga[%d]", i)
 		switch {
 		case !classIDPattern.MatchString(g.Class):
-			return problem.InvalidField(f+".class", "want a class id of lower-case letters, digits, '-' or '_'")
+			return problem.InvalidField(f+".class", classIDWant)
 		case gaClasses[g.Class]:
 			return problem.InvalidField(f+".class", "class %q is declared twice", g.Class)
 		case seatedClasses[g.Class]:
@@ -242,7 +247,7 @@ func (r HoldRequest) Validate() error {
 	case r.Class == "":
 		return problem.InvalidField("seats", "want seats, or a class and quantity")
 	case !classIDPattern.MatchString(r.Class):
-		return problem.InvalidField("class", "want a class id of lower-case letters, digits, '-' or '_'")
+		return problem.InvalidField("class", classIDWant)
 	case r.Quantity < 1 || r.Quantity > MaxTicketsPerHold:
 		return problem.InvalidField("quantity", "want 1 to %d", MaxTicketsPerHold)
 	}

@@ -11,12 +11,14 @@ import (
 )
 
 // metrics are the Store's instruments: what the flash-sale scenario and the dashboards count
-// (holds granted and refused, and why; holds ended, and how; tickets sold).
+// (holds granted and refused, and why; holds ended, and how; tickets sold), and what the
+// catalog's changes did to seat maps.
 type metrics struct {
 	placed  metric.Int64Counter
 	refused metric.Int64Counter
 	ended   metric.Int64Counter
 	sold    metric.Int64Counter
+	synced  metric.Int64Counter
 }
 
 func newMetrics(mp metric.MeterProvider) *metrics {
@@ -35,7 +37,10 @@ func newMetrics(mp metric.MeterProvider) *metrics {
 		metric.WithDescription("Holds that ended, by how: confirmed, released or expired."), metric.WithUnit("{hold}"))
 	sold, _ := m.Int64Counter("boxoffice.inventory.tickets_sold",
 		metric.WithDescription("Tickets sold (holds confirmed)."), metric.WithUnit("{ticket}"))
-	return &metrics{placed: placed, refused: refused, ended: ended, sold: sold}
+	synced, _ := m.Int64Counter("boxoffice.inventory.seatmap_changes",
+		metric.WithDescription("Catalog changes applied to seat maps, by outcome: created, replaced, updated, in_use, declared, current."),
+		metric.WithUnit("{change}"))
+	return &metrics{placed: placed, refused: refused, ended: ended, sold: sold, synced: synced}
 }
 
 // The recorders are safe on a nil *metrics: a Store used without Init counts nothing.
@@ -59,5 +64,11 @@ func (m *metrics) holdEnded(ctx context.Context, h Hold) {
 	m.ended.Add(ctx, 1, metric.WithAttributes(attribute.String("status", string(h.Status))))
 	if h.Status == HoldConfirmed {
 		m.sold.Add(ctx, int64(h.Quantity))
+	}
+}
+
+func (m *metrics) seatMapSynced(ctx context.Context, outcome Sync) {
+	if m != nil {
+		m.synced.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", string(outcome))))
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/server"
 	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"
@@ -53,7 +55,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	})
 }
 
-// build wires the service; the outbox relay and the hold sweeper run as the process's workers.
+// build wires the service; the outbox relay, the catalog's seat-map consumer and the hold
+// sweeper run as the process's workers.
 func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, error) {
 	db, err := s.OpenDB(ctx, Migrations())
 	if err != nil {
@@ -72,8 +75,17 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 	}
 	if relay != nil {
 		store.Committed = relay.Notify
+	}
+	if s.NATS != nil {
+		js, err := jetstream.New(s.NATS)
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: %w", err)
+		}
+		mapper := &SeatMapper{JS: js, Store: store, Log: s.Log, Tracer: s.Telemetry.TracerProvider.Tracer("boxoffice.dev/services/inventory")}
+		s.Go("seatmap-consumer", mapper.Run) // waits for the catalog's stream; returns nil at shutdown
 	} else {
-		s.Log.Warn("NATS_URL is not set: hold events stay in the outbox until a relay runs")
+		s.Log.Warn("NATS_URL is not set: hold events stay in the outbox until a relay runs, " +
+			"and events get seat maps only from PUT /v1/admin/events/{id}/seatmap")
 	}
 	s.Go("hold-sweeper", func(ctx context.Context) error {
 		sweep(ctx, store, cfg.SweepInterval, s.Log)

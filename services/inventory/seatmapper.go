@@ -1,0 +1,182 @@
+package inventory
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"boxoffice.dev/platform/clock"
+	"boxoffice.dev/platform/logging"
+	"boxoffice.dev/platform/natsconn"
+	"boxoffice.dev/platform/problem"
+	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
+)
+
+// The catalog's stream, which the catalog creates, and the subjects of its event changes
+// (boxoffice.catalog.event.created and .updated, each a catalogv1.EventChange carrying the
+// whole event as protojson).
+const (
+	CatalogStream        = "CATALOG"
+	catalogEventSubjects = "boxoffice.catalog.event.>"
+)
+
+// SeatMapConsumer is the durable consumer on CatalogStream that every inventory replica
+// shares. The server hands each change to one of them, as a work queue: the effect lands in
+// the database all replicas share, so one replica applying it is enough, and sharing spreads
+// the work. Search does the opposite, one consumer per instance, because each of its
+// instances keeps an index of its own that must see every change.
+const SeatMapConsumer = "inventory-seatmaps"
+
+// catalogChangeJSON reads the catalog's payloads, skipping fields a newer catalog added, so
+// the two services need not be deployed in lockstep.
+var catalogChangeJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
+
+// SeatMapper lays out the default seat map (DefaultLayout) of every event the catalog creates
+// or changes, as Store.ApplyCatalogLayout decides. It is what gives demo events their seat
+// maps in every run mode: the catalog seeds them and announces each one. Set the fields,
+// then call Run once.
+//
+// Delivery is at least once with explicit acks: a change is acknowledged only after its
+// effect is committed, so a crash in between redelivers it, and ApplyCatalogLayout makes
+// the repeat a no-op. A change that can never be applied (an unreadable payload, classes
+// inventory cannot lay out) is terminated rather than redelivered forever; a failure that
+// may pass (the database away) is redelivered after RetryEvery.
+type SeatMapper struct {
+	// JS is the JetStream the catalog publishes to. Required.
+	JS jetstream.JetStream
+	// Store applies the changes. Required.
+	Store *Store
+	// Log receives what was done and what failed; nil discards it.
+	Log *slog.Logger
+	// Tracer records a span per change, continuing the catalog's trace; nil records none.
+	Tracer trace.Tracer
+	// RetryEvery is the pause before looking again for a CatalogStream that does not exist
+	// yet (inventory started before the catalog) and before a failed change is redelivered;
+	// 0 means 1s.
+	RetryEvery time.Duration
+	// AckWait is how long the server waits for an ack before handing a change to another
+	// replica; 0 means 30s, long enough to lay out the largest map a Layout allows.
+	AckWait time.Duration
+}
+
+// Run applies the catalog's changes until ctx ends, then returns nil. It waits for
+// CatalogStream to exist, and subscribes again when the consumer goes away (deleted with its
+// stream, say), so the process outlives the catalog's restarts and redeployments.
+func (m *SeatMapper) Run(ctx context.Context) error {
+	if m.Log == nil {
+		m.Log = logging.Discard()
+	}
+	if m.Tracer == nil {
+		m.Tracer = noop.NewTracerProvider().Tracer("inventory")
+	}
+	log := m.Log.With("stream", CatalogStream, "consumer", SeatMapConsumer)
+	for {
+		cc, err := m.subscribe(ctx)
+		if err == nil {
+			select {
+			case <-ctx.Done():
+				cc.Stop()
+				<-cc.Closed() // the change in hand is finished (or left unacked) before Run returns
+				return nil
+			case <-cc.Closed():
+				log.WarnContext(ctx, "catalog consumer closed: subscribing again")
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			log.WarnContext(ctx, "follow catalog events", "error", err)
+		}
+		if clock.Sleep(ctx, m.retryEvery()) != nil {
+			return nil
+		}
+	}
+}
+
+// subscribe creates SeatMapConsumer, or finds it as another replica left it, and consumes it.
+func (m *SeatMapper) subscribe(ctx context.Context) (jetstream.ConsumeContext, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cons, err := m.JS.CreateOrUpdateConsumer(cctx, CatalogStream, jetstream.ConsumerConfig{
+		Durable:       SeatMapConsumer,
+		FilterSubject: catalogEventSubjects,
+		// A new consumer starts at the stream's first change: events the catalog created
+		// before inventory ever ran get their maps too. Afterwards the consumer resumes
+		// where the replicas acknowledged.
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cmp.Or(m.AckWait, 30*time.Second),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return cons.Consume(func(msg jetstream.Msg) { m.handle(ctx, msg) })
+}
+
+// handle applies one change and acknowledges it as its outcome says.
+func (m *SeatMapper) handle(ctx context.Context, msg jetstream.Msg) {
+	ctx = natsconn.ExtractTrace(ctx, msg.Headers())
+	ctx, span := m.Tracer.Start(ctx, "seat map from "+msg.Subject(), trace.WithSpanKind(trace.SpanKindConsumer))
+	defer span.End()
+	event, outcome, err := m.apply(ctx, msg.Data())
+	switch {
+	case err == nil:
+		level := slog.LevelInfo
+		if outcome == SyncCurrent || outcome == SyncDeclared {
+			level = slog.LevelDebug // the usual answer to a title change or a repeat
+		}
+		m.Log.Log(ctx, level, "seat map from the catalog", "event", event, "outcome", outcome)
+		if outcome == SyncInUse {
+			m.Log.WarnContext(ctx, "the catalog changed the classes of an event with held or sold tickets: its seats stay as they are", "event", event)
+		}
+		err = msg.Ack()
+	case problem.CodeOf(err) == problem.Invalid:
+		m.Log.ErrorContext(ctx, "no seat map for a catalog event inventory cannot lay out", "event", event, "subject", msg.Subject(), "error", err)
+		err = msg.Term()
+	case ctx.Err() != nil:
+		return // shutting down: the server redelivers after AckWait
+	default:
+		m.Log.WarnContext(ctx, "seat map not stored; the change will be redelivered", "event", event, "error", err)
+		err = msg.NakWithDelay(m.retryEvery())
+	}
+	if err != nil {
+		m.Log.WarnContext(ctx, "acknowledge catalog change", "event", event, "error", err)
+	}
+}
+
+// apply decodes a catalogv1.EventChange and applies its event's default layout. A payload
+// that cannot be read is an Invalid problem, like a layout that cannot be stored.
+func (m *SeatMapper) apply(ctx context.Context, payload []byte) (string, Sync, error) {
+	var change catalogv1.EventChange
+	if err := catalogChangeJSON.Unmarshal(payload, &change); err != nil {
+		return "", "", &problem.Error{Code: problem.Invalid, Message: "unreadable catalog change", Err: err}
+	}
+	e := change.GetEvent()
+	if e == nil {
+		return "", "", problem.InvalidField("event", "the change %s carries no event", change.GetId())
+	}
+	outcome, err := m.Store.ApplyCatalogLayout(ctx, e.GetId(), e.GetVersion(), CatalogLayout(e))
+	return e.GetId(), outcome, err
+}
+
+// CatalogLayout is the default seat map of a catalog event: DefaultLayout of its ticket
+// classes, a flash sale when the event is one.
+func CatalogLayout(e *catalogv1.Event) Layout {
+	classes := make([]TicketClass, 0, len(e.GetTicketClasses()))
+	for _, c := range e.GetTicketClasses() {
+		classes = append(classes, TicketClass{ID: c.GetId(), Seated: c.GetSeated(), Capacity: int(c.GetCapacity())})
+	}
+	l := DefaultLayout(classes)
+	l.FlashSale = e.GetFlashSale()
+	return l
+}
+
+func (m *SeatMapper) retryEvery() time.Duration { return cmp.Or(m.RetryEvery, time.Second) }
