@@ -7,18 +7,14 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
-	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/services/auth"
 	"boxoffice.dev/services/catalog"
-	"boxoffice.dev/services/inventory"
 )
 
 // secrets are what every component of one `boxoffice up` must agree on. They are kept in the
@@ -79,41 +75,20 @@ func (s secrets) env() map[string]string {
 	}
 }
 
-// seedSeatMaps gives every demo event a seat map in inventory, built from the catalog's demo
-// ticket classes. Catalog and auth seed themselves (SEED_DEMO); inventory does not import the
-// catalog, so the one place that knows both translates. Seat maps that exist are left alone.
-func seedSeatMaps(ctx context.Context, inventoryURL string) (int, error) {
-	client := &http.Client{Timeout: 10 * time.Second}
-	seeded := 0
-	for _, e := range catalog.DemoCatalog(time.Now()).Events {
-		de := inventory.DemoEvent{EventID: e.ID, FlashSale: e.FlashSale}
-		for _, c := range e.TicketClasses {
-			de.Classes = append(de.Classes, inventory.DemoClass{ID: c.ID, Seated: c.Seated, Capacity: c.Capacity})
-		}
-		url := inventoryURL + "/v1/events/" + e.ID + "/seats"
-		resp, err := client.Get(url)
-		if err != nil {
-			return seeded, fmt.Errorf("seat map of %s: %w", e.ID, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			continue
-		}
-		body, _ := json.Marshal(inventory.DemoLayout(de))
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, inventoryURL+"/v1/admin/events/"+e.ID+"/seatmap", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		identity.Identity{Tenant: "backstage", Plan: "internal"}.Set(req.Header)
-		resp, err = client.Do(req)
-		if err != nil {
-			return seeded, fmt.Errorf("seed seat map of %s: %w", e.ID, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			return seeded, fmt.Errorf("seed seat map of %s: %s", e.ID, resp.Status)
-		}
-		seeded++
+// waitForSeatMaps waits until every inventory instance serves the flash-sale demo event's
+// seat map, or within passes. Nobody seeds seat maps: the catalog seeds the demo and
+// announces each event, and inventory lays out a map for each (inventory.SeatMapper), as in every run
+// mode; `up` only waits for that before saying it is up. The flash sale is the last event
+// the catalog seeds, so its map comes last, or nearly: replicas share the work.
+func waitForSeatMaps(ctx context.Context, inventoryURLs []string, within time.Duration) error {
+	urls := make([]string, len(inventoryURLs))
+	for i, u := range inventoryURLs {
+		urls[i] = u + "/v1/events/" + catalog.DemoFlashSaleID + "/seats"
 	}
-	return seeded, nil
+	if err := waitOK(ctx, urls, within); err != nil {
+		return fmt.Errorf("demo seat maps: %w", err)
+	}
+	return nil
 }
 
 // demoCredentials lists a few demo fans and every demo tenant's API key for endpoints.json.

@@ -164,12 +164,11 @@ func runUp(ctx context.Context, args []string, getenv func(string) string, stdou
 		return g.Wait()
 	}
 
-	n, err := seedSeatMaps(runCtx, ep.Services["inventory"][0])
-	if err != nil {
+	if err := waitForSeatMaps(runCtx, ep.Services["inventory"], *readyWithin); err != nil {
 		cancel()
 		return errors.Join(err, g.Wait())
 	}
-	log.Info("demo data ready", "seat_maps_seeded", n)
+	log.Info("demo data ready")
 
 	path := filepath.Join(*dataDir, "endpoints.json")
 	if err := writeJSON(path, ep); err != nil {
@@ -212,12 +211,21 @@ func overlay(base func(string) string, maps ...map[string]string) func(string) s
 
 // waitHealthy polls every URL's /healthz until all answer 200 or within passes.
 func waitHealthy(ctx context.Context, urls []string, within time.Duration) error {
+	probes := make([]string, len(urls))
+	for i, u := range urls {
+		probes[i] = u + "/healthz"
+	}
+	return waitOK(ctx, probes, within)
+}
+
+// waitOK polls every URL with GET until each has answered 200, or within passes.
+func waitOK(ctx context.Context, urls []string, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
 	for _, u := range urls {
 		for {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"/healthz", nil)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 			resp, err := client.Do(req)
 			if err == nil {
 				resp.Body.Close()
@@ -227,7 +235,7 @@ func waitHealthy(ctx context.Context, urls []string, within time.Duration) error
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("%s/healthz did not answer 200 within %v", u, within)
+				return fmt.Errorf("%s did not answer 200 within %v", u, within)
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
