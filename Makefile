@@ -9,7 +9,7 @@ MODULES     := $(shell $(GO) list -m -f '{{.Path}}/...')
 RACE        := boxoffice.dev/platform/... boxoffice.dev/gateway/...
 PLAIN       := $(filter-out $(RACE),$(MODULES))
 
-.PHONY: up test test-race test-plain lint fmt vet staticcheck deps-check deps-sync generate proto generate-check bench bench-gateway tidy build
+.PHONY: up test test-race test-plain lint fmt vet staticcheck deps-check deps-sync generate proto graphql generate-check bench bench-gateway tidy build
 
 up: ## run every component in one process (Ctrl-C stops it)
 	$(GO) run ./cmd/boxoffice up
@@ -42,13 +42,17 @@ deps-check: ## every module requires the same version of a shared dependency
 deps-sync: ## raise every module to the highest version of each shared dependency
 	sh scripts/deps-sync.sh
 
-generate: proto ## regenerate all generated code
+generate: proto graphql ## regenerate all generated code
 
 proto: ## regenerate the gRPC code from proto/*.proto
 	cd proto && $(GO) generate ./...
 
+graphql: ## regenerate the BFFs' GraphQL code from their schemas (gqlgen)
+	cd bff-web && $(GO) generate ./...
+	cd bff-mobile && $(GO) generate ./...
+
 generate-check: generate ## fail when regenerating changes the committed code
-	@git diff --exit-code --stat -- proto || (echo "generated code is stale: run 'make generate' and commit"; exit 1)
+	@git diff --exit-code --stat -- proto bff-web/graph bff-mobile/graph || (echo "generated code is stale: run 'make generate' and commit"; exit 1)
 
 bench: ## rate limiter benchmarks against a real redis-server (prints a table)
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./gateway/ratelimit/
