@@ -110,10 +110,24 @@ func (j *JWKS) refetchUnknown(ctx context.Context, seen uint64) bool {
 	if j.generation() != seen {
 		return true // fetched by another request while this one waited for the lock
 	}
-	if !j.lastFetch.IsZero() && j.now().Sub(j.lastFetch) < j.minRefetch {
+	if !j.lastFetch.IsZero() && j.now().Sub(j.lastFetch) < j.refetchInterval() {
 		return false
 	}
 	return j.fetch(ctx) == nil
+}
+
+// coldRefetch bounds the wait between fetches while no key set has ever been fetched: at start
+// the gateway may be up before auth, and every token would be refused until a fetch succeeds.
+// A short wait still keeps a flood of tokens from becoming a flood of fetches.
+const coldRefetch = 250 * time.Millisecond
+
+// refetchInterval is the least time between two fetches: MinRefetch once keys are known,
+// at most coldRefetch before.
+func (j *JWKS) refetchInterval() time.Duration {
+	if j.generation() == 0 {
+		return min(j.minRefetch, coldRefetch)
+	}
+	return j.minRefetch
 }
 
 // generation counts successful fetches; 0 before the first.
@@ -167,10 +181,10 @@ func maxAge(cc string, def time.Duration) time.Duration {
 }
 
 // Run keeps the cache fresh until ctx is done: it fetches when the keys reach their max-age,
-// and every MinRefetch while fetches fail or no keys are known yet.
+// and every MinRefetch while fetches fail (every coldRefetch while no keys are known yet).
 func (j *JWKS) Run(ctx context.Context) {
 	for {
-		wait := j.minRefetch
+		wait := j.refetchInterval()
 		if c := j.keys.Load(); c != nil {
 			if left := c.fetched.Add(c.maxAge).Sub(j.now()); left > 0 {
 				wait = left

@@ -172,6 +172,30 @@ func TestJWKSUnknownKidRefetchIsRateLimited(t *testing.T) {
 	}
 }
 
+// The gateway may start before auth: a failed first fetch must not lock out every token for a
+// whole MinRefetch once auth answers.
+func TestJWKSFirstFetchFailureRetriesSoon(t *testing.T) {
+	ks := newKeyServer(t)
+	k := ks.add("k1")
+	ks.down.Store(true)
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	jwks := NewJWKS(ks.URL, JWKSOptions{Now: clk.Now, MinRefetch: 10 * time.Second})
+	v := NewVerifier(jwks, "boxoffice-auth", "boxoffice", 0)
+	ctx := context.Background()
+	tok := sign(t, k, "k1", "usr_1", clk.Now(), time.Minute)
+	if _, err := v.Verify(ctx, tok); err == nil {
+		t.Fatal("Verify() with auth down and no keys = nil, want an error")
+	}
+	ks.down.Store(false)
+	if _, err := v.Verify(ctx, tok); err == nil || ks.fetches.Load() != 1 {
+		t.Fatalf("Verify() at once after a failed fetch = %v with %d fetches, want still refused (1 fetch)", err, ks.fetches.Load())
+	}
+	clk.Advance(coldRefetch)
+	if _, err := v.Verify(ctx, tok); err != nil {
+		t.Fatalf("Verify() %v after auth came back = %v, want the key fetched and the token accepted", coldRefetch, err)
+	}
+}
+
 func TestJWKSKeepsKeysWhileAuthIsDown(t *testing.T) {
 	ks := newKeyServer(t)
 	k := ks.add("k1")
