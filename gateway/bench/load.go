@@ -20,15 +20,17 @@ const maxRequests = 2_000_000
 
 // result is one load run against one target.
 type result struct {
-	target   string
-	load     string            // "1000/s", or "max (64 conns)"
-	sent     int               // requests started
-	ok       int               // answered 200
-	elapsed  time.Duration     // from the first request to the last answer
-	latency  []time.Duration   // of every request, sorted
-	cpu      time.Duration     // CPU time the proxy used in the run: its processes (nginx's workers too) and Redis
-	failures map[string]int    // failed requests by kind: "429", "503", "timeout", "error"…
-	firstErr map[string]string // the first failure of each kind, to say what went wrong
+	target  string
+	load    string          // "1000/s", or "max (64 conns)"
+	sent    int             // requests started
+	ok      int             // answered 200
+	elapsed time.Duration   // from the first request to the last answer
+	latency []time.Duration // of every request, sorted
+	cpu     time.Duration   // CPU time the proxy used in the run: its processes (nginx's workers too) and Redis
+	// alongside is the run of direct calls interleaved with this one's requests, if any.
+	alongside *result
+	failures  map[string]int    // failed requests by kind: "429", "503", "timeout", "error"…
+	firstErr  map[string]string // the first failure of each kind, to say what went wrong
 }
 
 // fail counts a failed request.
@@ -113,37 +115,56 @@ func newLoader(newRequest func(ctx context.Context) *http.Request) *loader {
 // from the moment its request was due, not from when it was sent: a target that stalls
 // cannot hide its stall by slowing the load down (coordinated omission).
 func (l *loader) open(ctx context.Context, rate int, d time.Duration) result {
-	n := min(int(float64(rate)*d.Seconds()), maxRequests)
-	res := result{load: fmt.Sprintf("%d/s", rate), latency: make([]time.Duration, n)}
+	return openTogether(ctx, rate, d, l)[0]
+}
+
+// openTogether runs the open model of open on several loaders at once, rate requests per
+// second each, their requests interleaved on one schedule: request i goes to loader i mod
+// len(ls). Each loader's result covers the same stretch of time, so a stall of the machine
+// (another process, a hiccup of the host) hits them alike, and comparing their quantiles
+// compares the targets rather than the moments they were measured. Time and pacing come
+// from the first loader.
+func openTogether(ctx context.Context, rate int, d time.Duration, ls ...*loader) []result {
+	clock, k := ls[0], len(ls)
+	n := min(int(float64(rate*k)*d.Seconds()), maxRequests)
+	latency := make([]time.Duration, n)
 	errAt := make([]error, n)
 	var wg sync.WaitGroup
-	start := l.now()
+	start := clock.now()
 	for i := range n {
 		if ctx.Err() != nil {
 			n = i
 			break
 		}
-		due := start.Add(time.Duration(float64(i) / float64(rate) * float64(time.Second)))
-		if wait := due.Sub(l.now()); wait > 0 {
-			l.sleep(wait) // pacing to the schedule; a late request is sent at once
+		due := start.Add(time.Duration(float64(i) / float64(rate*k) * float64(time.Second)))
+		if wait := due.Sub(clock.now()); wait > 0 {
+			clock.sleep(wait) // pacing to the schedule; a late request is sent at once
 		}
 		wg.Go(func() {
-			errAt[i] = l.send(ctx)
-			res.latency[i] = l.now().Sub(due)
+			errAt[i] = ls[i%k].send(ctx)
+			latency[i] = clock.now().Sub(due)
 		})
 	}
 	wg.Wait()
-	res.elapsed = l.now().Sub(start)
-	res.sent, res.latency = n, res.latency[:n]
-	for _, err := range errAt[:n] {
-		if err == nil {
-			res.ok++
+	elapsed := clock.now().Sub(start)
+	out := make([]result, k)
+	for j := range out {
+		out[j] = result{load: fmt.Sprintf("%d/s", rate), elapsed: elapsed}
+	}
+	for i := range n {
+		r := &out[i%k]
+		r.sent++
+		r.latency = append(r.latency, latency[i])
+		if errAt[i] == nil {
+			r.ok++
 		} else {
-			res.fail(err)
+			r.fail(errAt[i])
 		}
 	}
-	slices.Sort(res.latency)
-	return res
+	for j := range out {
+		slices.Sort(out[j].latency)
+	}
+	return out
 }
 
 // closed keeps conns requests in flight for d, each worker sending its next request as soon

@@ -66,6 +66,37 @@ func TestOpenKeepsTheSchedule(t *testing.T) {
 	}
 }
 
+// TestOpenTogether interleaves two loaders on one schedule: each gets its rate, both
+// results span the same time, and a stall of one shows in its own latencies only.
+func TestOpenTogether(t *testing.T) {
+	var n atomic.Int64
+	slow := loaderFor(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 3 {
+			time.Sleep(100 * time.Millisecond) // the stall under test
+		}
+		io.WriteString(w, "ok")
+	})
+	fast := loaderFor(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	rs := openTogether(context.Background(), 100, 300*time.Millisecond, slow, fast)
+	if len(rs) != 2 {
+		t.Fatalf("openTogether(2 loaders) = %d results, want 2", len(rs))
+	}
+	for i, r := range rs {
+		if r.sent != 30 || r.ok != 30 {
+			t.Errorf("result %d: sent %d ok %d, want 30 and 30 (100/s for 300ms)", i, r.sent, r.ok)
+		}
+		if r.elapsed != rs[0].elapsed || r.load != "100/s" {
+			t.Errorf("result %d: elapsed %v, load %q; want %v and 100/s like the other", i, r.elapsed, r.load, rs[0].elapsed)
+		}
+	}
+	if got := rs[0].quantile(1); got < 100*time.Millisecond {
+		t.Errorf("max latency of the stalling target = %v, want the 100ms stall in it", got)
+	}
+	if got := rs[1].quantile(0.5); got > 50*time.Millisecond {
+		t.Errorf("median latency of the other = %v, want it unaffected by the stall", got)
+	}
+}
+
 func TestClosedCountsFailures(t *testing.T) {
 	var n atomic.Int64
 	l := loaderFor(t, func(w http.ResponseWriter, r *http.Request) {
@@ -108,12 +139,15 @@ func TestPrintTable(t *testing.T) {
 	gw := result{target: targetsByName["gateway-jwt"].label, load: "1000/s", sent: 2, ok: 1, elapsed: 2 * time.Millisecond,
 		latency: []time.Duration{ms, 2*ms + 500*time.Microsecond}, cpu: 120 * time.Microsecond}
 	gw.fail(&statusError{code: 429, head: []byte(`{"title":"Too many requests"}`)})
+	nginx := result{target: targetsByName["nginx"].label, load: "1000/s", sent: 2, ok: 2, elapsed: 2 * time.Millisecond,
+		latency: []time.Duration{ms, 4 * ms}, alongside: &result{sent: 2, ok: 2, latency: []time.Duration{ms, 3 * ms}}}
 	var out strings.Builder
-	printTable(&out, []result{direct, gw}, true)
+	printTable(&out, []result{direct, gw, nginx}, true)
 	for _, want := range []string{
 		"| target | load | ok / sent | throughput | p50 | p99 | p99.9 | p99 over direct | proxy CPU / request |",
 		"| direct to the upstream | 1000/s | 2 / 2 | 1000/s | 1.000ms | 2.000ms | 2.000ms | — | — |",
 		"| gateway, JWT + 2 Redis rules | 1000/s | 1 / 2 | 500/s | 1.000ms | 2.500ms | 2.500ms | +0.500ms | 60µs |",
+		"| nginx, plain reverse proxy | 1000/s | 2 / 2 | 1000/s | 1.000ms | 4.000ms | 4.000ms | +1.000ms (vs 3.000ms) | — |",
 		"gateway, JWT + 2 Redis rules at 1000/s: 1 failed (429 ×1)",
 		`  first 429: status 429 {"title":"Too many requests"}`,
 	} {

@@ -1,16 +1,25 @@
 // Command bench measures what the gateway adds to a request, next to a direct call and to
 // nginx as a plain reverse proxy, on one machine over loopback.
 //
-//	go run ./gateway/bench [-rates 1000,5000] [-duration 5s] [-conns 64] [-targets direct,pools,gateway,gateway-jwt,nginx] [-markdown]
+//	go run ./gateway/bench [-rates 1000,5000] [-duration 5s] [-conns 64] [-targets direct,pools,gateway,gateway-jwt,nginx] [-markdown] [-target-cpus 1]
 //
 // Each target is loaded in turn, alone: an open model at fixed arrival rates (latency counted
 // from when each request was due, so a stall cannot hide behind a slower load), then a closed
 // loop of -conns connections for the most it can serve. The table shows throughput,
-// p50/p99/p99.9 and each target's p99 over the direct call's at the same load.
+// p50/p99/p99.9, each target's p99 over the direct call's at the same load, and the CPU time
+// each proxy spends per request (read from /proc: its processes, nginx's workers, and the
+// Redis the gateway uses), which a busy machine disturbs far less than latencies.
+//
+// During a proxy's open-model runs the same rate of direct calls goes to the upstream,
+// interleaved with the proxy's requests (-alongside, on by default), and the added p99 is
+// measured against those: both samples cover the same seconds, so a hiccup of a shared
+// machine lands in both rather than in whichever target happened to run then.
 //
 // The targets run as child processes of this program started in a role: "upstream" (the
 // service), "pools" (the gateway's upstream layer alone), "gateway" (the gateway's Run, with
-// a policy file and a redis-server the bench starts) and nginx from its Debian package.
+// a policy file and a redis-server the bench starts) and nginx from its Debian package. With
+// -target-cpus they are pinned there (taskset), away from the load generator: see
+// scripts/bench-gateway.sh -pin.
 package main
 
 import "boxoffice.dev/platform/server"

@@ -23,7 +23,12 @@ func printTable(w io.Writer, results []result, markdown bool) {
 	rows := [][]string{}
 	for _, r := range results {
 		added := "—"
-		if d, ok := direct[r.load]; ok && r.target != d.target {
+		switch d, ok := direct[r.load]; {
+		case r.alongside != nil:
+			// Against the direct calls of the same seconds, whose p99 is shown beside.
+			a := r.alongside.quantile(0.99)
+			added = signedMs(r.quantile(0.99)-a) + " (vs " + ms(a) + ")"
+		case ok && r.target != d.target:
 			added = signedMs(r.quantile(0.99) - d.quantile(0.99))
 		}
 		rows = append(rows, []string{
@@ -46,6 +51,9 @@ func printTable(w io.Writer, results []result, markdown bool) {
 	}
 	fmt.Fprintln(w)
 	for _, r := range results {
+		if a := r.alongside; a != nil && a.ok < a.sent {
+			fmt.Fprintf(w, "direct calls alongside %s at %s: %d failed\n", r.target, r.load, a.sent-a.ok)
+		}
 		if r.ok == r.sent {
 			continue
 		}

@@ -42,6 +42,10 @@ type config struct {
 	nginx    string
 	profile  string // directory for CPU profiles; "" = none
 	cpus     string // taskset CPU list for everything but the load; "" = no pinning
+	// alongside sends, during each open-model run of a proxy, as many direct calls to the
+	// upstream, interleaved with the proxy's requests; its added p99 is then measured
+	// against them, over the same seconds.
+	alongside bool
 }
 
 // run is the bench's entry point. With a role as first argument ("upstream", "pools",
@@ -75,12 +79,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	markdown := fs.Bool("markdown", false, "print the table as Markdown (for docs/benchmarks.md)")
 	profile := fs.String("profile", "", "write a CPU profile of each proxy target into this directory")
 	nginx := fs.String("nginx", "nginx", "nginx binary")
+	alongside := fs.Bool("alongside", true, "during a proxy's open-model runs, send as many direct calls interleaved, and measure its added p99 against those")
 	cpus := fs.String("target-cpus", "", "pin the upstream, the targets and Redis to these CPUs (a taskset list such as 1 or 2-3); "+
 		"run the bench itself on the others (scripts/bench-gateway.sh -pin does both)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	cfg := config{duration: *duration, warmup: *warmup, conns: *conns, markdown: *markdown, nginx: *nginx, profile: *profile, cpus: *cpus}
+	cfg := config{duration: *duration, warmup: *warmup, conns: *conns, markdown: *markdown, nginx: *nginx, profile: *profile, cpus: *cpus, alongside: *alongside}
 	if cfg.cpus != "" {
 		if _, err := cpuCount(cfg.cpus); err != nil {
 			return config{}, fmt.Errorf("-target-cpus: %w", err)
@@ -247,10 +252,26 @@ func (b *bench) measure(ctx context.Context, cfg config, t target) ([]result, er
 	if cfg.warmup > 0 {
 		l.open(ctx, cfg.rates[0], cfg.warmup)
 	}
+	// Direct calls sent alongside a proxy's open-model runs, when asked: see config.alongside.
+	var direct *loader
+	if cfg.alongside && tr.pids != nil {
+		direct = newLoader(func(ctx context.Context) *http.Request {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.upstream+benchPath, nil)
+			return req
+		})
+		defer direct.client.CloseIdleConnections()
+	}
 	var out []result
 	runs := make([]func() result, 0, len(cfg.rates)+1)
 	for _, rate := range cfg.rates {
-		runs = append(runs, func() result { return l.open(ctx, rate, cfg.duration) })
+		runs = append(runs, func() result {
+			if direct == nil {
+				return l.open(ctx, rate, cfg.duration)
+			}
+			rs := openTogether(ctx, rate, cfg.duration, l, direct)
+			rs[0].alongside = &rs[1]
+			return rs[0]
+		})
 	}
 	runs = append(runs, func() result { return l.closed(ctx, cfg.conns, cfg.duration) })
 	for i, run := range runs {
