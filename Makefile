@@ -60,5 +60,6 @@ bench: ## rate limiter benchmarks against a real redis-server (prints a table)
 bench-gateway: ## the gateway next to a direct call and nginx on loopback (BENCH_ARGS=-markdown for docs/benchmarks.md)
 	sh scripts/bench-gateway.sh $(BENCH_ARGS)
 
-tidy: ## go mod tidy in every module
-	for d in $$($(GO) list -m -f '{{.Dir}}'); do (cd $$d && GOWORK=off GOFLAGS=-mod=mod $(GO) mod tidy) || exit 1; done
+tidy: ## align every module's requirements with the workspace's build list
+	$(GO) work sync
+	sh scripts/deps-sync.sh
