@@ -41,13 +41,7 @@ func TestQuantile(t *testing.T) {
 // TestOpenKeepsTheSchedule loads a server that stalls one request: the requests due while
 // it stalled are still sent on time, and its stall shows in the latencies.
 func TestOpenKeepsTheSchedule(t *testing.T) {
-	var n atomic.Int64
-	l := loaderFor(t, func(w http.ResponseWriter, r *http.Request) {
-		if n.Add(1) == 5 {
-			time.Sleep(100 * time.Millisecond) // the stall under test
-		}
-		io.WriteString(w, "ok")
-	})
+	l := loaderFor(t, stallingAt(5))
 	res := l.open(context.Background(), 200, 250*time.Millisecond)
 	if res.sent != 50 || res.ok != 50 {
 		t.Fatalf("open(200/s, 250ms): sent %d ok %d, want 50 and 50", res.sent, res.ok)
@@ -69,13 +63,7 @@ func TestOpenKeepsTheSchedule(t *testing.T) {
 // TestOpenTogether interleaves two loaders on one schedule: each gets its rate, both
 // results span the same time, and a stall of one shows in its own latencies only.
 func TestOpenTogether(t *testing.T) {
-	var n atomic.Int64
-	slow := loaderFor(t, func(w http.ResponseWriter, r *http.Request) {
-		if n.Add(1) == 3 {
-			time.Sleep(100 * time.Millisecond) // the stall under test
-		}
-		io.WriteString(w, "ok")
-	})
+	slow := loaderFor(t, stallingAt(3))
 	fast := loaderFor(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	rs := openTogether(context.Background(), 100, 300*time.Millisecond, slow, fast)
 	if len(rs) != 2 {
@@ -118,6 +106,17 @@ func TestClosedCountsFailures(t *testing.T) {
 	}
 	if want := "status 503 no"; res.firstErr["503"] != want {
 		t.Errorf("first 503 = %q, want %q", res.firstErr["503"], want)
+	}
+}
+
+// stallingAt answers "ok" at once, except the n-th request, which it holds for 100ms.
+func stallingAt(n int64) http.HandlerFunc {
+	var seen atomic.Int64
+	return func(w http.ResponseWriter, r *http.Request) {
+		if seen.Add(1) == n {
+			time.Sleep(100 * time.Millisecond) // the stall under test
+		}
+		io.WriteString(w, "ok")
 	}
 }
 
