@@ -53,7 +53,11 @@ func Build(snap *policy.Snapshot, s Subject) ([]ratelimit.Request, []Charge) {
 			return nil, nil
 		}
 	}
-	reqs := make([]ratelimit.Request, 0, len(s.Route.Limits)+2) // + a plan's api rate and quota
+	n := len(s.Route.Limits)
+	if plan != nil {
+		n += 2 // its api rate (or the tenant's override) and its quota
+	}
+	reqs := make([]ratelimit.Request, 0, n)
 	var charges []Charge
 	body := lazyBody{r: s.Request}
 	for _, l := range s.Route.Limits {
