@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -77,7 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	conns := fs.Int("conns", 64, "concurrent connections of the max-throughput run")
 	targets := fs.String("targets", strings.Join(targetNames, ","), "targets to measure, in order")
 	markdown := fs.Bool("markdown", false, "print the table as Markdown (for docs/benchmarks.md)")
-	profile := fs.String("profile", "", "write a CPU profile of each proxy target into this directory")
+	profile := fs.String("profile", "", "write CPU and allocation profiles of each proxy target into this directory")
 	nginx := fs.String("nginx", "nginx", "nginx binary")
 	alongside := fs.Bool("alongside", true, "during a proxy's open-model runs, send as many direct calls interleaved, and measure its added p99 against those")
 	cpus := fs.String("target-cpus", "", "pin the upstream, the targets and Redis to these CPUs (a taskset list such as 1 or 2-3); "+
@@ -142,8 +143,8 @@ func (b *bench) childEnv(target string, extra ...string) []string {
 const profileVar = "BENCH_CPU_PROFILE"
 
 // profiled runs serve, recording a CPU profile into the file named by BENCH_CPU_PROFILE
-// when it is set.
-func profiled(getenv func(string) string, serve func() error) error {
+// when it is set, and, beside it (.allocs.pprof for .cpu.pprof), what was allocated where.
+func profiled(getenv func(string) string, serve func() error) (err error) {
 	path := getenv(profileVar)
 	if path == "" {
 		return serve()
@@ -157,6 +158,15 @@ func profiled(getenv func(string) string, serve func() error) error {
 		return fmt.Errorf("cpu profile: %w", err)
 	}
 	defer pprof.StopCPUProfile()
+	defer func() {
+		a, e := os.Create(strings.TrimSuffix(path, ".cpu.pprof") + ".allocs.pprof")
+		if e == nil {
+			e = errors.Join(pprof.Lookup("allocs").WriteTo(a, 0), a.Close())
+		}
+		if e != nil && err == nil {
+			err = fmt.Errorf("allocs profile: %w", e)
+		}
+	}()
 	return serve()
 }
 
