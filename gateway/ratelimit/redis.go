@@ -89,6 +89,60 @@ func (c *scriptCall) index(k int) int {
 	return c.reqs[k]
 }
 
+// Allow decides reqs in one round trip.
+func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
+	if err := validate(reqs); err != nil {
+		return Result{}, err
+	}
+	if len(reqs) == 0 {
+		return combine(nil), nil
+	}
+	var now any // a virtual time, from tests only
+	if r.now != nil {
+		now = r.now().UnixMicro()
+	}
+	keys := make([]string, len(reqs))
+	for i, q := range reqs {
+		keys[i] = storageKey(q.Rule.ID, q.Key)
+	}
+	leases := leaseIDs(reqs)
+	var one [1]scriptCall // the usual case, without an allocation
+	calls := one[:]
+	if r.cluster {
+		calls = r.split(keys)
+	}
+	for c := range calls {
+		if err := calls[c].encode(reqs, keys, leases, now); err != nil {
+			return Result{}, err
+		}
+	}
+	if err := r.run(ctx, calls); err != nil {
+		return Result{}, fmt.Errorf("ratelimit: decide: %w", err)
+	}
+	ds := make([]Decision, len(reqs))
+	for c := range calls {
+		if err := calls[c].decode(reqs, leases, ds); err != nil {
+			return Result{}, err
+		}
+	}
+	return combine(ds), nil
+}
+
+// leaseIDs draws the id of the slot each Concurrency request would take, by request; nil
+// when there are none.
+func leaseIDs(reqs []Request) []string {
+	var ids []string
+	for i, q := range reqs {
+		if q.Rule.Algorithm == Concurrency {
+			if ids == nil {
+				ids = make([]string, len(reqs))
+			}
+			ids[i] = rand.Text()
+		}
+	}
+	return ids
+}
+
 // The script's words, boxed once: an any made from a string variable allocates, one made
 // from a constant does not.
 var algorithmArgs = func() map[Algorithm]any {
@@ -99,91 +153,63 @@ var algorithmArgs = func() map[Algorithm]any {
 	return m
 }()
 
-// Allow decides reqs in one round trip.
-func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
-	if err := validate(reqs); err != nil {
-		return Result{}, err
+// encode picks the call's script and writes its command: EVALSHA sha numkeys key…, then 7
+// arguments per rule (see scripts/decide.lua), then now if not nil.
+func (c *scriptCall) encode(reqs []Request, keys, leases []string, now any) error {
+	n := c.size(len(reqs))
+	var set algorithmSet
+	for k := range n {
+		set = set.with(reqs[c.index(k)].Rule.Algorithm)
 	}
-	if len(reqs) == 0 {
-		return combine(nil), nil
+	script, err := decideScript(set)
+	if err != nil {
+		return err
 	}
-	var now int64 // a virtual time, from tests
-	if r.now != nil {
-		now = r.now().UnixMicro()
+	c.script = script
+	c.args = make([]any, 3+n, 3+n+7*n+1)
+	c.args[0], c.args[1], c.args[2] = "evalsha", script.sha, n
+	for k := range n {
+		c.args[3+k] = keys[c.index(k)]
 	}
-	keys := make([]string, len(reqs))
-	for i, q := range reqs {
-		keys[i] = storageKey(q.Rule.ID, q.Key)
-	}
-	var leases []string   // lease ids of concurrency rules, by request
-	var one [1]scriptCall // the usual case, without an allocation
-	calls := one[:]
-	if r.cluster {
-		calls = r.split(keys)
-	}
-	for c := range calls {
-		call := &calls[c]
-		n := call.size(len(reqs))
-		var set algorithmSet
-		for k := range n {
-			set = set.with(reqs[call.index(k)].Rule.Algorithm)
+	for k := range n {
+		i := c.index(k)
+		q := reqs[i]
+		var mode any = "enforce"
+		switch {
+		case q.Charge:
+			mode = "charge"
+		case q.Rule.Mode == Shadow:
+			mode = "shadow"
 		}
-		script, err := decideScript(set)
-		if err != nil {
-			return Result{}, err
+		var lease any = ""
+		if leases != nil && leases[i] != "" {
+			lease = leases[i]
 		}
-		call.script = script
-		// EVALSHA sha numkeys key…, then 7 arguments per rule: see scripts/decide.lua.
-		call.args = make([]any, 3+n, 3+n+7*n+1)
-		call.args[0], call.args[1], call.args[2] = "evalsha", script.sha, n
-		for k := range n {
-			call.args[3+k] = keys[call.index(k)]
-		}
-		for k := range n {
-			q := reqs[call.index(k)]
-			var lease any = ""
-			if q.Rule.Algorithm == Concurrency {
-				if leases == nil {
-					leases = make([]string, len(reqs))
-				}
-				id := rand.Text()
-				leases[call.index(k)], lease = id, id
-			}
-			var mode any = "enforce"
-			switch {
-			case q.Charge:
-				mode = "charge"
-			case q.Rule.Mode == Shadow:
-				mode = "shadow"
-			}
-			p := q.Rule.params()
-			call.args = append(call.args, algorithmArgs[q.Rule.Algorithm], p.limit, p.window, p.burst, q.cost(), mode, lease)
-		}
-		if r.now != nil {
-			call.args = append(call.args, now)
+		p := q.Rule.params()
+		c.args = append(c.args, algorithmArgs[q.Rule.Algorithm], p.limit, p.window, p.burst, q.cost(), mode, lease)
+	}
+	if now != nil {
+		c.args = append(c.args, now)
+	}
+	return nil
+}
+
+// decode reads the call's reply into the decisions of its requests.
+func (c *scriptCall) decode(reqs []Request, leases []string, ds []Decision) error {
+	n := c.size(len(reqs))
+	out := c.cmd.Val()
+	if len(out) != 1+4*n {
+		return fmt.Errorf("ratelimit: decide: %d values in reply, want %d", len(out), 1+4*n)
+	}
+	admitted := out[0] == 1
+	for k := range n {
+		i, v := c.index(k), out[1+4*k:]
+		ds[i] = verdict{allowed: v[0] == 1, remaining: v[1], reset: v[2], retry: v[3]}.decision(reqs[i], PathStore)
+		if admitted && ds[i].Allowed && leases != nil && leases[i] != "" {
+			ds[i].Lease = &Lease{Rule: reqs[i].Rule.ID, Key: reqs[i].Key, ID: leases[i]}
 		}
 	}
-	if err := r.run(ctx, calls); err != nil {
-		return Result{}, fmt.Errorf("ratelimit: decide: %w", err)
-	}
-	ds := make([]Decision, len(reqs))
-	for c := range calls {
-		call := &calls[c]
-		n := call.size(len(reqs))
-		out := call.cmd.Val()
-		if len(out) != 1+4*n {
-			return Result{}, fmt.Errorf("ratelimit: decide: %d values in reply, want %d", len(out), 1+4*n)
-		}
-		admitted := out[0] == 1
-		for k := range n {
-			i, v := call.index(k), out[1+4*k:]
-			ds[i] = verdict{allowed: v[0] == 1, remaining: v[1], reset: v[2], retry: v[3]}.decision(reqs[i], PathStore)
-			if admitted && ds[i].Allowed && leases != nil && leases[i] != "" {
-				ds[i].Lease = &Lease{Rule: reqs[i].Rule.ID, Key: reqs[i].Key, ID: leases[i]}
-			}
-		}
-	}
-	return combine(ds), nil
+	return nil
 }
 
 // Release frees concurrency leases, in one round trip.
