@@ -27,15 +27,16 @@ func (s algorithmSet) with(a Algorithm) algorithmSet {
 	return s | 1<<slices.Index(Algorithms, a)
 }
 
-// luaScript is one composed script, with the two ways a call names it, each boxed once (an
-// any made from a string at every call would allocate at every call): the SHA1 digest, which
-// EVALSHA sends, and the source, which EVAL sends to a server that answered NOSCRIPT.
+// luaScript is one composed script in the two forms a call sends: the SHA1 digest, for
+// EVALSHA, and the source, for the EVAL that answers NOSCRIPT. Both are boxed once: an any
+// made from a string variable allocates, and this one would at every call.
 type luaScript struct {
 	sha, src any
 }
 
 // decideScripts holds the script of each set of algorithms, composed on first use: at most
 // one per subset of the six Algorithms, in practice the few that a policy's routes combine.
+// A seventh algorithm needs a larger array (TestDecideScriptsLoad would say so).
 var decideScripts [1 << 6]atomic.Pointer[luaScript]
 
 // decideScript returns the script that decides requests using the algorithms of set.
