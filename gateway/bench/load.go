@@ -20,13 +20,17 @@ const maxRequests = 2_000_000
 
 // result is one load run against one target.
 type result struct {
-	target  string
-	load    string          // "1000/s", or "max (64 conns)"
-	sent    int             // requests started
-	ok      int             // answered 200
-	elapsed time.Duration   // from the first request to the last answer
-	latency []time.Duration // of every request, sorted
-	cpu     time.Duration   // CPU time the proxy used in the run: its processes (nginx's workers too) and Redis
+	target   string
+	load     string          // "1000/s", or "max (64 conns)"
+	sent     int             // requests started
+	ok       int             // answered 200
+	elapsed  time.Duration   // from the first request to the last answer
+	latency  []time.Duration // of every request, sorted
+	cpu      time.Duration   // CPU time the proxy used in the run: its processes (nginx's workers too) and Redis
+	cpuRedis time.Duration   // the part of cpu that was Redis's
+	// paths counts the gateway's rule decisions in the run by how they were taken: "store"
+	// (Redis) or "fallback" (Redis too slow or its breaker open); nil for other targets.
+	paths map[string]float64
 	// alongside is the run of direct calls interleaved with this one's requests, if any.
 	alongside *result
 	failures  map[string]int    // failed requests by kind: "429", "503", "timeout", "error"…

@@ -212,3 +212,17 @@ func TestCPUTime(t *testing.T) {
 		t.Errorf("cpuTime(no such process) = %v, want 0", got)
 	}
 }
+
+func TestCountPaths(t *testing.T) {
+	exposition := `# HELP ratelimit_decisions_total Rule decisions by rule, outcome and path.
+# TYPE ratelimit_decisions_total counter
+ratelimit_decisions_total{otel_scope_name="boxoffice.dev/gateway/ratelimit",outcome="allowed",path="store",rule="a"} 90
+ratelimit_decisions_total{otel_scope_name="boxoffice.dev/gateway/ratelimit",outcome="allowed",path="store",rule="b"} 30
+ratelimit_decisions_total{otel_scope_name="boxoffice.dev/gateway/ratelimit",outcome="denied",path="fallback",rule="b"} 5
+ratelimit_decision_duration_seconds_count{path="store"} 120
+`
+	got := countPaths(exposition)
+	if len(got) != 2 || got["store"] != 120 || got["fallback"] != 5 {
+		t.Errorf("countPaths() = %v, want store 120, fallback 5", got)
+	}
+}

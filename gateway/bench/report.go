@@ -67,6 +67,16 @@ func printTable(w io.Writer, results []result, markdown bool) {
 			fmt.Fprintf(w, "  first %s: %s\n", k, r.firstErr[k])
 		}
 	}
+	for _, r := range results {
+		var all float64
+		for _, n := range r.paths {
+			all += n
+		}
+		if all > 0 && r.paths["store"] < all {
+			fmt.Fprintf(w, "%s at %s: %.0f%% of rule decisions by the local fallback (Redis past its timeout, or its breaker open), %.0f%% by Redis\n",
+				r.target, r.load, 100*r.paths["fallback"]/all, 100*r.paths["store"]/all)
+		}
+	}
 	maxOf := func(name string) (result, bool) {
 		for _, r := range results {
 			if r.target == targetsByName[name].label && strings.HasPrefix(r.load, "max") {
@@ -89,12 +99,17 @@ func printTable(w io.Writer, results []result, markdown bool) {
 	}
 }
 
-// cpuPerRequest is the proxy's CPU time per request sent, "—" for the direct call.
+// cpuPerRequest is the proxy's CPU time per request sent, with Redis's part, "—" for the
+// direct call.
 func cpuPerRequest(r result) string {
 	if r.cpu <= 0 || r.sent == 0 {
 		return "—"
 	}
-	return us(r.cpu / time.Duration(r.sent))
+	s := us(r.cpu / time.Duration(r.sent))
+	if r.cpuRedis > 0 {
+		s += " (Redis " + us(r.cpuRedis/time.Duration(r.sent)) + ")"
+	}
+	return s
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond)) }

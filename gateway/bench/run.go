@@ -290,15 +290,67 @@ func (b *bench) measure(ctx context.Context, cfg config, t target) ([]result, er
 		if err := l.settle(ctx, 30*time.Second); err != nil {
 			return out, fmt.Errorf("after run %d: %w", i, err)
 		}
-		before := cpuTime(tr.pids)
+		redisPIDs := []int{tr.redisPID}
+		before, beforeRedis, paths := cpuTime(tr.pids), cpuTime(redisPIDs), decisionPaths(ctx, tr.metrics)
 		r := run()
 		r.target = t.label
 		if len(tr.pids) > 0 {
 			r.cpu = cpuTime(tr.pids) - before
 		}
+		if tr.redisPID != 0 {
+			r.cpuRedis = cpuTime(redisPIDs) - beforeRedis
+		}
+		if tr.metrics != "" {
+			r.paths = decisionPaths(ctx, tr.metrics)
+			for p, n := range paths {
+				r.paths[p] -= n
+			}
+		}
 		out = append(out, r)
 	}
 	return out, ctx.Err()
+}
+
+// decisionPaths reads the gateway's rule decisions so far by path (store, fallback, …) from
+// its Prometheus metrics at url: the counter ratelimit_decisions_total. Nil when url is ""
+// or cannot be read.
+func decisionPaths(ctx context.Context, url string) map[string]float64 {
+	if url == "" {
+		return nil
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		return nil
+	}
+	return countPaths(string(body))
+}
+
+// countPaths sums the samples of ratelimit_decisions_total in a Prometheus text exposition
+// by their path label.
+func countPaths(exposition string) map[string]float64 {
+	out := map[string]float64{}
+	for line := range strings.Lines(exposition) {
+		labels, ok := strings.CutPrefix(line, "ratelimit_decisions_total{")
+		if !ok {
+			continue
+		}
+		_, path, ok := strings.Cut(labels, `path="`)
+		if !ok {
+			continue
+		}
+		path, _, _ = strings.Cut(path, `"`)
+		fields := strings.Fields(line)
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			out[path] += v
+		}
+	}
+	return out
 }
 
 // redisServer starts a redis-server for the gateways on first use.
