@@ -1,5 +1,6 @@
 // Package inventory is BoxOffice's inventory: seat maps, holds that expire and sold seats;
-// it never oversells.
+// it never oversells. A seat map is laid out from the catalog's ticket classes when the
+// catalog announces an event (SeatMapper, DefaultLayout), or declared by an admin.
 //
 // This file holds the domain: seat maps and their validation, hold requests and the rules of
 // a hold's life (active → confirmed | released | expired), availability levels. It does no

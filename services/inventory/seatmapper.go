@@ -129,14 +129,14 @@ func (m *SeatMapper) handle(ctx context.Context, msg jetstream.Msg) {
 	event, outcome, err := m.apply(ctx, msg.Data())
 	switch {
 	case err == nil:
-		level := slog.LevelInfo
-		if outcome == SyncCurrent || outcome == SyncDeclared {
+		level, what := slog.LevelInfo, "seat map from the catalog"
+		switch outcome {
+		case SyncCurrent, SyncDeclared:
 			level = slog.LevelDebug // the usual answer to a title change or a repeat
+		case SyncInUse:
+			level, what = slog.LevelWarn, "the catalog changed the classes of an event with held or sold tickets: its seats stay as they are"
 		}
-		m.Log.Log(ctx, level, "seat map from the catalog", "event", event, "outcome", outcome)
-		if outcome == SyncInUse {
-			m.Log.WarnContext(ctx, "the catalog changed the classes of an event with held or sold tickets: its seats stay as they are", "event", event)
-		}
+		m.Log.Log(ctx, level, what, "event", event, "outcome", outcome)
 		err = msg.Ack()
 	case problem.CodeOf(err) == problem.Invalid:
 		m.Log.ErrorContext(ctx, "no seat map for a catalog event inventory cannot lay out", "event", event, "subject", msg.Subject(), "error", err)
