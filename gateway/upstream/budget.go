@@ -18,14 +18,15 @@ const budgetSlots = 10
 // with too few requests to earn a retry, still retry now and then.
 //
 // Counts live in budgetSlots slices of the window, so old requests stop counting a slice at a
-// time. Safe for concurrent use; a request costs one short critical section.
+// time. Safe for concurrent use; a request costs one short critical section, and set changes
+// the limits under the same lock.
 type retryBudget struct {
-	ratio   float64
-	reserve float64 // MinPerSecond × Window seconds
-	slot    int64   // nanoseconds per slice
-
-	mu    sync.Mutex
-	slots [budgetSlots]budgetSlot
+	mu        sync.Mutex
+	ratio     float64
+	reserve   float64 // MinPerSecond × Window seconds
+	slot      int64   // nanoseconds per slice
+	unlimited bool
+	slots     [budgetSlots]budgetSlot
 }
 
 type budgetSlot struct {
@@ -34,10 +35,22 @@ type budgetSlot struct {
 }
 
 func newRetryBudget(b RetryBudget) *retryBudget {
-	return &retryBudget{
-		ratio:   b.Ratio,
-		reserve: b.MinPerSecond * b.Window.Seconds(),
-		slot:    max(int64(b.Window)/budgetSlots, 1),
+	rb := &retryBudget{}
+	rb.set(b)
+	return rb
+}
+
+// set changes the budget's limits. A new ratio or floor judges the counts so far, so a
+// tighter budget bites at once; a new window changes what a slice means, so the counts start
+// afresh rather than be read at the wrong scale.
+func (b *retryBudget) set(c RetryBudget) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ratio, b.unlimited = c.Ratio, c.Unlimited
+	b.reserve = c.MinPerSecond * c.Window.Seconds()
+	if slot := max(int64(c.Window)/budgetSlots, 1); slot != b.slot {
+		b.slot = slot
+		b.slots = [budgetSlots]budgetSlot{}
 	}
 }
 
@@ -60,7 +73,7 @@ func (b *retryBudget) retry(now time.Time) bool {
 			retries += s.retries
 		}
 	}
-	if float64(retries+1) > b.ratio*float64(requests)+b.reserve {
+	if !b.unlimited && float64(retries+1) > b.ratio*float64(requests)+b.reserve {
 		return false
 	}
 	cur.retries++

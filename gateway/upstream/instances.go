@@ -53,6 +53,7 @@ func (pl *pool) configure(cfg ServiceConfig, now time.Time) {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	pl.cfg.Store(&cfg)
+	pl.budget.set(cfg.RetryBudget)
 	for _, in := range *pl.instances.Load() {
 		in.setProbing(!cfg.Probe.Disabled)
 	}

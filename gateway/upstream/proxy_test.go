@@ -264,6 +264,76 @@ func TestRetryBudget(t *testing.T) {
 	}
 }
 
+// TestRetryBudgetUpdate changes a service's budget with Update while every request fails:
+// each phase's retries follow the budget in force, over the counts the window holds.
+func TestRetryBudgetUpdate(t *testing.T) {
+	a, b := newBackend(t, hangUp), newBackend(t, hangUp)
+	clk := newClock()
+	svc := func(rb RetryBudget) []ServiceConfig {
+		return []ServiceConfig{{Name: "svc", Instances: []string{a.url, b.url}, EjectAfter: 1 << 30,
+			Probe: ProbeConfig{Disabled: true}, RetryBudget: rb}}
+	}
+	g := startGateway(t, svc(RetryBudget{}), Options{Clock: clk.Now, RetryBudget: RetryBudget{Ratio: 0.5, MinPerSecond: 1, Window: 10 * time.Second}}, RouteOptions{}, false)
+
+	phases := []struct {
+		name    string
+		budget  RetryBudget
+		advance time.Duration // before the phase: 11s empties the window
+		retries int64         // sent in the phase's 100 requests
+	}{
+		// The Options' budget: 0.5 × 100 + 1/s × 10s.
+		{name: "options budget", retries: 60},
+		// A tighter ratio bites at once: 0.1 × 200 + 10 = 30 is below the 60 already sent.
+		{name: "tighter ratio", budget: RetryBudget{Ratio: 0.1}, retries: 0},
+		// Unlimited retries every failure.
+		{name: "unlimited", budget: RetryBudget{Unlimited: true}, retries: 100},
+		// A new window starts the counts afresh: 0.2 × 100 + 2/s × 5s.
+		{name: "new window", budget: RetryBudget{Ratio: 0.2, MinPerSecond: 2, Window: 5 * time.Second}, retries: 30},
+		// Zero fields go back to the Options' budget, in a fresh window.
+		{name: "back to options", advance: 11 * time.Second, retries: 60},
+	}
+	for _, ph := range phases {
+		t.Run(ph.name, func(t *testing.T) {
+			if err := g.pools.Update(svc(ph.budget)); err != nil {
+				t.Fatalf("Update(%+v) = %v", ph.budget, err)
+			}
+			clk.Add(ph.advance)
+			before := a.hits.Load() + b.hits.Load()
+			for range 100 {
+				if res := g.do(t, "GET", "/x", nil, true); res.status != http.StatusBadGateway {
+					t.Fatalf("status = %d, want 502 from failing instances", res.status)
+				}
+			}
+			if got := a.hits.Load() + b.hits.Load() - before - 100; got != ph.retries {
+				t.Errorf("retries with budget %+v = %d, want %d", ph.budget, got, ph.retries)
+			}
+		})
+	}
+}
+
+func TestUpdateRejectsBadBudget(t *testing.T) {
+	b := newBackend(t, nil)
+	g := startGateway(t, []ServiceConfig{{Name: "svc", Instances: []string{b.url}}}, Options{}, RouteOptions{}, false)
+	tests := []struct {
+		name   string
+		budget RetryBudget
+		field  string
+	}{
+		{"ratio above 1", RetryBudget{Ratio: 1.5}, "retryBudget.ratio"},
+		{"negative ratio", RetryBudget{Ratio: -0.1}, "retryBudget.ratio"},
+		{"negative floor", RetryBudget{MinPerSecond: -1}, "retryBudget.minPerSecond"},
+		{"negative window", RetryBudget{Window: -time.Second}, "retryBudget.window"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := g.pools.Update([]ServiceConfig{{Name: "svc", Instances: []string{b.url}, RetryBudget: tt.budget}})
+			if err == nil || !strings.Contains(err.Error(), tt.field) {
+				t.Errorf("Update(budget %+v) = %v, want an error naming %s", tt.budget, err, tt.field)
+			}
+		})
+	}
+}
+
 func TestForwardErrors(t *testing.T) {
 	b := newBackend(t, nil)
 	g := startGateway(t, []ServiceConfig{{Name: "svc", Instances: []string{b.url}}}, Options{}, RouteOptions{}, false)

@@ -59,6 +59,10 @@ type ServiceConfig struct {
 	// EjectFor is the first ejection's length, doubled for each further consecutive ejection
 	// up to 32 times; 0 means 5s.
 	EjectFor time.Duration
+	// RetryBudget caps the service's retries; its zero fields take the Options.RetryBudget
+	// values. Update changes it live: a new ratio or floor applies to the counts so far, a
+	// new window starts the counts afresh.
+	RetryBudget RetryBudget
 }
 
 // ProbeConfig is the active readiness probe of a service's instances. The zero value probes
@@ -104,6 +108,9 @@ type RetryBudget struct {
 	MinPerSecond float64
 	// Window is how far back requests and retries count; 0 means 10s.
 	Window time.Duration
+	// Unlimited turns the budget off: every eligible failure is retried once. It is the
+	// behaviour the budget exists to prevent, kept so that a playground can show the storm.
+	Unlimited bool
 }
 
 // Options are what the Pools share. The zero value is usable.
@@ -126,7 +133,8 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	// Log reports readiness changes, ejections and DNS failures; nil discards.
 	Log *slog.Logger
-	// RetryBudget applies to each service separately.
+	// RetryBudget applies to each service separately, where the service's own
+	// ServiceConfig.RetryBudget leaves a field zero.
 	RetryBudget RetryBudget
 }
 
@@ -213,6 +221,7 @@ func (p *Pools) Update(services []ServiceConfig) error {
 		}
 		seen[s.Name] = true
 		cfgs[i] = s.withDefaults()
+		cfgs[i].RetryBudget = s.RetryBudget.over(p.budget)
 	}
 
 	p.mu.Lock()
@@ -222,7 +231,7 @@ func (p *Pools) Update(services []ServiceConfig) error {
 	for _, cfg := range cfgs {
 		pl, ok := old[cfg.Name]
 		if !ok {
-			pl = newPool(cfg.Name, p.budget)
+			pl = newPool(cfg.Name, cfg.RetryBudget)
 		}
 		pl.configure(cfg, p.now())
 		next[cfg.Name] = pl
@@ -354,11 +363,18 @@ func (s ServiceConfig) validate() error {
 		{"probe.timeout", int64(s.Probe.Timeout)},
 		{"probe.healthyAfter", int64(s.Probe.HealthyAfter)},
 		{"probe.unhealthyAfter", int64(s.Probe.UnhealthyAfter)},
+		{"retryBudget.window", int64(s.RetryBudget.Window)},
 	}
 	for _, f := range nonNegative {
 		if f.v < 0 {
 			return fmt.Errorf("%s: must not be negative", f.field)
 		}
+	}
+	if r := s.RetryBudget.Ratio; r < 0 || r > 1 {
+		return fmt.Errorf("retryBudget.ratio: %g: want between 0 and 1", r)
+	}
+	if s.RetryBudget.MinPerSecond < 0 {
+		return fmt.Errorf("retryBudget.minPerSecond: must not be negative")
 	}
 	if s.Probe.Path != "" && s.Probe.Path[0] != '/' {
 		return fmt.Errorf("probe.path: %q must start with /", s.Probe.Path)
@@ -395,6 +411,21 @@ func (s ServiceConfig) withDefaults() ServiceConfig {
 		pr.UnhealthyAfter = 2
 	}
 	return s
+}
+
+// over fills b's zero fields from base (a budget with defaults); Unlimited in either wins.
+func (b RetryBudget) over(base RetryBudget) RetryBudget {
+	if b.Ratio == 0 {
+		b.Ratio = base.Ratio
+	}
+	if b.MinPerSecond == 0 {
+		b.MinPerSecond = base.MinPerSecond
+	}
+	if b.Window == 0 {
+		b.Window = base.Window
+	}
+	b.Unlimited = b.Unlimited || base.Unlimited
+	return b
 }
 
 func (b RetryBudget) withDefaults() RetryBudget {
