@@ -166,13 +166,14 @@ func (s *Store) ApplyCatalogLayout(ctx context.Context, eventID string, version 
 				return err
 			}
 		}
-		if outcome == SyncInUse { // the row keeps describing the seats as they are
-			if layout, err = json.Marshal(next); err != nil {
+		record := layout // the row describes the seats as they are, so not l's when kept
+		if outcome == SyncInUse {
+			if record, err = json.Marshal(next); err != nil {
 				return fmt.Errorf("encode layout: %w", err)
 			}
 		}
 		if _, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE events SET flash_sale = ?, catalog_version = ?, layout = ?, updated_ms = ? WHERE event_id = ?`),
-			next.FlashSale, version, string(layout), now, eventID); err != nil {
+			next.FlashSale, version, string(record), now, eventID); err != nil {
 			return fmt.Errorf("write event: %w", err)
 		}
 		return nil
