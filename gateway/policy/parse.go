@@ -52,6 +52,13 @@ const (
 	DefaultPlan            = "free"
 )
 
+// Defaults of a service's retry budget.
+const (
+	DefaultRetryRatio        = 0.2
+	DefaultRetryMinPerSecond = 10
+	DefaultRetryWindow       = 10 * time.Second
+)
+
 // withDefaults returns a copy of p with every zero setting given its default.
 func (p *Policy) withDefaults() *Policy {
 	c := p.Clone()
@@ -75,6 +82,16 @@ func (p *Policy) withDefaults() *Policy {
 		}
 		if sv.EjectAfter == 0 {
 			sv.EjectAfter = 3
+		}
+		rb := &sv.RetryBudget
+		if rb.Ratio == 0 {
+			rb.Ratio = DefaultRetryRatio
+		}
+		if rb.MinPerSecond == 0 {
+			rb.MinPerSecond = DefaultRetryMinPerSecond
+		}
+		if rb.Window == 0 {
+			rb.Window = Duration(DefaultRetryWindow)
 		}
 		pr := &sv.Probe
 		if pr.Path == "" {
@@ -207,6 +224,12 @@ func validateService(at string, sv Service) error {
 		return fieldErr(at+".max_in_flight", "%d: want 0 (unlimited) or more", sv.MaxInFlight)
 	case sv.EjectAfter < 0:
 		return fieldErr(at+".eject_after", "%d: want 1 or more", sv.EjectAfter)
+	case sv.RetryBudget.Ratio <= 0 || sv.RetryBudget.Ratio > 1:
+		return fieldErr(at+".retry_budget.ratio", "%g: want a share above 0 and at most 1", sv.RetryBudget.Ratio)
+	case sv.RetryBudget.MinPerSecond < 0:
+		return fieldErr(at+".retry_budget.min_per_second", "%g: want 0 (the default) or more", sv.RetryBudget.MinPerSecond)
+	case sv.RetryBudget.Window <= 0:
+		return fieldErr(at+".retry_budget.window", "want a positive duration")
 	case !strings.HasPrefix(sv.Probe.Path, "/"):
 		return fieldErr(at+".probe.path", "%q: want a path starting with /", sv.Probe.Path)
 	case sv.Probe.Interval <= 0:

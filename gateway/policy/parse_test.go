@@ -69,6 +69,9 @@ func TestCompileDefaults(t *testing.T) {
 	if sv.DNSInterval.D() != 5*time.Second || sv.Probe.Path != "/readyz" || sv.EjectAfter != 3 || sv.Probe.UnhealthyAfter != 2 {
 		t.Errorf("service auth = %+v, want probe and DNS defaults", sv)
 	}
+	if want := (RetryBudget{Ratio: 0.2, MinPerSecond: 10, Window: Duration(10 * time.Second)}); sv.RetryBudget != want {
+		t.Errorf("service auth retry_budget = %+v, want the defaults %+v", sv.RetryBudget, want)
+	}
 	if p := s.Plan("internal"); p == nil || !p.Unlimited {
 		t.Errorf("Plan(internal) = %+v, want unlimited", p)
 	}
@@ -103,6 +106,10 @@ func TestCompileNamesTheField(t *testing.T) {
 		{"same pattern", "path: /v1/auth/login", `path: "/v1/events/{x}/holds"`, "routes[login].match"},
 		{"plan on a user route", "auth: user", "auth: user\n    plans: [internal]", "routes[holds].plans"},
 		{"bad plan rate", "api: 60/1m", "api: 60", "plans.free.api"},
+		{"retry ratio above 1", `name: auth,`, `name: auth, retry_budget: {ratio: 1.5},`, "services[auth].retry_budget.ratio"},
+		{"negative retry ratio", `name: auth,`, `name: auth, retry_budget: {ratio: -0.1},`, "services[auth].retry_budget.ratio"},
+		{"negative retry floor", `name: auth,`, `name: auth, retry_budget: {min_per_second: -1},`, "services[auth].retry_budget.min_per_second"},
+		{"negative retry window", `name: auth,`, `name: auth, retry_budget: {window: -1s},`, "services[auth].retry_budget.window"},
 		{"bad strip prefix", "auth: none", "auth: none\n    strip_prefix: /partner", "routes[login].strip_prefix"},
 	}
 	for _, tt := range tests {
@@ -210,4 +217,24 @@ func TestDefaultPolicyFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustCompile(t, string(data))
+}
+
+func TestParseRetryBudget(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want RetryBudget
+	}{
+		{"all fields", "{ratio: 0.1, min_per_second: 1, window: 5s}", RetryBudget{Ratio: 0.1, MinPerSecond: 1, Window: Duration(5 * time.Second)}},
+		{"ratio only", "{ratio: 0.5}", RetryBudget{Ratio: 0.5, MinPerSecond: 10, Window: Duration(10 * time.Second)}},
+		{"unlimited", "{unlimited: true}", RetryBudget{Ratio: 0.2, MinPerSecond: 10, Window: Duration(10 * time.Second), Unlimited: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustCompile(t, strings.Replace(base, "name: auth,", "name: auth, retry_budget: "+tt.yaml+",", 1))
+			if got := s.Policy.Services[1].RetryBudget; got != tt.want {
+				t.Errorf("retry_budget %s = %+v, want %+v", tt.yaml, got, tt.want)
+			}
+		})
+	}
 }

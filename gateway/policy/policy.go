@@ -69,6 +69,25 @@ type Service struct {
 	Probe       Probe `yaml:"probe" json:"probe"`
 	// EjectAfter consecutive failures take an instance out of rotation; 0 means 3.
 	EjectAfter int `yaml:"eject_after" json:"eject_after"`
+	// RetryBudget caps the gateway's retries to the service.
+	RetryBudget RetryBudget `yaml:"retry_budget" json:"retry_budget"`
+}
+
+// RetryBudget caps a service's retries at a share of its recent requests, so that an outage
+// cannot make the gateway multiply the load on it: over any Window, at most
+// Ratio × requests + MinPerSecond × Window seconds retries. Zero fields take the defaults,
+// 0.2, 10/s and 10s (Linkerd's), so a ratio of 0 cannot be asked for: turn a route's retry
+// off instead.
+type RetryBudget struct {
+	// Ratio is the share of requests that may be retried, above 0 and at most 1.
+	Ratio float64 `yaml:"ratio" json:"ratio"`
+	// MinPerSecond is the floor that lets a quiet service retry at all.
+	MinPerSecond float64 `yaml:"min_per_second" json:"min_per_second"`
+	// Window is how far back requests and retries count.
+	Window Duration `yaml:"window" json:"window"`
+	// Unlimited turns the budget off: every eligible failure is retried once. It is what the
+	// budget exists to prevent, kept so that the playground can show a retry storm.
+	Unlimited bool `yaml:"unlimited" json:"unlimited,omitempty"`
 }
 
 // Probe is the active readiness probe of a service's instances. Zero fields take the
