@@ -103,6 +103,10 @@ func TestAdminAPI(t *testing.T) {
 		{"attach a limit to a route", "PATCH", "/admin/routes/holds", `{"limits":["holds-per-account","per-ip"],"response_timeout":"2s"}`, 200, `"per-ip"`},
 		{"route to an unknown limit", "PATCH", "/admin/routes/holds", `{"limits":["ghost"]}`, 400, `"field":"routes[holds].limits[0]"`},
 		{"service knobs", "PATCH", "/admin/services/svc", `{"max_in_flight":7}`, 200, `"max_in_flight":7`},
+		{"retry budget", "PATCH", "/admin/services/svc", `{"retry_budget":{"ratio":0.1,"window":"5s"}}`, 200, `"retry_budget":{"ratio":0.1,"min_per_second":10,"window":"5s"}`},
+		{"retry budget off", "PATCH", "/admin/services/svc", `{"retry_budget":{"unlimited":true}}`, 200, `"window":"5s","unlimited":true}`},
+		{"retry ratio above 1", "PATCH", "/admin/services/svc", `{"retry_budget":{"ratio":2}}`, 400, `"field":"services[svc].retry_budget.ratio"`},
+		{"negative retry floor", "PATCH", "/admin/services/svc", `{"retry_budget":{"min_per_second":-1}}`, 400, `"field":"services[svc].retry_budget.min_per_second"`},
 		{"upstreams", "GET", "/admin/upstreams", "", 200, `"inFlight":2`},
 		{"delete a limit", "DELETE", "/admin/limits/per-ip", "", 204, ""},
 		{"delete it again", "DELETE", "/admin/limits/per-ip", "", 404, ""},
@@ -125,6 +129,9 @@ func TestAdminAPI(t *testing.T) {
 	}
 	if rt := s.Route("holds"); len(rt.Limits) != 1 || rt.ResponseTimeout.Seconds() != 2 {
 		t.Errorf("route holds = %d limits, response timeout %v; want per-ip deleted off it and 2s", len(rt.Limits), rt.ResponseTimeout)
+	}
+	if rb := s.Policy.Services[0].RetryBudget; rb.Ratio != 0.1 || rb.Window.D().Seconds() != 5 || !rb.Unlimited {
+		t.Errorf("service svc retry_budget = %+v, want ratio 0.1, window 5s, unlimited", rb)
 	}
 	if r, ok := s.TenantOverride("ten_a", "holds"); !ok || r.Burst != 3 || f.announced != 1 {
 		t.Errorf("tenant override = %+v %v, announced %d; want burst 3, announced once", r, ok, f.announced)
