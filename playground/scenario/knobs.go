@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"boxoffice.dev/platform/control"
@@ -22,13 +24,15 @@ import (
 //	latency                              added to every backend request
 //	retry, retries, jitter, budget       the simulated clients' behaviour
 //	gateway_retry                        the route's one budgeted retry at the gateway
+//	gateway_retry_budget                 the backend service's retry budget at the gateway:
+//	                                     off | <percent>% | <percent>%+<floor>/s (see parseRetryBudget)
 //	admit_rate                           the waiting room's admissions per second (flash-sale)
 //	ip_rate                              the gateway's per-IP limit (api-per-ip), per second
 //	holds_per_minute                     the gateway's holds-per-account limit
 var knobVocabulary = []string{
 	"limit", "algorithm", "rate", "burst", "key",
 	"capacity", "service_time", "outage", "latency",
-	"retry", "retries", "jitter", "budget", "gateway_retry",
+	"retry", "retries", "jitter", "budget", "gateway_retry", "gateway_retry_budget",
 	"admit_rate", "ip_rate", "holds_per_minute",
 }
 
@@ -79,6 +83,8 @@ func (r *Run) apply(ctx context.Context, name string) error {
 		return r.applyBackend(ctx)
 	case "gateway_retry":
 		return r.applyGatewayRetry(ctx)
+	case "gateway_retry_budget":
+		return r.applyGatewayRetryBudget(ctx)
 	case "admit_rate":
 		if fs, ok := r.driver.(*flashSale); ok {
 			return fs.setAdmitRate(ctx, r)
@@ -288,6 +294,79 @@ func (r *Run) applyGatewayRetry(ctx context.Context) error {
 	return r.sys.admin(ctx, "PATCH", "/admin/routes/"+route, map[string]any{"retry": r.knobBool("gateway_retry")}, nil)
 }
 
+// retryBudget is a service's retry_budget as the gateway's admin API shows it.
+type retryBudget struct {
+	Ratio        float64 `json:"ratio"`
+	MinPerSecond float64 `json:"min_per_second"`
+	Window       string  `json:"window"`
+	Unlimited    bool    `json:"unlimited"`
+}
+
+// parseRetryBudget reads a gateway_retry_budget value over the budget the run found:
+//
+//	off        no budget: the gateway retries every eligible failure once (the storm)
+//	20%        retries up to 20% of recent requests, over the found floor and window
+//	10%+1/s    the same with a floor of 1 retry a second (the found one is 10/s, which at
+//	           a few dozen requests a second outweighs any ratio)
+//
+// The percentage is above 0 and at most 100: to turn the gateway's retry off, use the
+// gateway_retry knob.
+func parseRetryBudget(v string, found retryBudget) (retryBudget, error) {
+	b := found
+	b.Unlimited = false
+	if v == "off" {
+		b.Unlimited = true
+		return b, nil
+	}
+	pct, floor, hasFloor := strings.Cut(v, "+")
+	n, err := strconv.ParseFloat(strings.TrimSuffix(pct, "%"), 64)
+	if err != nil || !strings.HasSuffix(pct, "%") || n <= 0 || n > 100 {
+		return b, fmt.Errorf("%q: want off, or a percentage above 0 and at most 100 such as 20%%, optionally +<floor>/s", v)
+	}
+	b.Ratio = n / 100
+	if hasFloor {
+		f, err := strconv.ParseFloat(strings.TrimSuffix(floor, "/s"), 64)
+		if err != nil || !strings.HasSuffix(floor, "/s") || f <= 0 {
+			return b, fmt.Errorf("%q: the floor %q: want a positive rate such as 1/s", v, floor)
+		}
+		b.MinPerSecond = f
+	}
+	return b, nil
+}
+
+// applyGatewayRetryBudget sets the gateway's retry budget for the scenario's backend service.
+// The first time, it remembers the budget as it was, to put back when the run ends; every
+// value is read over that one, so turning the knob back undoes a floor set before.
+func (r *Run) applyGatewayRetryBudget(ctx context.Context) error {
+	svc := r.sc.Backend.Service
+	if svc == "" {
+		return errors.New("the scenario names no backend service")
+	}
+	r.mu.Lock()
+	orig := r.origBudget
+	r.mu.Unlock()
+	if orig == nil {
+		var found struct {
+			RetryBudget retryBudget `json:"retry_budget"`
+		}
+		if err := r.sys.admin(ctx, http.MethodGet, "/admin/services/"+svc, nil, &found); err != nil {
+			return err
+		}
+		orig = &found.RetryBudget
+		r.mu.Lock()
+		r.origBudget = orig
+		r.mu.Unlock()
+		r.undo("service "+svc+" retry budget", func(ctx context.Context) error {
+			return r.sys.admin(ctx, http.MethodPatch, "/admin/services/"+svc, map[string]any{"retry_budget": *orig}, nil)
+		})
+	}
+	b, err := parseRetryBudget(r.knob("gateway_retry_budget"), *orig)
+	if err != nil {
+		return err
+	}
+	return r.sys.admin(ctx, http.MethodPatch, "/admin/services/"+svc, map[string]any{"retry_budget": b}, nil)
+}
+
 // checkKnobs reports knob names a scenario lists that the runner cannot turn.
 func (s *Scenario) checkKnobs() error {
 	var errs []error
@@ -300,6 +379,16 @@ func (s *Scenario) checkKnobs() error {
 	for _, k := range s.Knobs {
 		if !slices.Contains(knobVocabulary, k.Name) && !rateKnobs[k.Name] {
 			errs = append(errs, fmt.Errorf("knobs[%s]: not a knob the runner can turn (want one of %v, or a stream's rate_knob)", k.Name, knobVocabulary))
+		}
+		if k.Name == "gateway_retry_budget" {
+			if k.Kind != "enum" {
+				errs = append(errs, fmt.Errorf("knobs[gateway_retry_budget].kind: %q: want enum", k.Kind))
+			}
+			for _, v := range append([]string{k.Default}, k.Options...) {
+				if _, err := parseRetryBudget(v, retryBudget{}); err != nil {
+					errs = append(errs, fmt.Errorf("knobs[gateway_retry_budget]: %w", err))
+				}
+			}
 		}
 		if k.Name == "retry" {
 			for _, o := range k.Options {

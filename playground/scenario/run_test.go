@@ -21,6 +21,7 @@ type fakeSystem struct {
 	limits      map[string]string // id → last PUT body
 	deleted     []string
 	control     []string // PUT /control bodies
+	budgets     []string // PATCH /admin/services/catalog bodies
 	sawXFF      bool
 }
 
@@ -50,6 +51,10 @@ func (f *fakeSystem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/admin/limits/lim" && r.Method == http.MethodDelete:
 		delete(f.limits, "lim")
 		f.deleted = append(f.deleted, "lim")
+	case r.URL.Path == "/admin/services/catalog" && r.Method == http.MethodGet:
+		_, _ = io.WriteString(w, `{"name":"catalog","max_in_flight":400,"retry_budget":{"ratio":0.2,"min_per_second":10,"window":"10s"}}`)
+	case r.URL.Path == "/admin/services/catalog" && r.Method == http.MethodPatch:
+		f.budgets = append(f.budgets, strings.TrimSpace(string(body)))
 	case r.URL.Path == "/control" && r.Method == http.MethodGet:
 		_, _ = io.WriteString(w, `{"latency_ms":0,"error_rate":0,"outage":false,"max_concurrent":0,"service_time_ms":0}`)
 	case r.URL.Path == "/control" && r.Method == http.MethodPut:
@@ -179,5 +184,93 @@ func TestStopEndsTheRunEarly(t *testing.T) {
 	}
 	if _, ok := <-func() <-chan Sample { ch, _ := run.Subscribe(); return ch }(); ok {
 		t.Error("Subscribe after the end returned an open channel with a sample, want a closed one")
+	}
+}
+
+const budgetScenario = `
+name: budget
+title: Budget
+explainer: E
+docs: docs/x.md
+driver: request
+request: {method: GET, path: /v1/events, route: events}
+backend: {service: catalog, max_concurrent: 4, service_time: 10ms}
+streams: [{name: clients, identity: ip, count: 5}]
+knobs:
+  - {name: gateway_retry_budget, kind: enum, options: ["off", "20%", "10%+1/s"], default: "20%"}
+profiles:
+  - name: p
+    phases:
+      - {name: storm, duration: 1s, rate: 10, knobs: {gateway_retry_budget: "off"}}
+      - {name: tight, duration: 1s, rate: 10, knobs: {gateway_retry_budget: "10%+1/s"}}
+    expect:
+      - {name: nothing refused, left: {metric: too_many, phase: storm}, op: "==", value: 0}
+`
+
+// TestGatewayRetryBudgetKnob checks that each value of the knob becomes a PATCH of the
+// backend service's retry_budget, read over the budget the run found, and that the run puts
+// that budget back at the end.
+func TestGatewayRetryBudgetKnob(t *testing.T) {
+	sys := &fakeSystem{limits: map[string]string{}}
+	srv := httptest.NewServer(sys)
+	defer srv.Close()
+	sc, err := Parse([]byte(budgetScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := Start(context.Background(), sc, "", Target{Gateway: srv.URL, Admin: srv.URL, AdminToken: "t"}, Options{})
+	if err != nil {
+		t.Fatalf("Start = %v", err)
+	}
+	<-run.Done()
+	if res := run.Result(); !res.Passed() {
+		t.Errorf("result = %+v, want every expectation met", res.Expectations)
+	}
+	found := `{"retry_budget":{"ratio":0.2,"min_per_second":10,"window":"10s","unlimited":false}}`
+	want := []string{
+		// The first phase's value is in force from the start: no PATCH for the default.
+		`{"retry_budget":{"ratio":0.2,"min_per_second":10,"window":"10s","unlimited":true}}`,
+		`{"retry_budget":{"ratio":0.1,"min_per_second":1,"window":"10s","unlimited":false}}`,
+		found, // put back
+	}
+	sys.mu.Lock()
+	defer sys.mu.Unlock()
+	if !slices.Equal(sys.budgets, want) {
+		t.Errorf("PATCH /admin/services/catalog bodies =\n%s\nwant\n%s", strings.Join(sys.budgets, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestParseRetryBudget(t *testing.T) {
+	found := retryBudget{Ratio: 0.2, MinPerSecond: 10, Window: "10s", Unlimited: true}
+	tests := []struct {
+		in      string
+		want    retryBudget
+		wantErr bool
+	}{
+		{in: "off", want: retryBudget{Ratio: 0.2, MinPerSecond: 10, Window: "10s", Unlimited: true}},
+		{in: "20%", want: retryBudget{Ratio: 0.2, MinPerSecond: 10, Window: "10s"}},
+		{in: "5%", want: retryBudget{Ratio: 0.05, MinPerSecond: 10, Window: "10s"}},
+		{in: "100%", want: retryBudget{Ratio: 1, MinPerSecond: 10, Window: "10s"}},
+		{in: "10%+1/s", want: retryBudget{Ratio: 0.1, MinPerSecond: 1, Window: "10s"}},
+		{in: "10%+0.5/s", want: retryBudget{Ratio: 0.1, MinPerSecond: 0.5, Window: "10s"}},
+		{in: "0%", wantErr: true},
+		{in: "150%", wantErr: true},
+		{in: "0.2", wantErr: true},
+		{in: "20", wantErr: true},
+		{in: "on", wantErr: true},
+		{in: "10%+1", wantErr: true},
+		{in: "10%+0/s", wantErr: true},
+		{in: "10%+x/s", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := parseRetryBudget(tt.in, found)
+			switch {
+			case tt.wantErr && err == nil:
+				t.Errorf("parseRetryBudget(%q) = %+v, want an error", tt.in, got)
+			case !tt.wantErr && (err != nil || got != tt.want):
+				t.Errorf("parseRetryBudget(%q) = %+v, %v, want %+v", tt.in, got, err, tt.want)
+			}
+		})
 	}
 }
