@@ -119,18 +119,25 @@ func newLoader(newRequest func(ctx context.Context) *http.Request) *loader {
 // from the moment its request was due, not from when it was sent: a target that stalls
 // cannot hide its stall by slowing the load down (coordinated omission).
 func (l *loader) open(ctx context.Context, rate int, d time.Duration) result {
-	return openTogether(ctx, rate, d, l)[0]
+	return openTogether(ctx, rate, d, []*loader{l}, []int{1})[0]
 }
 
-// openTogether runs the open model of open on several loaders at once, rate requests per
-// second each, their requests interleaved on one schedule: request i goes to loader i mod
-// len(ls). Each loader's result covers the same stretch of time, so a stall of the machine
-// (another process, a hiccup of the host) hits them alike, and comparing their quantiles
-// compares the targets rather than the moments they were measured. Time and pacing come
-// from the first loader.
-func openTogether(ctx context.Context, rate int, d time.Duration, ls ...*loader) []result {
-	clock, k := ls[0], len(ls)
-	n := min(int(float64(rate*k)*d.Seconds()), maxRequests)
+// openTogether runs the open model of open on several loaders at once, their requests
+// interleaved on one schedule: loader j gets weights[j] of every sum(weights) requests, in
+// turn, and the first loader gets rate requests per second. Each loader's result covers the
+// same stretch of time, so a stall of the machine (another process, a hiccup of the host)
+// hits them alike, and comparing their quantiles compares the targets rather than the
+// moments they were measured. Time and pacing come from the first loader.
+func openTogether(ctx context.Context, rate int, d time.Duration, ls []*loader, weights []int) []result {
+	var slots []int // the loader of each request of one turn, e.g. [0 0 0 0 1] for weights 4, 1
+	for j, w := range weights {
+		for range w {
+			slots = append(slots, j)
+		}
+	}
+	clock := ls[0]
+	total := float64(rate) * float64(len(slots)) / float64(weights[0]) // requests per second, all loaders
+	n := min(int(total*d.Seconds()), maxRequests)
 	latency := make([]time.Duration, n)
 	errAt := make([]error, n)
 	var wg sync.WaitGroup
@@ -140,23 +147,23 @@ func openTogether(ctx context.Context, rate int, d time.Duration, ls ...*loader)
 			n = i
 			break
 		}
-		due := start.Add(time.Duration(float64(i) / float64(rate*k) * float64(time.Second)))
+		due := start.Add(time.Duration(float64(i) / total * float64(time.Second)))
 		if wait := due.Sub(clock.now()); wait > 0 {
 			clock.sleep(wait) // pacing to the schedule; a late request is sent at once
 		}
 		wg.Go(func() {
-			errAt[i] = ls[i%k].send(ctx)
+			errAt[i] = ls[slots[i%len(slots)]].send(ctx)
 			latency[i] = clock.now().Sub(due)
 		})
 	}
 	wg.Wait()
 	elapsed := clock.now().Sub(start)
-	out := make([]result, k)
+	out := make([]result, len(ls))
 	for j := range out {
-		out[j] = result{load: fmt.Sprintf("%d/s", rate), elapsed: elapsed}
+		out[j] = result{load: fmt.Sprintf("%d/s", rate*weights[j]/weights[0]), elapsed: elapsed}
 	}
 	for i := range n {
-		r := &out[i%k]
+		r := &out[slots[i%len(slots)]]
 		r.sent++
 		r.latency = append(r.latency, latency[i])
 		if errAt[i] == nil {

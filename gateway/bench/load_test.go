@@ -60,21 +60,26 @@ func TestOpenKeepsTheSchedule(t *testing.T) {
 	}
 }
 
-// TestOpenTogether interleaves two loaders on one schedule: each gets its rate, both
-// results span the same time, and a stall of one shows in its own latencies only.
+// TestOpenTogether interleaves two loaders on one schedule, the second at a third of the
+// first's rate: each gets its share, both results span the same time, and a stall of one
+// shows in its own latencies only.
 func TestOpenTogether(t *testing.T) {
 	slow := loaderFor(t, stallingAt(3))
 	fast := loaderFor(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	rs := openTogether(context.Background(), 100, 300*time.Millisecond, slow, fast)
+	rs := openTogether(context.Background(), 150, 400*time.Millisecond, []*loader{slow, fast}, []int{3, 1})
 	if len(rs) != 2 {
 		t.Fatalf("openTogether(2 loaders) = %d results, want 2", len(rs))
 	}
-	for i, r := range rs {
-		if r.sent != 30 || r.ok != 30 {
-			t.Errorf("result %d: sent %d ok %d, want 30 and 30 (100/s for 300ms)", i, r.sent, r.ok)
+	for i, want := range []struct {
+		sent int
+		load string
+	}{{60, "150/s"}, {20, "50/s"}} {
+		r := rs[i]
+		if r.sent != want.sent || r.ok != want.sent || r.load != want.load {
+			t.Errorf("result %d: sent %d ok %d load %q, want %d, %d, %s", i, r.sent, r.ok, r.load, want.sent, want.sent, want.load)
 		}
-		if r.elapsed != rs[0].elapsed || r.load != "100/s" {
-			t.Errorf("result %d: elapsed %v, load %q; want %v and 100/s like the other", i, r.elapsed, r.load, rs[0].elapsed)
+		if r.elapsed != rs[0].elapsed {
+			t.Errorf("result %d: elapsed %v, want %v like the other", i, r.elapsed, rs[0].elapsed)
 		}
 	}
 	if got := rs[0].quantile(1); got < 100*time.Millisecond {

@@ -43,11 +43,16 @@ type config struct {
 	nginx    string
 	profile  string // directory for CPU profiles; "" = none
 	cpus     string // taskset CPU list for everything but the load; "" = no pinning
-	// alongside sends, during each open-model run of a proxy, as many direct calls to the
-	// upstream, interleaved with the proxy's requests; its added p99 is then measured
-	// against them, over the same seconds.
+	// alongside sends, during each open-model run of a proxy, direct calls to the upstream,
+	// one for every alongsideEvery of the proxy's requests, interleaved with them; its added
+	// p99 is then measured against them, over the same seconds.
 	alongside bool
 }
+
+// alongsideEvery is how many of a proxy's requests go out for each direct call sent
+// alongside them: few enough not to add much load (a quarter), enough for a p99 (1,250 calls
+// in 5s at 1000/s).
+const alongsideEvery = 4
 
 // run is the bench's entry point. With a role as first argument ("upstream", "pools",
 // "gateway") it is one of the processes a benchmark starts; otherwise it runs a benchmark.
@@ -80,7 +85,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	markdown := fs.Bool("markdown", false, "print the table as Markdown (for docs/benchmarks.md)")
 	profile := fs.String("profile", "", "write CPU and allocation profiles of each proxy target into this directory")
 	nginx := fs.String("nginx", "nginx", "nginx binary")
-	alongside := fs.Bool("alongside", true, "during a proxy's open-model runs, send as many direct calls interleaved, and measure its added p99 against those")
+	alongside := fs.Bool("alongside", true, fmt.Sprintf("during a proxy's open-model runs, send one direct call every %d requests, interleaved, and measure its added p99 against those", alongsideEvery))
 	cpus := fs.String("target-cpus", "", "pin the upstream, the targets and Redis to these CPUs (a taskset list such as 1 or 2-3); "+
 		"run the bench itself on the others (scripts/bench-gateway.sh -pin does both)")
 	if err := fs.Parse(args); err != nil {
@@ -278,7 +283,7 @@ func (b *bench) measure(ctx context.Context, cfg config, t target) ([]result, er
 			if direct == nil {
 				return l.open(ctx, rate, cfg.duration)
 			}
-			rs := openTogether(ctx, rate, cfg.duration, l, direct)
+			rs := openTogether(ctx, rate, cfg.duration, []*loader{l, direct}, []int{alongsideEvery, 1})
 			rs[0].alongside = &rs[1]
 			return rs[0]
 		})
