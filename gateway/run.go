@@ -305,6 +305,8 @@ func serviceConfigs(snap *policy.Snapshot, overrides map[string][]string) []upst
 		c := upstream.ServiceConfig{
 			Name: sv.Name, Instances: sv.Instances, DNS: sv.DNS, DNSInterval: sv.DNSInterval.D(),
 			MaxInFlight: sv.MaxInFlight, EjectAfter: sv.EjectAfter,
+			RetryBudget: upstream.RetryBudget{Ratio: sv.RetryBudget.Ratio, MinPerSecond: sv.RetryBudget.MinPerSecond,
+				Window: sv.RetryBudget.Window.D(), Unlimited: sv.RetryBudget.Unlimited},
 			Probe: upstream.ProbeConfig{Path: sv.Probe.Path, Interval: sv.Probe.Interval.D(), Timeout: sv.Probe.Timeout.D(),
 				HealthyAfter: sv.Probe.HealthyAfter, UnhealthyAfter: sv.Probe.UnhealthyAfter},
 		}
