@@ -170,6 +170,13 @@ func runUp(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("demo data ready")
 
+	// The gateway routes only to instances its readiness probes have seen ready; until every
+	// service has one, a first request would get a 503 from a system that says it is up.
+	if err := waitRoutable(runCtx, ep.Admin, *readyWithin); err != nil {
+		cancel()
+		return errors.Join(err, g.Wait())
+	}
+
 	path := filepath.Join(*dataDir, "endpoints.json")
 	if err := writeJSON(path, ep); err != nil {
 		cancel()
@@ -241,6 +248,58 @@ func waitOK(ctx context.Context, urls []string, within time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// waitRoutable polls the gateway's GET /admin/upstreams until every service has a routable
+// instance, or within passes.
+func waitRoutable(ctx context.Context, admin Admin, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	var waitingFor string
+	for {
+		waitingFor = unroutable(ctx, client, admin)
+		if waitingFor == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the gateway has no ready instance of %s within %v", waitingFor, within)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// unroutable names a service the gateway cannot route to yet ("" when it can route to all).
+func unroutable(ctx context.Context, client *http.Client, admin Admin) string {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, admin.URL+"/admin/upstreams", nil)
+	req.Header.Set("Authorization", "Bearer "+admin.Token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return "any service (admin API: " + err.Error() + ")"
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Services []struct {
+			Name      string `json:"name"`
+			Instances []struct {
+				Routable bool `json:"routable"`
+			} `json:"instances"`
+		} `json:"services"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil || len(body.Services) == 0 {
+		return "any service (admin API: " + resp.Status + ")"
+	}
+	for _, sv := range body.Services {
+		routable := false
+		for _, in := range sv.Instances {
+			routable = routable || in.Routable
+		}
+		if !routable {
+			return sv.Name
+		}
+	}
+	return ""
 }
 
 func writeJSON(path string, v any) error {

@@ -393,14 +393,6 @@ func storageKey(ruleID, key string) string {
 	return "rl:{" + key + "}:" + ruleID
 }
 
-// tagged wraps key in braces unless it already holds a non-empty {tag}.
-func tagged(key string) string {
-	if _, ok := hashTag(key); ok {
-		return key
-	}
-	return "{" + key + "}"
-}
-
 // hashTag returns the part of key that Redis Cluster hashes: the first non-empty {…}.
 func hashTag(key string) (string, bool) {
 	for i := 0; i < len(key); i++ {
