@@ -7,20 +7,26 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 MODULES     := $(shell $(GO) list -m -f '{{.Path}}/...')
 # Concurrency-heavy modules run under the race detector.
 RACE        := boxoffice.dev/platform/... boxoffice.dev/gateway/...
-PLAIN       := $(filter-out $(RACE),$(MODULES))
+# Whole-system tests (boxoffice up, the scenarios, the browser) measure latency: they run
+# last and alone, so other packages' builds and tests do not share their two cores.
+SYSTEM      := boxoffice.dev/cmd/boxoffice/...
+PLAIN       := $(filter-out $(RACE) $(SYSTEM),$(MODULES))
 
-.PHONY: up test test-race test-plain lint fmt vet staticcheck deps-check deps-sync generate proto graphql generate-check bench bench-gateway tidy build
+.PHONY: up test test-race test-plain test-system lint fmt vet staticcheck deps-check deps-sync generate proto graphql generate-check bench bench-gateway tidy build
 
 up: ## run every component in one process (Ctrl-C stops it)
 	$(GO) run ./cmd/boxoffice up
 
-test: test-plain test-race ## run every module's tests
+test: test-plain test-race test-system ## run every module's tests
 
 test-plain:
 	$(GO) test -count=1 $(PLAIN)
 
 test-race:
 	$(GO) test -count=1 -race $(RACE)
+
+test-system:
+	$(GO) test -count=1 -p 1 $(SYSTEM)
 
 build: ## compile every deployable
 	$(GO) build $(MODULES)
