@@ -43,6 +43,8 @@ type config struct {
 	nginx    string
 	profile  string // directory for CPU profiles; "" = none
 	cpus     string // taskset CPU list for everything but the load; "" = no pinning
+	// gatewayEnv is added to the gateway targets' environment, for experiments (GOGC=400).
+	gatewayEnv []string
 	// alongside sends, during each open-model run of a proxy, direct calls to the upstream,
 	// one for every alongsideEvery of the proxy's requests, interleaved with them; its added
 	// p99 is then measured against them, over the same seconds.
@@ -86,12 +88,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	profile := fs.String("profile", "", "write CPU and allocation profiles of each proxy target into this directory")
 	nginx := fs.String("nginx", "nginx", "nginx binary")
 	alongside := fs.Bool("alongside", true, fmt.Sprintf("during a proxy's open-model runs, send one direct call every %d requests, interleaved, and measure its added p99 against those", alongsideEvery))
+	var gatewayEnv []string
+	fs.Func("gateway-env", "`NAME=value` added to the gateway targets' environment (repeatable), e.g. GOGC=400 or RATELIMIT_TIMEOUT=5ms", func(v string) error {
+		if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+			return fmt.Errorf("want NAME=value, got %q", v)
+		}
+		gatewayEnv = append(gatewayEnv, v)
+		return nil
+	})
 	cpus := fs.String("target-cpus", "", "pin the upstream, the targets and Redis to these CPUs (a taskset list such as 1 or 2-3); "+
 		"run the bench itself on the others (scripts/bench-gateway.sh -pin does both)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	cfg := config{duration: *duration, warmup: *warmup, conns: *conns, markdown: *markdown, nginx: *nginx, profile: *profile, cpus: *cpus, alongside: *alongside}
+	cfg := config{duration: *duration, warmup: *warmup, conns: *conns, markdown: *markdown, nginx: *nginx, profile: *profile, cpus: *cpus, alongside: *alongside, gatewayEnv: gatewayEnv}
 	if cfg.cpus != "" {
 		if _, err := cpuCount(cfg.cpus); err != nil {
 			return config{}, fmt.Errorf("-target-cpus: %w", err)
@@ -132,6 +142,8 @@ type bench struct {
 	nginx    string
 	profile  string // directory for CPU profiles; "" = none
 	cpus     string // taskset CPU list of the processes started; "" = not pinned
+	// gatewayEnv is added to the gateway targets' environment (config.gatewayEnv).
+	gatewayEnv []string
 }
 
 // childEnv is the environment of a target's process: the bench's, a CPU profile when
@@ -187,7 +199,7 @@ func benchmark(ctx context.Context, cfg config, getenv func(string) string, stdo
 		return fmt.Errorf("scratch directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{self: self, dir: dir, nginx: cfg.nginx, profile: cfg.profile, cpus: cfg.cpus, env: []string{"PATH=" + getenv("PATH"), "HOME=" + dir}}
+	b := &bench{self: self, dir: dir, nginx: cfg.nginx, profile: cfg.profile, cpus: cfg.cpus, gatewayEnv: cfg.gatewayEnv, env: []string{"PATH=" + getenv("PATH"), "HOME=" + dir}}
 	if b.profile != "" {
 		if b.profile, err = filepath.Abs(b.profile); err == nil {
 			err = os.MkdirAll(b.profile, 0o755)

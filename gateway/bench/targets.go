@@ -112,6 +112,7 @@ func startGateway(name, policy string, withToken bool) func(context.Context, *be
 			// decisions by path, so that this stays checked.
 			"RATELIMIT_TIMEOUT=1s",
 		)
+		env = append(env, b.gatewayEnv...) // last, so that they win
 		header := http.Header{}
 		if withToken {
 			header.Set("Authorization", "Bearer "+b.token)
