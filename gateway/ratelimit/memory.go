@@ -20,6 +20,7 @@ type Memory struct {
 	keys   map[string]*entry
 	calls  int // decisions since the last sweep of idle keys
 	leases uint64
+	last   int64 // µs; the latest time decided at, so time never runs backwards
 }
 
 type entry struct {
@@ -50,9 +51,13 @@ func (m *Memory) Allow(_ context.Context, reqs []Request) (Result, error) {
 // decide is Allow on valid requests. With spend false it only reports (the request was
 // denied elsewhere); path is recorded in the decisions.
 func (m *Memory) decide(reqs []Request, spend bool, path Path) Result {
-	now := m.now().UnixMicro()
+	// The clock is read under the lock and never goes back: a time read before waiting for
+	// the lock would be older than states others saved meanwhile, and GCRA would deny a
+	// request that arrived in budget (seen under overload with the breaker open).
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	now := max(m.now().UnixMicro(), m.last)
+	m.last = now
 	m.sweep(now)
 
 	ds := make([]Decision, len(reqs))

@@ -234,3 +234,22 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// A time older than one already decided at is treated as that time: under contention a
+// caller's clock reading can lag states other callers saved, and must not make it look early.
+func TestMemoryTimeNeverRunsBackwards(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	clock := t0
+	m := NewMemory(func() time.Time { return clock })
+	rule := Rule{ID: "wide", Algorithm: GCRA, Limit: 1_000_000, Window: time.Second, Burst: 1_000_000}
+	req := []Request{{Rule: rule, Key: "k"}}
+	for range 10 {
+		if res, err := m.Allow(context.Background(), req); err != nil || !res.Allowed {
+			t.Fatalf("Allow at t0 = %+v, %v; want allowed", res.Decision, err)
+		}
+	}
+	clock = t0.Add(-2 * time.Second) // a stale reading
+	if res, _ := m.Allow(context.Background(), req); !res.Allowed {
+		t.Fatalf("Allow with a clock 2s behind = denied (retry %v), want allowed as at t0", res.RetryAfter)
+	}
+}
