@@ -31,7 +31,8 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
-	"time"
+
+	"boxoffice.dev/platform/config"
 )
 
 // Policy is a whole policy document. The zero value is an empty policy that routes nothing.
@@ -203,23 +204,7 @@ func (p *Plan) UnmarshalYAML(unmarshal func(any) error) error {
 }
 
 // Duration is a time.Duration written as "250ms" or "5s" in YAML and JSON.
-type Duration time.Duration
-
-// D is d as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// MarshalText writes d as a Go duration string.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-// UnmarshalText reads a Go duration string.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("want a duration such as 250ms or 5s, got %q", b)
-	}
-	*d = Duration(v)
-	return nil
-}
+type Duration = config.Duration
 
 // Clone returns a deep copy of p, for edits that must not touch a policy in use.
 func (p *Policy) Clone() *Policy {

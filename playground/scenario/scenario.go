@@ -21,6 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"boxoffice.dev/platform/config"
 	"boxoffice.dev/playground/load"
 )
 
@@ -191,24 +192,8 @@ type CounterSpec struct {
 	Kind string `yaml:"kind,omitempty" json:"kind,omitempty"`
 }
 
-// Duration is a time.Duration written "250ms" or "5s" in YAML and JSON.
-type Duration time.Duration
-
-// D is d as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-// MarshalText writes d as a Go duration string.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-// UnmarshalText reads a Go duration string.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("want a duration such as 250ms or 5s, got %q", b)
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is a time.Duration written as "250ms" or "5s" in YAML and JSON.
+type Duration = config.Duration
 
 // Profile returns the profile named name; "" means the first.
 func (s *Scenario) Profile(name string) (*Profile, error) {
