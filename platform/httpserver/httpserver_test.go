@@ -91,6 +91,46 @@ func TestServeCutsAfterDrainDeadline(t *testing.T) {
 	}
 }
 
+// A connection that never sent a request (a client's spare keep-alive dial) holds no work:
+// the drain must not wait for it, nor report it as a request still running.
+func TestServeClosesConnectionsWithoutARequest(t *testing.T) {
+	srv := New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, srv, l, 2*time.Second) }()
+
+	// One connection served a request and sits idle; another never sends one.
+	resp, err := http.Get("http://" + l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	silent, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve = %v, want nil: no request was in flight", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	silent.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := silent.Read(make([]byte, 1)); err == nil {
+		t.Fatalf("silent connection read %d bytes after shutdown, want it closed", n)
+	}
+}
+
 func TestLimitBody(t *testing.T) {
 	h := LimitBody(10)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
