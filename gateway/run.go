@@ -35,7 +35,7 @@ import (
 )
 
 // Spec names the process and its default listen addresses.
-var Spec = server.Spec{Name: "gateway", HTTPAddr: ":8080", GRPCAddr: ""}
+var Spec = server.Spec{Name: "gateway", HTTPAddr: ":8080", OwnHTTPMetrics: true}
 
 // defaultPolicy is the policy `boxoffice up` runs with when POLICY_FILE is not set.
 //

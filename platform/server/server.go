@@ -50,6 +50,10 @@ type Spec struct {
 	Name     string
 	HTTPAddr string
 	GRPCAddr string
+	// OwnHTTPMetrics says the component records RED metrics per route itself (the gateway
+	// does): its routes are then traced without the platform's http.server.* metrics, which
+	// would count each request twice at a cost on the hottest path (telemetry.HTTPTracing).
+	OwnHTTPMetrics bool
 }
 
 // Build wires a component's own parts on a ready Server and returns its HTTP routes
@@ -71,6 +75,7 @@ func Main(ctx context.Context, spec Spec, getenv func(string) string, stdout io.
 		return err
 	}
 	defer s.Close()
+	s.ownHTTPMetrics = spec.OwnHTTPMetrics
 	var h http.Handler
 	if build != nil {
 		if h, err = build(ctx, s); err != nil {
@@ -92,6 +97,8 @@ type Server struct {
 
 	grpc *grpcserver.Server
 	work *workers
+	// ownHTTPMetrics: see Spec.OwnHTTPMetrics.
+	ownHTTPMetrics bool
 
 	mu      sync.Mutex
 	closers []func() error
@@ -245,7 +252,11 @@ func (s *Server) Handler(h http.Handler) http.Handler {
 	mux.Handle(control.Path, s.Control.Handler())
 	if h != nil {
 		app := httpserver.LimitBody(0)(s.Control.Middleware(h))
-		mux.Handle("/", s.Telemetry.HTTPMiddleware(s.Config.Name)(app))
+		instrument := s.Telemetry.HTTPMiddleware
+		if s.ownHTTPMetrics {
+			instrument = s.Telemetry.HTTPTracing
+		}
+		mux.Handle("/", instrument(s.Config.Name)(app))
 	}
 	return mux
 }

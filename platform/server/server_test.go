@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"boxoffice.dev/platform/control"
 	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/server"
@@ -20,6 +22,12 @@ import (
 // /healthz. It returns the base URL and a stop func that cancels and returns Main's error.
 func startMain(t *testing.T, env map[string]string, build server.Build) (string, func() error) {
 	t.Helper()
+	return startSpec(t, server.Spec{Name: "probe", HTTPAddr: ":0"}, env, build)
+}
+
+// startSpec is startMain for a component of the given spec.
+func startSpec(t *testing.T, spec server.Spec, env map[string]string, build server.Build) (string, func() error) {
+	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
 	base := map[string]string{"HTTP_ADDR": addr, "DATA_DIR": t.TempDir(), "SHUTDOWN_TIMEOUT": "2s"}
 	for k, v := range env {
@@ -28,7 +36,7 @@ func startMain(t *testing.T, env map[string]string, build server.Build) (string,
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- server.Main(ctx, server.Spec{Name: "probe", HTTPAddr: ":0"}, func(k string) string { return base[k] }, tlog{t}, build)
+		done <- server.Main(ctx, spec, func(k string) string { return base[k] }, tlog{t}, build)
 	}()
 	url := "http://" + addr
 	testkit.Eventually(t, 5*time.Second, "GET /healthz answers 200", func() bool {
@@ -181,4 +189,39 @@ type tlog struct{ t *testing.T }
 func (l tlog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// A component that records its own RED metrics (the gateway) gets its caller's trace context
+// but none of the platform's http.server metrics.
+func TestMainOwnHTTPMetrics(t *testing.T) {
+	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	url, stop := startSpec(t, server.Spec{Name: "gateway", HTTPAddr: ":0", OwnHTTPMetrics: true}, nil,
+		func(ctx context.Context, s *server.Server) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, trace.SpanContextFromContext(r.Context()).TraceID().String())
+			}), nil
+		})
+	req, _ := http.NewRequest(http.MethodGet, url+"/v1/anything", nil)
+	req.Header.Set("traceparent", "00-"+callerTrace+"-00f067aa0ba902b7-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != callerTrace {
+		t.Errorf("handler saw trace id %q, want the caller's %s", b, callerTrace)
+	}
+	resp, err = http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(b), "http_server_request_duration_seconds") {
+		t.Errorf("/metrics has http.server series, want none for a component with its own")
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Main after cancel = %v, want nil", err)
+	}
 }

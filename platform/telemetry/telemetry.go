@@ -28,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -196,6 +197,32 @@ func (t *Telemetry) HTTPMiddleware(operation string) func(http.Handler) http.Han
 	// server.address would otherwise come from the Host header, which any client can fill
 	// with a new value per request: one new set of series each time.
 	opts := append(t.httpOptions(), otelhttp.WithServerName(t.service))
+	return func(h http.Handler) http.Handler {
+		return otelhttp.NewHandler(h, operation, opts...)
+	}
+}
+
+// HTTPTracing is HTTPMiddleware without the http.server.* metrics, for a process that records
+// its own RED metrics per route (the gateway): otelhttp's would count every request a second
+// time, and they cost about a tenth of a small request's CPU and allocations. With tracing
+// off it only reads the caller's trace context into the request's, so the trace id still
+// reaches logs and the next hop.
+func (t *Telemetry) HTTPTracing(operation string) func(http.Handler) http.Handler {
+	if t == nil {
+		return func(h http.Handler) http.Handler { return h }
+	}
+	if _, off := t.TracerProvider.(noop.TracerProvider); off {
+		return func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+				if ctx != r.Context() {
+					r = r.WithContext(ctx)
+				}
+				h.ServeHTTP(w, r)
+			})
+		}
+	}
+	opts := append(t.httpOptions(), otelhttp.WithServerName(t.service), otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()))
 	return func(h http.Handler) http.Handler {
 		return otelhttp.NewHandler(h, operation, opts...)
 	}

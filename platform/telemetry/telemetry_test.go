@@ -364,3 +364,47 @@ func TestShutdownTwice(t *testing.T) {
 		}
 	}
 }
+
+// HTTPTracing continues the caller's trace, with tracing on and off, and records none of the
+// http.server metrics HTTPMiddleware does.
+func TestHTTPTracing(t *testing.T) {
+	const (
+		callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+		callerSpan  = "00f067aa0ba902b7"
+	)
+	for _, tracing := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tracing off", true: "tracing on"}[tracing], func(t *testing.T) {
+			cfg := Config{Service: "gateway"}
+			var col *collector
+			if tracing {
+				col = startCollector(t)
+				cfg.OTLPEndpoint = col.addr
+			}
+			tel := setupT(t, cfg)
+			var inHandler trace.SpanContext
+			h := tel.HTTPTracing("gateway")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				inHandler = trace.SpanContextFromContext(r.Context())
+			}))
+			req := httptest.NewRequest(http.MethodGet, "/v1/events", nil)
+			req.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
+			h.ServeHTTP(httptest.NewRecorder(), req)
+
+			if got := inHandler.TraceID().String(); got != callerTrace {
+				t.Errorf("handler's trace id = %s, want the caller's %s", got, callerTrace)
+			}
+			if got := scrape(t, tel); strings.Contains(got, "http_server_") {
+				t.Errorf("/metrics has http.server series; HTTPTracing must not record them:\n%s", got)
+			}
+			if !tracing {
+				return
+			}
+			if err := tel.Shutdown(context.Background()); err != nil {
+				t.Fatalf("Shutdown: %v", err)
+			}
+			span := col.span(t, tracepb.Span_SPAN_KIND_SERVER)
+			if got := hex.EncodeToString(span.GetParentSpanId()); got != callerSpan {
+				t.Errorf("exported server span parent = %s, want the caller's span %s", got, callerSpan)
+			}
+		})
+	}
+}
