@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	"boxoffice.dev/platform/problem"
@@ -177,4 +178,76 @@ func (m *memPayments) status(key string) ChargeStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.charges[key].Status
+}
+
+// The saga tests trust these fakes to follow inventory's and payment's rules; this pins the
+// rules the fakes claim, so a fake that drifts fails here rather than passing a saga test
+// for the wrong reason.
+func TestMemHoldsFollowInventoryRules(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 29, 20, 0, 0, 0, time.UTC)
+	m := newMemHolds(func() time.Time { return now })
+	for _, id := range []string{"h-confirm", "h-release", "h-expired"} {
+		m.add(Hold{ID: id, Status: HoldActive, ExpiresAt: now.Add(time.Minute)})
+	}
+	m.add(Hold{ID: "h-late", Status: HoldActive, ExpiresAt: now})
+
+	steps := []struct {
+		name string
+		call func() (Hold, error)
+		want HoldStatus
+		code problem.Code // "" means no error
+	}{
+		{"confirm an active hold", func() (Hold, error) { return m.ConfirmHold(ctx, "h-confirm") }, HoldConfirmed, ""},
+		{"confirm it again: no-op", func() (Hold, error) { return m.ConfirmHold(ctx, "h-confirm") }, HoldConfirmed, ""},
+		{"release a confirmed hold", func() (Hold, error) { return m.ReleaseHold(ctx, "h-confirm") }, "", problem.Conflict},
+		{"release an active hold", func() (Hold, error) { return m.ReleaseHold(ctx, "h-release") }, HoldReleased, ""},
+		{"release it again: no-op", func() (Hold, error) { return m.ReleaseHold(ctx, "h-release") }, HoldReleased, ""},
+		{"confirm a released hold", func() (Hold, error) { return m.ConfirmHold(ctx, "h-release") }, "", problem.Gone},
+		{"read a hold past its expiry", func() (Hold, error) { return m.GetHold(ctx, "h-late") }, HoldExpired, ""},
+		{"confirm a hold past its expiry", func() (Hold, error) { return m.ConfirmHold(ctx, "h-late") }, "", problem.Gone},
+		{"read a missing hold", func() (Hold, error) { return m.GetHold(ctx, "h-none") }, "", problem.NotFound},
+	}
+	for _, s := range steps {
+		h, err := s.call()
+		var got problem.Code
+		if err != nil {
+			got = problem.CodeOf(err)
+		}
+		if got != s.code || s.code == "" && h.Status != s.want {
+			t.Errorf("%s = %q, %v; want status %q, error code %q", s.name, h.Status, err, s.want, s.code)
+		}
+	}
+	if m.confirmed["h-confirm"] != 1 || m.released["h-release"] != 1 {
+		t.Errorf("confirmed, released = %v, %v; want each hold changed once", m.confirmed, m.released)
+	}
+}
+
+func TestMemPaymentsFollowPaymentRules(t *testing.T) {
+	ctx := context.Background()
+	m := newMemPayments()
+	order := func(minor int64) Order { return Order{Amount: Money{Currency: "EUR", Minor: minor}} }
+
+	first, err := m.Charge(ctx, "k1", order(5000))
+	if err != nil || first.Status != ChargeSucceeded {
+		t.Fatalf("Charge(k1) = %+v, %v; want succeeded", first, err)
+	}
+	if again, err := m.Charge(ctx, "k1", order(5000)); err != nil || again != first {
+		t.Errorf("Charge(k1) again = %+v, %v; want the first charge %+v", again, err, first)
+	}
+	if c, err := m.Charge(ctx, "k2", order(4913)); err != nil || c.Status != ChargeDeclined {
+		t.Errorf("Charge of an amount ending in 13 = %+v, %v; want declined", c, err)
+	}
+	if c, err := m.Refund(ctx, "k1", order(5000), "test"); err != nil || c.Status != ChargeRefunded {
+		t.Errorf("Refund(k1) = %+v, %v; want refunded", c, err)
+	}
+	if c, err := m.Refund(ctx, "k3", order(5000), "test"); err != nil || c.Status != ChargeVoided {
+		t.Errorf("Refund of a key never charged = %+v, %v; want voided", c, err)
+	}
+	if c, err := m.Charge(ctx, "k3", order(5000)); err != nil || c.Status != ChargeVoided {
+		t.Errorf("Charge after the key was voided = %+v, %v; want still voided", c, err)
+	}
+	if _, err := m.GetCharge(ctx, "k4"); problem.CodeOf(err) != problem.NotFound {
+		t.Errorf("GetCharge of an unknown key = %v, want NotFound", err)
+	}
 }
