@@ -66,6 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		case "pools":
 			return profiled(getenv, func() error { return servePools(ctx, args[2:]) })
 		case "gateway":
+			gateway.TuneGC(getenv) // as cmd/gateway does
 			return profiled(getenv, func() error { return gateway.Run(ctx, args[1:], getenv, stdout, stderr) })
 		}
 	}
@@ -89,7 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	nginx := fs.String("nginx", "nginx", "nginx binary")
 	alongside := fs.Bool("alongside", true, fmt.Sprintf("during a proxy's open-model runs, send one direct call every %d requests, interleaved, and measure its added p99 against those", alongsideEvery))
 	var gatewayEnv []string
-	fs.Func("gateway-env", "`NAME=value` added to the gateway targets' environment (repeatable), e.g. GOGC=400 or RATELIMIT_TIMEOUT=5ms", func(v string) error {
+	fs.Func("gateway-env", "`NAME=value` added to the gateway targets' environment (repeatable), e.g. GOGC=100 or RATELIMIT_TIMEOUT=5ms", func(v string) error {
 		if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
 			return fmt.Errorf("want NAME=value, got %q", v)
 		}

@@ -2,8 +2,13 @@
 package main
 
 import (
+	"os"
+
 	"boxoffice.dev/gateway"
 	"boxoffice.dev/platform/server"
 )
 
-func main() { server.Exec(gateway.Run) }
+func main() {
+	gateway.TuneGC(os.Getenv)
+	server.Exec(gateway.Run)
+}
