@@ -3,7 +3,6 @@ package inventory
 import (
 	"cmp"
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/problem"
@@ -76,36 +74,7 @@ func (m *SeatMapper) Run(ctx context.Context) error {
 	if m.Tracer == nil {
 		m.Tracer = noop.NewTracerProvider().Tracer("inventory")
 	}
-	log := m.Log.With("stream", CatalogStream, "consumer", SeatMapConsumer)
-	for {
-		cc, err := m.subscribe(ctx)
-		if err == nil {
-			select {
-			case <-ctx.Done():
-				cc.Stop()
-				<-cc.Closed() // the change in hand is finished (or left unacked) before Run returns
-				return nil
-			case <-cc.Closed():
-				log.WarnContext(ctx, "catalog consumer closed: subscribing again")
-			}
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			log.WarnContext(ctx, "follow catalog events", "error", err)
-		}
-		if clock.Sleep(ctx, m.retryEvery()) != nil {
-			return nil
-		}
-	}
-}
-
-// subscribe creates SeatMapConsumer, or finds it as another replica left it, and consumes it.
-func (m *SeatMapper) subscribe(ctx context.Context) (jetstream.ConsumeContext, error) {
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	cons, err := m.JS.CreateOrUpdateConsumer(cctx, CatalogStream, jetstream.ConsumerConfig{
+	natsconn.Follow(ctx, m.JS, CatalogStream, jetstream.ConsumerConfig{
 		Durable:       SeatMapConsumer,
 		FilterSubject: catalogEventSubjects,
 		// A new consumer starts at the stream's first change: events the catalog created
@@ -114,11 +83,8 @@ func (m *SeatMapper) subscribe(ctx context.Context) (jetstream.ConsumeContext, e
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       cmp.Or(m.AckWait, 30*time.Second),
-	})
-	if err != nil {
-		return nil, err
-	}
-	return cons.Consume(func(msg jetstream.Msg) { m.handle(ctx, msg) })
+	}, func(msg jetstream.Msg) { m.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: m.retryEvery(), Log: m.Log})
+	return nil
 }
 
 // handle applies one change and acknowledges it as its outcome says.

@@ -3,7 +3,6 @@ package notification
 import (
 	"cmp"
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/problem"
@@ -54,7 +52,8 @@ type Consumer struct {
 }
 
 // Run consumes every source until ctx ends, then returns nil. A source whose stream does not
-// exist yet is retried until it does, so notification may start before its producers.
+// exist yet is retried until it does, so notification may start before its producers, and a
+// consumer that goes away is set up again (natsconn.Follow).
 func (c *Consumer) Run(ctx context.Context) error {
 	if c.Log == nil {
 		c.Log = logging.Discard()
@@ -74,42 +73,15 @@ func (c *Consumer) Run(ctx context.Context) error {
 	return nil
 }
 
-// consume reads src until ctx ends. Setting up the consumer is retried until it succeeds: the
-// stream may not exist yet, or NATS may be away.
+// consume reads src until ctx ends.
 func (c *Consumer) consume(ctx context.Context, src Source) {
-	log := c.Log.With("stream", src.Stream, "consumer", src.Durable)
-	for {
-		cc, err := c.subscribe(ctx, src)
-		if err == nil {
-			<-ctx.Done()
-			cc.Stop()
-			<-cc.Closed()
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if !errors.Is(err, jetstream.ErrStreamNotFound) {
-			log.WarnContext(ctx, "consume", "error", err)
-		}
-		if clock.Sleep(ctx, cmp.Or(c.RetryEvery, time.Second)) != nil {
-			return
-		}
-	}
-}
-
-func (c *Consumer) subscribe(ctx context.Context, src Source) (jetstream.ConsumeContext, error) {
-	cons, err := c.JS.CreateOrUpdateConsumer(ctx, src.Stream, jetstream.ConsumerConfig{
+	natsconn.Follow(ctx, c.JS, src.Stream, jetstream.ConsumerConfig{
 		Durable:       src.Durable,
 		FilterSubject: src.Subject,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       cmp.Or(c.AckWait, 10*time.Second),
 		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return cons.Consume(func(msg jetstream.Msg) { c.handle(ctx, msg) })
+	}, func(msg jetstream.Msg) { c.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: c.RetryEvery, Log: c.Log})
 }
 
 // handle stores the message an event makes, then acknowledges it.

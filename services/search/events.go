@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,15 +67,18 @@ func (f *Feeder) Run(ctx context.Context) error {
 		f.Log = slog.New(slog.DiscardHandler)
 	}
 	if f.JS != nil {
-		var cc jetstream.ConsumeContext
-		err := retry(ctx, f.Log, "follow catalog events", func() (err error) {
-			cc, err = f.follow(ctx)
-			return err
-		})
-		if err != nil {
-			return nil // ctx is done
+		subscribed, followed := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		go func() {
+			defer close(followed)
+			f.follow(ctx, func() { once.Do(func() { close(subscribed) }) })
+		}()
+		defer func() { <-followed }() // the consumer is stopped before Run returns
+		select {
+		case <-subscribed:
+		case <-ctx.Done():
+			return nil
 		}
-		defer cc.Stop()
 	}
 	err := retry(ctx, f.Log, "rebuild from catalog", func() error {
 		n, err := Rebuild(ctx, f.Catalog, f.Index)
@@ -91,23 +95,20 @@ func (f *Feeder) Run(ctx context.Context) error {
 	return nil
 }
 
-// follow creates or resumes this instance's durable consumer and applies every change.
+// follow creates or resumes this instance's durable consumer and applies every change until
+// ctx is done, calling subscribed once the consumer is set up (again, after it went away).
 // Each instance has its own consumer, since each has its own index: instances sharing one
 // would split the events between them.
-func (f *Feeder) follow(ctx context.Context) (jetstream.ConsumeContext, error) {
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	cons, err := f.JS.CreateOrUpdateConsumer(cctx, catalogStream, jetstream.ConsumerConfig{
+func (f *Feeder) follow(ctx context.Context, subscribed func()) {
+	natsconn.Follow(ctx, f.JS, catalogStream, jetstream.ConsumerConfig{
 		Durable:           f.Consumer,
 		FilterSubject:     eventSubjects,
 		DeliverPolicy:     jetstream.DeliverNewPolicy, // earlier events are in the rebuild
 		AckPolicy:         jetstream.AckExplicitPolicy,
 		InactiveThreshold: consumerIdle,
+	}, func(m jetstream.Msg) { f.apply(ctx, m) }, natsconn.FollowOptions{
+		RetryEvery: firstRetryWait, MaxRetryEvery: maxRetryPause, SetupTimeout: callTimeout, Subscribed: subscribed, Log: f.Log,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("consumer %s on %s: %w", f.Consumer, catalogStream, err)
-	}
-	return cons.Consume(func(m jetstream.Msg) { f.apply(ctx, m) })
 }
 
 func (f *Feeder) apply(ctx context.Context, m jetstream.Msg) {

@@ -1,0 +1,82 @@
+package natsconn
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"boxoffice.dev/platform/clock"
+	"boxoffice.dev/platform/logging"
+)
+
+// FollowOptions tune Follow. The zero value is usable.
+type FollowOptions struct {
+	// RetryEvery is the first pause before setting the consumer up again after a failure,
+	// doubled after each failure in a row up to MaxRetryEvery; 0 means 1s. MaxRetryEvery 0
+	// means 8 × RetryEvery.
+	RetryEvery    time.Duration
+	MaxRetryEvery time.Duration
+	// SetupTimeout bounds one attempt to create or find the consumer; 0 means 5s.
+	SetupTimeout time.Duration
+	// Subscribed, if set, is called each time the consumer is set up and consuming: a caller
+	// that must not go on before events flow (a read model about to rebuild) waits for it.
+	Subscribed func()
+	// Log reports failed set-ups and a consumer that went away; nil discards.
+	Log *slog.Logger
+}
+
+// Follow consumes stream through the durable consumer cfg describes, handing every message
+// to handle, until ctx ends; then it stops the consumer, lets the message in hand finish
+// (or stay unacknowledged, to be redelivered), and returns.
+//
+// A service must outlive the processes it listens to, so setting the consumer up is retried
+// until it works: the stream may not exist yet (its producer starts later; this is not
+// logged, as it is expected at start) or NATS may be away. A consumer that closes while
+// followed (deleted with its stream, say) is set up again.
+func Follow(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, handle jetstream.MessageHandler, o FollowOptions) {
+	log := cmp.Or(o.Log, logging.Discard()).With("stream", stream, "consumer", cfg.Durable)
+	first := cmp.Or(o.RetryEvery, time.Second)
+	wait := first
+	for {
+		cc, err := subscribe(ctx, js, stream, cfg, handle, cmp.Or(o.SetupTimeout, 5*time.Second))
+		if err == nil {
+			wait = first
+			if o.Subscribed != nil {
+				o.Subscribed()
+			}
+			select {
+			case <-ctx.Done():
+				cc.Stop()
+				<-cc.Closed()
+				return
+			case <-cc.Closed():
+				log.WarnContext(ctx, "consumer closed: setting it up again")
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			log.WarnContext(ctx, "set up consumer", "error", err, "retry_in", wait)
+		}
+		if clock.Sleep(ctx, wait) != nil {
+			return
+		}
+		wait = min(2*wait, cmp.Or(o.MaxRetryEvery, 8*first))
+	}
+}
+
+// subscribe creates the consumer, or finds it as another replica left it, and consumes it.
+func subscribe(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, handle jetstream.MessageHandler, timeout time.Duration) (jetstream.ConsumeContext, error) {
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cons, err := js.CreateOrUpdateConsumer(sctx, stream, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return cons.Consume(handle)
+}
