@@ -20,6 +20,10 @@ import (
 //	ratelimit_fail_closed_decisions_total{rule}      denied because the store was unreachable
 //	ratelimit_decision_duration_seconds              one request, all rules, any path
 //	ratelimit_breaker_open                           1 while the breaker skips the store
+//
+// Redis reports one more, newBatchSizes:
+//
+//	ratelimit_redis_batch_size                       requests decided per Redis round trip
 type metrics struct {
 	decisions  metric.Int64Counter
 	storeErrs  metric.Int64Counter
@@ -38,13 +42,16 @@ type outcomeKey struct {
 	path          Path
 }
 
+// meterName is the instrumentation scope of the package's metrics.
+const meterName = "boxoffice.dev/gateway/ratelimit"
+
 // newMetrics creates the instruments on mp; nil means no metrics. breakerOpen is observed
 // at each collection.
 func newMetrics(mp metric.MeterProvider, breakerOpen func() bool) (*metrics, error) {
 	if mp == nil {
 		mp = noop.NewMeterProvider()
 	}
-	m := mp.Meter("boxoffice.dev/gateway/ratelimit")
+	m := mp.Meter(meterName)
 	var ms metrics
 	var err, e error
 	ms.decisions, e = m.Int64Counter("ratelimit.decisions", metric.WithDescription("Rule decisions by rule, outcome and path."))
@@ -110,4 +117,19 @@ func (m *metrics) outcome(k outcomeKey) metric.AddOption {
 // storeError records a store call that failed or was skipped.
 func (m *metrics) storeError(ctx context.Context, kind string) {
 	m.storeErrs.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
+}
+
+// newBatchSizes creates the histogram of requests per Redis round trip on mp; nil means no
+// metrics. A request alone is a batch of 1; at most maxBatch ride together.
+func newBatchSizes(mp metric.MeterProvider) (metric.Int64Histogram, error) {
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	h, err := mp.Meter(meterName).Int64Histogram("ratelimit.redis.batch.size",
+		metric.WithDescription("Requests decided per Redis round trip: 1 when a request goes alone, more when concurrent requests share a pipeline."),
+		metric.WithExplicitBucketBoundaries(1, 2, 4, 8, 16, 32, 64, 128))
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit metrics: %w", err)
+	}
+	return h, nil
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 )
 
 // Redis is a Limiter whose state lives in Redis, shared by every gateway replica: the limits
@@ -32,20 +34,54 @@ import (
 // denied request may spend its cost once from each rule outside the slot of the rule that
 // denied it (TestRedisClusterSplitSlotsOvershoot measures it).
 //
+// Concurrent requests share round trips (group commit, see batcher). Under load many
+// requests decide at the same moment, and a round trip per request costs the client a write,
+// a read and a goroutine wake-up each, and Redis its per-command I/O, more than the script
+// itself; one pipeline of all the waiting requests' calls pays those once. A request goes out
+// at once, alone, while fewer than K round trips are in flight (K = GOMAXPROCS, at least 2);
+// the others queue and leave together, up to 128, in the next round trip a slot frees. There
+// is no timer and no lingering: at low load every request goes alone, as without batching.
+// The trade-off: under load a request may wait for one round trip of an earlier batch before
+// its own leaves. Budgets are untouched: each request is still one script run of its own,
+// atomic, and a NOSCRIPT or error in one request's call fails none of the others. A request
+// whose context ends while it waits returns at once with the context's error; the pipeline
+// itself runs until the latest deadline of its requests. Concurrency leases are released
+// without batching.
+//
 // Redis returns store errors as they are; Failsafe turns them into fallback decisions.
 // Redis is safe for concurrent use.
 type Redis struct {
 	client  redis.UniversalClient
 	cluster bool
+	batch   batcher
 	// now, set only by tests, replaces the server's TIME with a virtual clock.
 	now func() time.Time
 }
 
+// RedisOptions configures a Redis limiter; the zero value gives the defaults.
+type RedisOptions struct {
+	// Meter receives the batch sizes (ratelimit.redis.batch.size); nil means none.
+	Meter metric.MeterProvider
+}
+
 // NewRedis returns a limiter on client, a *redis.Client, *redis.ClusterClient or any other
-// UniversalClient.
+// UniversalClient, without metrics.
 func NewRedis(client redis.UniversalClient) *Redis {
+	return newRedis(client, noop.Int64Histogram{})
+}
+
+// NewRedisWith returns a limiter on client configured by opts.
+func NewRedisWith(client redis.UniversalClient, opts RedisOptions) (*Redis, error) {
+	sizes, err := newBatchSizes(opts.Meter)
+	if err != nil {
+		return nil, err
+	}
+	return newRedis(client, sizes), nil
+}
+
+func newRedis(client redis.UniversalClient, sizes metric.Int64Histogram) *Redis {
 	_, cluster := client.(*redis.ClusterClient)
-	return &Redis{client: client, cluster: cluster}
+	return &Redis{client: client, cluster: cluster, batch: batcher{slots: defaultSlots(), sizes: sizes}}
 }
 
 var _ Limiter = (*Redis)(nil)
@@ -116,7 +152,7 @@ func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if err := r.run(ctx, calls); err != nil {
+	if err := r.send(ctx, calls); err != nil {
 		return Result{}, fmt.Errorf("ratelimit: decide: %w", err)
 	}
 	ds := make([]Decision, len(reqs))
@@ -251,45 +287,21 @@ func (r *Redis) split(keys []string) []scriptCall {
 	return calls
 }
 
-// run sends the script calls: alone, or together in one pipeline. A call whose script the
-// server does not know is sent again with the source.
+// run sends one request's script calls: alone, or together in one pipeline. A call whose
+// script the server does not know is sent again with the source.
 func (r *Redis) run(ctx context.Context, calls []scriptCall) error {
-	for c := range calls {
-		calls[c].cmd = newScriptCmd(ctx, calls[c].args)
+	if len(calls) > 1 {
+		r.pipeline(ctx, calls)
+		return callsErr(calls)
 	}
-	if len(calls) == 1 {
-		call := &calls[0]
-		err := r.client.Process(ctx, call.cmd)
-		if unknownScript(err) {
-			call.withSource(ctx)
-			err = r.client.Process(ctx, call.cmd)
-		}
-		return err
-	}
-	p := r.client.Pipeline()
-	for c := range calls {
-		_ = p.Process(ctx, calls[c].cmd)
-	}
-	_, err := p.Exec(ctx)
+	call := &calls[0]
+	call.cmd = newScriptCmd(ctx, call.args)
+	err := r.client.Process(ctx, call.cmd)
 	if unknownScript(err) {
-		// Some server lacks the script: send the source to those calls, once.
-		for c := range calls {
-			if unknownScript(calls[c].cmd.Err()) {
-				calls[c].withSource(ctx)
-				_ = p.Process(ctx, calls[c].cmd)
-			}
-		}
-		_, err = p.Exec(ctx)
+		call.withSource(ctx)
+		err = r.client.Process(ctx, call.cmd)
 	}
-	if err != nil {
-		return err
-	}
-	for c := range calls {
-		if err := calls[c].cmd.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // unknownScript reports a NOSCRIPT error: the server does not have the script (yet).
