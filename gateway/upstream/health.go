@@ -2,8 +2,10 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -22,6 +24,42 @@ import (
 //     instance between two probes, or when probes are disabled. Statuses from the upstream,
 //     5xx included, are not failures: a broken endpoint or an injected error rate must not
 //     eject healthy instances, and an overloaded service sheds with 503 on purpose.
+//
+// A failed probe also says why, and the reasons are not worth the same:
+//
+//   - not_ready: the instance answered, with a status outside 2xx and 3xx. It said itself it
+//     cannot serve (draining on shutdown, a dependency down): it never gets traffic.
+//   - probe_unreachable: the connection was refused, reset or broken off. The instance is
+//     dead or cut off, and a request would fail the same way: it never gets traffic.
+//   - probe_timeout: no answer within Probe.Timeout. That says the instance is slow, often
+//     because it is overloaded, not that it cannot serve.
+//
+// Panic mode (Envoy's "panic threshold") exists for the last kind. When every instance of an
+// overloaded service answers its probes late, treating them as down turns an overload into an
+// outage the gateway makes itself: it would answer 503 to everything. So when the ready
+// instances fall below PanicThreshold of the probed ones, the balancer also sends to the
+// instances that are out only because their probes time out and that are not ejected. The
+// others stay out, panic or not; when none qualifies, the answer is 503 as without panic.
+//
+// The choices, and what they cost:
+//
+//   - A timed-out instance does not count as ready for the threshold. If it did, one slow
+//     instance in three would be routed like a ready one, without panic: the threshold would
+//     no longer say "too few are known good". The cost: while a service is above the
+//     threshold, its slow instances get nothing and the ready ones take their share.
+//   - Pending instances (not probed yet) count neither way: they say nothing about the
+//     service, and a scale-out must not tip it into panic for one probe round.
+//   - A refused probe connection is probe_unreachable, not probe_timeout: "dead", not "slow".
+//     A connect that times out is probe_timeout, since a full accept queue under overload
+//     looks like that; if the instance is really gone, its requests fail and passive
+//     ejection takes it out, and an ejected instance is never routed in panic.
+//   - A reason that keeps traffic away applies at once; probe_timeout replaces not_ready or
+//     probe_unreachable only after UnhealthyAfter timeouts in a row, so that one late probe
+//     of an instance that said it is not ready does not open it to traffic. The first probe
+//     of a pending instance decides, as for readiness: a gateway restarted during an overload
+//     must not refuse a service it could reach.
+//   - The service is in panic only while panic sends somewhere new: below the threshold with
+//     no probe_timeout instance to add, nothing changes and nothing is reported.
 
 // probeState is what the probes last concluded about an instance.
 type probeState uint8
@@ -29,13 +67,39 @@ type probeState uint8
 const (
 	probePending  probeState = iota // not probed yet: no traffic
 	probeReady                      // serving
-	probeNotReady                   // no traffic
+	probeNotReady                   // no traffic, or traffic in panic when only its probes time out
 	probeDisabled                   // probes off: ready
 )
 
 func (s probeState) String() string {
 	return [...]string{"pending", "ready", "not_ready", "disabled"}[s]
 }
+
+// probeResult is what one probe said, and why a not-ready instance is out.
+type probeResult uint8
+
+const (
+	resultPassed      probeResult = iota // a 2xx or 3xx status in time
+	resultNotReady                       // another status: not ready in its own words
+	resultTimeout                        // no answer in time: slow
+	resultUnreachable                    // refused, reset or broken off: dead or cut off
+)
+
+// reason is the InstanceStatus.Reason of an instance out for r.
+func (r probeResult) reason() string {
+	return [...]string{"", "not_ready", "probe_timeout", "probe_unreachable"}[r]
+}
+
+// routing is what the probes let the balancer do with an instance, read on the hot path
+// (an alias, so that it sits in an atomic.Uint32).
+type routing = uint32
+
+const (
+	routingPending routing = iota // not probed yet: no traffic, not counted for panic
+	routingReady                  // serving, or probes off
+	routingSlow                   // out only because its probes time out: traffic in panic
+	routingOut                    // out: answered not ready, or unreachable
+)
 
 // maxBackoffShift caps the ejection back-off at EjectFor × 2^5.
 const maxBackoffShift = 5
@@ -113,7 +177,8 @@ func (pl *pool) replaceResolved(name string, targets []*url.URL) bool {
 	return false
 }
 
-// probeAll probes every instance of pl at once and waits for the results.
+// probeAll probes every instance of pl at once, waits for the results, and then looks at
+// whether the service entered or left panic.
 func (p *Pools) probeAll(ctx context.Context, pl *pool) {
 	cfg := pl.cfg.Load()
 	if cfg.Probe.Disabled {
@@ -122,59 +187,90 @@ func (p *Pools) probeAll(ctx context.Context, pl *pool) {
 	var wg sync.WaitGroup
 	for _, in := range *pl.instances.Load() {
 		wg.Go(func() {
-			err := p.probe(ctx, in, cfg.Probe)
+			res, err := p.probe(ctx, in, cfg.Probe)
 			if ctx.Err() != nil {
 				return // shutting down or removed: the result says nothing about in
 			}
-			if changed, ready := in.observeProbe(err, cfg.Probe); changed {
-				if ready {
+			if changed, now := in.observeProbe(res, err, cfg.Probe); changed {
+				if now == routingReady {
 					p.log.Info("upstream instance ready", "service", pl.name, "instance", in.key)
 				} else {
-					p.log.Warn("upstream instance not ready", "service", pl.name, "instance", in.key, "error", err)
+					p.log.Warn("upstream instance not ready", "service", pl.name, "instance", in.key, "reason", in.why().reason(), "error", err)
 				}
 			}
 		})
 	}
 	wg.Wait()
+	if ctx.Err() == nil {
+		p.evaluatePanic(pl, p.now())
+	}
 }
 
-// probe GETs pr.Path on in; a 2xx or 3xx status within pr.Timeout passes.
-func (p *Pools) probe(ctx context.Context, in *instance, pr ProbeConfig) error {
+// probe GETs pr.Path on in; a 2xx or 3xx status within pr.Timeout passes. The error, nil
+// when it passed, says what went wrong.
+func (p *Pools) probe(ctx context.Context, in *instance, pr ProbeConfig) (probeResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, pr.Timeout)
 	defer cancel()
 	ctx = withConnectTimeout(ctx, pr.Timeout)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, in.key+pr.Path, nil)
 	if err != nil {
-		return fmt.Errorf("probe request: %w", err)
+		return resultUnreachable, fmt.Errorf("probe request: %w", err)
 	}
 	req.Header.Set("User-Agent", "boxoffice-gateway-probe")
 	res, err := p.transport.RoundTrip(req)
 	if err != nil {
-		return fmt.Errorf("probe: %w", err)
+		return probeFailure(err), fmt.Errorf("probe: %w", err)
 	}
 	// Drain a little so the connection is reused; a probe answer is small.
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 4<<10))
 	res.Body.Close()
 	if res.StatusCode < 200 || res.StatusCode >= 400 {
-		return fmt.Errorf("probe: status %d", res.StatusCode)
+		return resultNotReady, fmt.Errorf("probe: status %d", res.StatusCode)
 	}
-	return nil
+	return resultPassed, nil
 }
 
-// observeProbe records a probe result (nil = passed) and reports whether readiness changed
-// and what it is now.
-func (in *instance) observeProbe(result error, pr ProbeConfig) (changed, ready bool) {
+// probeFailure classifies a probe that got no response: a timeout (the probe's deadline, or
+// a connect that timed out) is slow, anything else (refused, reset, closed) unreachable.
+func probeFailure(err error) probeResult {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return resultTimeout
+	}
+	return resultUnreachable
+}
+
+// observeProbe records a probe's result and its error (nil when it passed). It reports
+// whether the instance's routing changed, and what it is now.
+func (in *instance) observeProbe(res probeResult, detail error, pr ProbeConfig) (changed bool, now routing) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
+	before := in.routing.Load()
 	if in.probe == probeDisabled {
-		return false, true
+		return false, before
 	}
-	pass := result == nil
+	pass := res == resultPassed
 	in.probeErr = ""
-	if !pass {
-		in.probeErr = result.Error()
+	if detail != nil {
+		in.probeErr = detail.Error()
 	}
-	before := in.probe
+
+	// Why it would be out: a reason that keeps traffic away at once, a timeout only when
+	// nothing else was said since the last pass, or after UnhealthyAfter in a row.
+	switch res {
+	case resultPassed:
+		in.timeouts = 0
+	case resultTimeout:
+		in.timeouts++
+		if in.out == resultPassed || in.timeouts >= pr.UnhealthyAfter {
+			in.out = resultTimeout
+		}
+	default:
+		in.timeouts, in.out = 0, res
+	}
+
+	// Whether it is ready, with hysteresis.
+	prev := in.probe
 	switch {
 	case in.probe == probePending:
 		in.probe = probeNotReady
@@ -195,11 +291,38 @@ func (in *instance) observeProbe(result error, pr ProbeConfig) (changed, ready b
 			in.probe = probeNotReady
 		}
 	}
-	if in.probe != before {
+	if in.probe != prev {
 		in.streak = 0
 	}
-	in.ready.Store(in.probe == probeReady)
-	return in.probe != before, in.probe == probeReady
+	if in.probe == probeReady && pass {
+		in.out, in.timeouts = resultPassed, 0
+	}
+	now = in.routingLocked()
+	in.routing.Store(now)
+	return now != before, now
+}
+
+// routingLocked derives the hot path's view from the probe state. in.mu is held.
+func (in *instance) routingLocked() routing {
+	switch {
+	case in.probe == probePending:
+		return routingPending
+	case in.probe == probeReady, in.probe == probeDisabled:
+		return routingReady
+	case in.out == resultTimeout:
+		return routingSlow
+	}
+	return routingOut
+}
+
+// why returns what keeps in out, resultPassed when nothing does.
+func (in *instance) why() probeResult {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.probe == probeNotReady {
+		return in.out
+	}
+	return resultPassed
 }
 
 // setProbing switches probing on or off for in. Turning it off makes in ready; turning it
@@ -213,7 +336,10 @@ func (in *instance) setProbing(on bool) {
 	case on && in.probe == probeDisabled:
 		in.probe, in.streak = probeReady, 0
 	}
-	in.ready.Store(in.probe == probeReady || in.probe == probeDisabled)
+	if in.probe == probeReady || in.probe == probeDisabled {
+		in.out, in.timeouts = resultPassed, 0
+	}
+	in.routing.Store(in.routingLocked())
 }
 
 // succeeded records a request that got a response from in.

@@ -1,8 +1,12 @@
 package upstream
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"syscall"
 	"testing"
 	"time"
 
@@ -110,30 +114,77 @@ func TestKilledInstanceIsEjected(t *testing.T) {
 }
 
 func TestObserveProbe(t *testing.T) {
-	fail := errors.New("probe: status 503")
+	const P, N, T, U = resultPassed, resultNotReady, resultTimeout, resultUnreachable
 	pr := ProbeConfig{HealthyAfter: 2, UnhealthyAfter: 3}
 	for _, c := range []struct {
 		name    string
-		results []error
-		want    []string // probe state after each result
+		results []probeResult
+		want    []string // "ready", or the reason it is out, after each result
 	}{
-		{"first pass decides", []error{nil}, []string{"ready"}},
-		{"first failure decides", []error{fail}, []string{"not_ready"}},
-		{"ready needs 3 failures in a row", []error{nil, fail, fail, nil, fail, fail, fail}, []string{"ready", "ready", "ready", "ready", "ready", "ready", "not_ready"}},
-		{"not ready needs 2 passes in a row", []error{fail, nil, fail, nil, nil}, []string{"not_ready", "not_ready", "not_ready", "not_ready", "ready"}},
+		{"first pass decides", []probeResult{P}, []string{"ready"}},
+		{"first failure decides", []probeResult{N}, []string{"not_ready"}},
+		{"first timeout decides", []probeResult{T}, []string{"probe_timeout"}},
+		{"first refused connection decides", []probeResult{U}, []string{"probe_unreachable"}},
+		{"ready needs 3 failures in a row", []probeResult{P, N, N, P, N, N, N}, []string{"ready", "ready", "ready", "ready", "ready", "ready", "not_ready"}},
+		{"not ready needs 2 passes in a row", []probeResult{N, P, N, P, P}, []string{"not_ready", "not_ready", "not_ready", "not_ready", "ready"}},
+		{"3 timeouts in a row: slow", []probeResult{P, T, T, T}, []string{"ready", "ready", "ready", "probe_timeout"}},
+		{"a not-ready answer last decides", []probeResult{P, T, T, N}, []string{"ready", "ready", "ready", "not_ready"}},
+		{"a not-ready answer before timeouts decides", []probeResult{P, N, T, T}, []string{"ready", "ready", "ready", "not_ready"}},
+		{"3 timeouts in a row overturn a not-ready answer", []probeResult{N, T, T, T}, []string{"not_ready", "not_ready", "not_ready", "probe_timeout"}},
+		{"a refused connection takes a slow one out at once", []probeResult{T, U}, []string{"probe_timeout", "probe_unreachable"}},
+		{"a pass while out keeps the reason", []probeResult{N, P, T}, []string{"not_ready", "not_ready", "not_ready"}},
+		{"slow, then ready after 2 passes", []probeResult{T, P, P}, []string{"probe_timeout", "probe_timeout", "ready"}},
+		{"ready again, timeouts count afresh", []probeResult{N, P, P, T, T, T}, []string{"not_ready", "not_ready", "ready", "ready", "ready", "probe_timeout"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in := newInstance("svc", mustURL(t, "http://127.0.0.1:1"), true)
 			for i, r := range c.results {
-				in.observeProbe(r, pr)
+				in.observeProbe(r, nil, pr)
 				s := in.status(time.Now())
-				if s.Probe != c.want[i] || s.Ready != (c.want[i] == "ready") {
-					t.Fatalf("after result %d (%v): probe %s ready %v, want %s", i, r, s.Probe, s.Ready, c.want[i])
+				got := s.Reason
+				if s.Ready {
+					got = "ready"
+				}
+				wantProbe := "not_ready"
+				if c.want[i] == "ready" {
+					wantProbe = "ready"
+				}
+				if got != c.want[i] || s.Probe != wantProbe || s.PanicRoutable != (c.want[i] == "probe_timeout") {
+					t.Fatalf("after result %d (%v): %s, probe %s, panic-routable %v; want %s", i, r.reason(), got, s.Probe, s.PanicRoutable, c.want[i])
 				}
 			}
 		})
 	}
 }
+
+func TestProbeFailure(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want probeResult
+	}{
+		{"the probe's deadline", fmt.Errorf("probe: %w", context.DeadlineExceeded), resultTimeout},
+		{"a connect that timed out", &net.OpError{Op: "dial", Net: "tcp", Err: timeoutError{}}, resultTimeout},
+		{"connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, resultUnreachable},
+		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, resultUnreachable},
+		{"closed before the answer", io.ErrUnexpectedEOF, resultUnreachable},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := probeFailure(c.err); got != c.want {
+				t.Errorf("probeFailure(%v) = %s, want %s", c.err, got.reason(), c.want.reason())
+			}
+		})
+	}
+}
+
+// timeoutError is a net.Error that timed out, as a dialer's i/o timeout is.
+type timeoutError struct{}
+
+var _ net.Error = timeoutError{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
 
 // TestProbesSwitchedOnAndOff: without probes an instance is ready at once, whatever its
 // /readyz says; switched on by an Update, the probes take it out.

@@ -36,6 +36,7 @@ type pool struct {
 	shed       shedder
 	budget     *retryBudget
 	kick       chan struct{} // wakes the loop: resolve and probe now
+	panicking  atomic.Bool   // in panic (select.go), as last evaluated
 
 	mu sync.Mutex
 }
@@ -162,15 +163,17 @@ type instance struct {
 	outcomes map[string]metric.MeasurementOption // service, instance, outcome
 
 	inFlight     atomic.Int64
-	ready        atomic.Bool  // the probes say it can serve; always true without probes
-	ejectedUntil atomic.Int64 // Unix nanoseconds; passive ejection ends then
-	failures     atomic.Int64 // consecutive failed requests
-	ejections    atomic.Int64 // consecutive ejections, for the back-off
+	routing      atomic.Uint32 // what the probes allow: routingReady always without probes
+	ejectedUntil atomic.Int64  // Unix nanoseconds; passive ejection ends then
+	failures     atomic.Int64  // consecutive failed requests
+	ejections    atomic.Int64  // consecutive ejections, for the back-off
 
 	mu       sync.Mutex
 	probe    probeState
 	streak   int // consecutive probe results that disagree with probe
 	probeErr string
+	out      probeResult // why probeNotReady keeps it out (health.go); resultPassed when ready
+	timeouts int         // consecutive probes that timed out
 }
 
 func newInstance(service string, u *url.URL, probing bool) *instance {
@@ -182,24 +185,40 @@ func newInstance(service string, u *url.URL, probing bool) *instance {
 
 // routable reports whether the balancer may send to in at now (Unix nanoseconds).
 func (in *instance) routable(now int64) bool {
-	return in.ready.Load() && in.ejectedUntil.Load() <= now
+	return in.routing.Load() == routingReady && in.ejectedUntil.Load() <= now
+}
+
+// panicRoutable reports whether the balancer may send to in at now while the service is in
+// panic, though in is not routable: out only because its probes time out, and not ejected.
+func (in *instance) panicRoutable(now int64) bool {
+	return in.routing.Load() == routingSlow && in.ejectedUntil.Load() <= now
 }
 
 func (in *instance) status(now time.Time) InstanceStatus {
 	in.mu.Lock()
-	probe, probeErr := in.probe, in.probeErr
+	probe, probeErr, out := in.probe, in.probeErr, in.out
 	in.mu.Unlock()
+	at := now.UnixNano()
 	s := InstanceStatus{
-		URL:        in.key,
-		Ready:      in.ready.Load(),
-		Probe:      probe.String(),
-		ProbeError: probeErr,
-		InFlight:   in.inFlight.Load(),
-		Failures:   in.failures.Load(),
-		Routable:   in.routable(now.UnixNano()),
+		URL:           in.key,
+		Ready:         in.routing.Load() == routingReady,
+		Probe:         probe.String(),
+		ProbeError:    probeErr,
+		InFlight:      in.inFlight.Load(),
+		Failures:      in.failures.Load(),
+		Routable:      in.routable(at),
+		PanicRoutable: in.panicRoutable(at),
 	}
-	if until := in.ejectedUntil.Load(); until > now.UnixNano() {
+	if until := in.ejectedUntil.Load(); until > at {
 		s.Ejected, s.EjectedUntil = true, time.Unix(0, until)
+	}
+	switch { // the first that applies; Probe and ProbeError still say what the probes found
+	case probe == probePending:
+		s.Reason = "pending"
+	case s.Ejected:
+		s.Reason = "ejected"
+	case probe == probeNotReady:
+		s.Reason = out.reason()
 	}
 	return s
 }

@@ -24,6 +24,9 @@ import (
 //	upstream_ejections_total{service}                    passive ejections
 //	upstream_in_flight{service, instance}                requests in flight now
 //	upstream_routable{service, instance}                 1 when ready and not ejected
+//	upstream_panic{service}                              1 while in panic (health.go)
+//	upstream_panic_routed_total{service}                 attempts sent to an instance only
+//	                                                     panic allows (its probes time out)
 type metrics struct {
 	requests    metric.Int64Counter
 	duration    metric.Float64Histogram
@@ -31,6 +34,7 @@ type metrics struct {
 	unavailable metric.Int64Counter
 	retries     metric.Int64Counter
 	ejections   metric.Int64Counter
+	panicRouted metric.Int64Counter
 }
 
 // outcomes are the values of upstream_requests_total's outcome label.
@@ -39,9 +43,9 @@ var outcomes = []string{"1xx", "2xx", "3xx", "4xx", "5xx", "timeout", "connect_e
 // retryOutcomes are the values of upstream_retries_total's outcome label.
 var retryOutcomes = []string{"sent", "budget_exhausted", "no_other_instance"}
 
-// newMetrics creates the instruments on mp; nil means no metrics. observe is called at each
-// collection with every instance of every service.
-func newMetrics(mp metric.MeterProvider, observe func(func(in *instance, routable bool))) (*metrics, error) {
+// newMetrics creates the instruments on mp; nil means no metrics. At each collection,
+// observe is called with every instance of every service, and panics with every service.
+func newMetrics(mp metric.MeterProvider, observe func(func(in *instance, routable bool)), panics func(func(pl *pool, panicking bool))) (*metrics, error) {
 	if mp == nil {
 		mp = noop.NewMeterProvider()
 	}
@@ -62,6 +66,14 @@ func newMetrics(mp metric.MeterProvider, observe func(func(in *instance, routabl
 	err = errors.Join(err, e)
 	ms.ejections, e = m.Int64Counter("upstream.ejections", metric.WithDescription("Instances ejected after consecutive failed requests."))
 	err = errors.Join(err, e)
+	ms.panicRouted, e = m.Int64Counter("upstream.panic.routed", metric.WithDescription("Attempts sent to an instance whose probes time out, because its service was in panic."))
+	err = errors.Join(err, e)
+	_, e = m.Int64ObservableGauge("upstream.panic", metric.WithDescription("1 while a service has too few ready instances and also uses those whose probes time out."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			panics(func(pl *pool, panicking bool) { o.Observe(oneIf(panicking), pl.attrs) })
+			return nil
+		}))
+	err = errors.Join(err, e)
 	_, e = m.Int64ObservableGauge("upstream.in_flight", metric.WithDescription("Requests in flight to an instance."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			observe(func(in *instance, _ bool) { o.Observe(in.inFlight.Load(), in.attrs) })
@@ -70,13 +82,7 @@ func newMetrics(mp metric.MeterProvider, observe func(func(in *instance, routabl
 	err = errors.Join(err, e)
 	_, e = m.Int64ObservableGauge("upstream.routable", metric.WithDescription("1 when an instance is ready and not ejected."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			observe(func(in *instance, routable bool) {
-				v := int64(0)
-				if routable {
-					v = 1
-				}
-				o.Observe(v, in.attrs)
-			})
+			observe(func(in *instance, routable bool) { o.Observe(oneIf(routable), in.attrs) })
 			return nil
 		}))
 	err = errors.Join(err, e)
@@ -94,6 +100,21 @@ func (p *Pools) observe(f func(in *instance, routable bool)) {
 			f(in, in.routable(now))
 		}
 	}
+}
+
+// panics calls f with every service and whether it is in panic now, for the gauge.
+func (p *Pools) panics(f func(pl *pool, panicking bool)) {
+	now := p.now()
+	for _, pl := range *p.pools.Load() {
+		f(pl, p.evaluatePanic(pl, now))
+	}
+}
+
+func oneIf(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // poolAttrs builds a service's attribute sets once, so that counting allocates nothing.

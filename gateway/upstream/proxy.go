@@ -45,9 +45,9 @@ var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceCont
 // Forward sends r to an instance of service and streams the response to w.
 //
 // It sheds first (503 + Retry-After when the service has MaxInFlight requests in flight),
-// then picks a ready instance (503 + Retry-After when none is), proxies, and on a connection
-// failure or a timeout retries once on another instance when ro.Retry is set and the retry
-// budget has room. A failure that is not retried answers 502 (or 504 for a timeout), as
+// then picks a ready instance, or in panic one whose probes only time out (503 + Retry-After
+// when there is none), proxies, and on a connection failure or a timeout retries once on
+// another instance when ro.Retry is set and the retry budget has room. A failure that is not retried answers 502 (or 504 for a timeout), as
 // application/problem+json. Once the upstream's response headers have arrived, Forward
 // never writes anything of its own: an upstream that breaks off its body aborts the client's
 // connection (http.ErrAbortHandler, as httputil.ReverseProxy does).
@@ -71,7 +71,8 @@ func (p *Pools) Forward(w http.ResponseWriter, r *http.Request, service string, 
 
 	ro = ro.withDefaults()
 	now := p.now()
-	in := pl.pick(now.UnixNano(), nil, p.intn)
+	in, panicking := pl.pick(now.UnixNano(), nil, p.intn)
+	p.notePanic(pl, panicking)
 	if in == nil {
 		p.metrics.unavailable.Add(ctx, 1, pl.attrs)
 		w.Header().Set("Retry-After", "1")
@@ -90,7 +91,7 @@ func (p *Pools) Forward(w http.ResponseWriter, r *http.Request, service string, 
 		return
 	}
 	if ro.Retry && replayable && f.retryable {
-		switch next := pl.pick(p.now().UnixNano(), in, p.intn); {
+		switch next, _ := pl.pick(p.now().UnixNano(), in, p.intn); {
 		case next == nil:
 			p.metrics.retries.Add(ctx, 1, pl.retryAttrs["no_other_instance"])
 		case !pl.budget.retry(p.now()):
@@ -167,6 +168,9 @@ func (p *Pools) attempt(w http.ResponseWriter, r *http.Request, pl *pool, in *in
 	}
 
 	start := p.now()
+	if !in.routable(start.UnixNano()) {
+		p.metrics.panicRouted.Add(ctx, 1, pl.attrs) // picked only because the service is in panic
+	}
 	in.inFlight.Add(1)
 	outcome := "aborted" // unless ServeHTTP returns: the upstream cut its body short
 	defer func() {

@@ -1,26 +1,25 @@
 package upstream
 
-// pick returns the instance to try: of two routable instances other than skip, chosen at
-// random, the one with fewer requests in flight (power of two choices). It returns nil when
-// no instance is routable.
+import "time"
+
+// pick returns the instance to try: of two candidates other than skip, chosen at random,
+// the one with fewer requests in flight (power of two choices). The candidates are the
+// routable instances, and while the service is in panic (health.go) those out only because
+// their probes time out. It returns nil when there is no candidate, and whether the service
+// is in panic.
 //
 // Why two choices: the least-loaded of all instances needs every counter at once and sends
 // every gateway replica to the same instance at the same moment (herding); one at random
 // ignores load. Two random candidates keep almost all the benefit of least-loaded without
 // either problem (Mitzenmacher, "The Power of Two Choices in Randomized Load Balancing").
-func (pl *pool) pick(now int64, skip *instance, intn func(int) int) *instance {
+func (pl *pool) pick(now int64, skip *instance, intn func(int) int) (*instance, bool) {
 	var buf [16]*instance // no allocation for the usual handful of instances
-	cands := buf[:0]
-	for _, in := range *pl.instances.Load() {
-		if in != skip && in.routable(now) {
-			cands = append(cands, in)
-		}
-	}
+	cands, panicking := pl.candidates(now, skip, buf[:0])
 	switch len(cands) {
 	case 0:
-		return nil
+		return nil, panicking
 	case 1:
-		return cands[0]
+		return cands[0], panicking
 	}
 	i := intn(len(cands))
 	j := intn(len(cands) - 1)
@@ -29,7 +28,66 @@ func (pl *pool) pick(now int64, skip *instance, intn func(int) int) *instance {
 	}
 	a, b := cands[i], cands[j]
 	if b.inFlight.Load() < a.inFlight.Load() {
-		return b
+		return b, panicking
 	}
-	return a
+	return a, panicking
+}
+
+// candidates appends to cands the instances other than skip the balancer may send to at now,
+// and reports whether the service is in panic: fewer than PanicThreshold of its probed
+// instances routable, and at least one instance (skip included) out only because its probes
+// time out. Skip counts for the share: a retry does not change the service's health.
+func (pl *pool) candidates(now int64, skip *instance, cands []*instance) ([]*instance, bool) {
+	all := *pl.instances.Load()
+	probed, routable := 0, 0
+	for _, in := range all {
+		if in.routing.Load() == routingPending {
+			continue
+		}
+		probed++
+		if in.routable(now) {
+			routable++
+			if in != skip {
+				cands = append(cands, in)
+			}
+		}
+	}
+	threshold := pl.cfg.Load().PanicThreshold
+	if threshold <= 0 || float64(routable) >= threshold*float64(probed) {
+		return cands, false
+	}
+	panicking := false
+	for _, in := range all {
+		if in.panicRoutable(now) {
+			panicking = true
+			if in != skip {
+				cands = append(cands, in)
+			}
+		}
+	}
+	return cands, panicking
+}
+
+// notePanic records whether pl is in panic, as its last evaluation found, and logs the
+// changes. Evaluations race (each request, each probe round, each snapshot): the last
+// one wins, and one entering or leaving is logged once.
+func (p *Pools) notePanic(pl *pool, panicking bool) {
+	if pl.panicking.Load() == panicking || !pl.panicking.CompareAndSwap(!panicking, panicking) {
+		return
+	}
+	cfg := pl.cfg.Load()
+	if panicking {
+		p.log.Warn("upstream service in panic: too few ready instances, sending to those whose probes time out too",
+			"service", pl.name, "panic_threshold", cfg.PanicThreshold)
+		return
+	}
+	p.log.Info("upstream service out of panic", "service", pl.name)
+}
+
+// evaluatePanic looks at whether pl is in panic at now, records it and reports it.
+func (p *Pools) evaluatePanic(pl *pool, now time.Time) bool {
+	var buf [16]*instance
+	_, panicking := pl.candidates(now.UnixNano(), nil, buf[:0])
+	p.notePanic(pl, panicking)
+	return panicking
 }

@@ -8,7 +8,9 @@
 //     (503 + Retry-After, counted apart from a client's 429s);
 //  2. picks an instance: only ready ones (active /readyz probes) that are not ejected
 //     (passive ejection after consecutive failures, with back-off), the less busy of two
-//     chosen at random (power of two choices on in-flight requests);
+//     chosen at random (power of two choices on in-flight requests); when too few are ready
+//     (panic), also those whose probes only time out, so that an overloaded service is not
+//     cut off whole;
 //  3. proxies with httputil.ReverseProxy, streaming, with a connect and a response timeout;
 //  4. on a connection failure or a timeout, retries once on another instance when the route
 //     allows it and the service's retry budget has room; never once the upstream has started
@@ -24,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
@@ -63,7 +66,15 @@ type ServiceConfig struct {
 	// values. Update changes it live: a new ratio or floor applies to the counts so far, a
 	// new window starts the counts afresh.
 	RetryBudget RetryBudget
+	// PanicThreshold is the share of ready instances below which the service is in panic
+	// and the balancer also sends to instances whose probes only time out (see health.go);
+	// 0 means 0.5, Envoy's default, and a negative value turns panic mode off. At most 1.
+	PanicThreshold float64
 }
+
+// DefaultPanicThreshold is ServiceConfig.PanicThreshold's default: panic when fewer than
+// half of a service's probed instances are ready.
+const DefaultPanicThreshold = 0.5
 
 // ProbeConfig is the active readiness probe of a service's instances. The zero value probes
 // GET /readyz every 2s with a 1s timeout, 2 results in a row to change state.
@@ -196,7 +207,7 @@ func New(services []ServiceConfig, o Options) (*Pools, error) {
 	empty := map[string]*pool{}
 	p.pools.Store(&empty)
 	var err error
-	if p.metrics, err = newMetrics(o.MeterProvider, p.observe); err != nil {
+	if p.metrics, err = newMetrics(o.MeterProvider, p.observe, p.panics); err != nil {
 		return nil, err
 	}
 	if err := p.Update(services); err != nil {
@@ -290,27 +301,34 @@ func (p *Pools) stopLoop(pl *pool) {
 	}
 }
 
-// ServiceStatus is one service as GET /admin/upstreams shows it.
+// ServiceStatus is one service as GET /admin/upstreams shows it. Panic says the service has
+// too few ready instances and its instances with PanicRoutable set receive traffic too.
 type ServiceStatus struct {
-	Name        string           `json:"name"`
-	DNS         string           `json:"dns,omitempty"`
-	MaxInFlight int              `json:"maxInFlight"` // 0 = unlimited
-	InFlight    int64            `json:"inFlight"`
-	Instances   []InstanceStatus `json:"instances"`
+	Name           string           `json:"name"`
+	DNS            string           `json:"dns,omitempty"`
+	MaxInFlight    int              `json:"maxInFlight"` // 0 = unlimited
+	InFlight       int64            `json:"inFlight"`
+	Panic          bool             `json:"panic"`
+	PanicThreshold float64          `json:"panicThreshold"` // 0 = panic mode off
+	Instances      []InstanceStatus `json:"instances"`
 }
 
 // InstanceStatus is one instance as GET /admin/upstreams shows it. Routable is what the
-// balancer uses: ready and not ejected.
+// balancer uses: ready and not ejected. Reason says why an instance is not routable; those
+// with PanicRoutable set (out only because their probes time out) are used while the
+// service is in panic.
 type InstanceStatus struct {
-	URL          string    `json:"url"`
-	Ready        bool      `json:"ready"`
-	Probe        string    `json:"probe"` // pending | ready | not_ready | disabled
-	ProbeError   string    `json:"probeError,omitempty"`
-	InFlight     int64     `json:"inFlight"`
-	Ejected      bool      `json:"ejected"`
-	EjectedUntil time.Time `json:"ejectedUntil,omitzero"`
-	Failures     int64     `json:"consecutiveFailures"`
-	Routable     bool      `json:"routable"`
+	URL           string    `json:"url"`
+	Ready         bool      `json:"ready"`
+	Probe         string    `json:"probe"` // pending | ready | not_ready | disabled
+	ProbeError    string    `json:"probeError,omitempty"`
+	InFlight      int64     `json:"inFlight"`
+	Ejected       bool      `json:"ejected"`
+	EjectedUntil  time.Time `json:"ejectedUntil,omitzero"`
+	Failures      int64     `json:"consecutiveFailures"`
+	Routable      bool      `json:"routable"`
+	Reason        string    `json:"reason,omitempty"` // pending | not_ready | probe_timeout | probe_unreachable | ejected
+	PanicRoutable bool      `json:"panicRoutable"`
 }
 
 // Snapshot returns every service, sorted by name, with its instances in discovery order.
@@ -320,7 +338,8 @@ func (p *Pools) Snapshot() []ServiceStatus {
 	out := make([]ServiceStatus, 0, len(pools))
 	for _, pl := range pools {
 		cfg := pl.cfg.Load()
-		s := ServiceStatus{Name: pl.name, DNS: cfg.DNS, MaxInFlight: cfg.MaxInFlight, InFlight: pl.shed.inFlight()}
+		s := ServiceStatus{Name: pl.name, DNS: cfg.DNS, MaxInFlight: cfg.MaxInFlight, InFlight: pl.shed.inFlight(),
+			Panic: p.evaluatePanic(pl, now), PanicThreshold: max(cfg.PanicThreshold, 0)}
 		for _, in := range *pl.instances.Load() {
 			s.Instances = append(s.Instances, in.status(now))
 		}
@@ -373,6 +392,9 @@ func (s ServiceConfig) validate() error {
 	if r := s.RetryBudget.Ratio; r < 0 || r > 1 {
 		return fmt.Errorf("retryBudget.ratio: %g: want between 0 and 1", r)
 	}
+	if t := s.PanicThreshold; t > 1 || math.IsNaN(t) {
+		return fmt.Errorf("panicThreshold: %g: want at most 1 (negative turns panic mode off)", t)
+	}
 	if s.RetryBudget.MinPerSecond < 0 {
 		return fmt.Errorf("retryBudget.minPerSecond: must not be negative")
 	}
@@ -393,6 +415,9 @@ func (s ServiceConfig) withDefaults() ServiceConfig {
 	}
 	if s.EjectFor == 0 {
 		s.EjectFor = 5 * time.Second
+	}
+	if s.PanicThreshold == 0 {
+		s.PanicThreshold = DefaultPanicThreshold
 	}
 	pr := &s.Probe
 	if pr.Path == "" {
