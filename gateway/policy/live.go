@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"bytes"
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,8 +17,9 @@ import (
 // that is swapped in atomically:
 //
 //   - the policy file (ReplaceFile), the baseline;
-//   - the admin API (PutLimit, DeleteLimit, PutRoute, PutService), whose edits are layered on
-//     the file: they survive a file reload, re-applied over the new file, but not a restart;
+//   - the admin edits (Apply one; ReplaceEdits with the policy_edit table's), layered on the
+//     file: they survive a file reload, re-applied over the new file, and the table makes
+//     them every replica's and outlives a restart;
 //   - the rate_limit_rule table (ReplaceTenants), per-tenant overrides.
 //
 // A change whose result does not validate is rejected with the error and the running
@@ -28,9 +32,8 @@ type Live struct {
 
 	mu       sync.Mutex
 	file     *Policy
-	limits   map[string]*Limit // admin edits; nil = deleted
-	routes   map[string]Route
-	services map[string]Service
+	edits    edits
+	skipped  []string // why ReplaceEdits last left stored edits out
 	tenants  []TenantRule
 	onChange []func(*Snapshot) error
 	rejected error
@@ -45,7 +48,7 @@ func NewLive(file *Policy, log *slog.Logger) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Live{log: log, file: file, limits: map[string]*Limit{}, routes: map[string]Route{}, services: map[string]Service{}}
+	l := &Live{log: log, file: file, edits: newEdits()}
 	l.cur.Store(s)
 	return l, nil
 }
@@ -94,60 +97,130 @@ func (l *Live) ReplaceFileData(data []byte) error {
 
 // ReplaceTenants sets the per-tenant overrides.
 func (l *Live) ReplaceTenants(ts []TenantRule) error {
-	l.mu.Lock()
-	same := slices.Equal(l.tenants, ts)
-	l.mu.Unlock()
-	if same { // the periodic reload mostly finds nothing new: no swap, no log line
-		return nil
-	}
 	return l.change("rate_limit_rule", func() (func(), error) {
+		if slices.Equal(l.tenants, ts) { // the periodic reload mostly finds nothing new
+			return nil, nil
+		}
 		old := l.tenants
 		l.tenants = slices.Clone(ts)
 		return func() { l.tenants = old }, nil
 	})
 }
 
-// PutLimit adds the limit or replaces the one with its id.
-func (l *Live) PutLimit(lim Limit) error {
-	return l.change("admin", func() (func(), error) {
-		d := lim.withDefaults()
-		if err := ValidateLimit("", d); err != nil {
-			return nil, err
+// Check reports whether e would apply over the running policy, without applying it: the
+// error Apply would return, from the policy alone. The OnChange hooks do not run, so Apply
+// may still refuse what Check accepts. A refusal is recorded (Rejected) and logged like any
+// rejected change.
+func (l *Live) Check(e Edit) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	undo, err := l.edits.apply(e)
+	if err == nil {
+		_, err = Compile(l.edits.over(l.file), l.tenants)
+		undo()
+		if err == nil {
+			return nil
 		}
-		old, had := l.limits[lim.ID]
-		l.limits[lim.ID] = &lim
-		return func() { restore(l.limits, lim.ID, old, had) }, nil
-	})
-}
-
-// DeleteLimit removes the limit and takes it off every route; false if there is none.
-func (l *Live) DeleteLimit(id string) (bool, error) {
-	if l.Current().Limit(id) == nil {
-		return false, nil
 	}
-	return true, l.change("admin", func() (func(), error) {
-		old, had := l.limits[id]
-		l.limits[id] = nil
-		return func() { restore(l.limits, id, old, had) }, nil
+	return l.reject("admin", err)
+}
+
+// Apply layers e over the file, in place of any edit of the same element.
+func (l *Live) Apply(e Edit) error {
+	return l.change("admin", func() (func(), error) { return l.edits.apply(e) })
+}
+
+// Edits are the admin edits in force, ordered by kind and id, their UpdatedAt zero.
+func (l *Live) Edits() []Edit {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.edits.list()
+}
+
+// SkippedEdits says why ReplaceEdits last left stored edits out; nil when it left none.
+func (l *Live) SkippedEdits() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.skipped)
+}
+
+// ReplaceEdits makes es, the policy_edit table's rows, the admin edits in place of every one
+// held, so that a replica's edits are exactly the table's. An edit that does not apply (it
+// no longer fits the file, or is a row this gateway cannot read) is left out with its reason
+// logged (when the reasons change) and kept in SkippedEdits, and the others apply: one bad
+// row must not hold every replica on stale edits. It is tried again at every call, so it
+// applies once the file it needs arrives. The result goes through the OnChange hooks like any
+// change. When it equals the edits in force nothing is swapped, so a periodic reload that
+// finds nothing new costs a compile and no log line.
+func (l *Live) ReplaceEdits(es []Edit) error {
+	return l.change("policy_edit", func() (func(), error) {
+		next, skipped := l.fit(es)
+		if !slices.Equal(skipped, l.skipped) {
+			for _, msg := range skipped {
+				l.log.Warn("policy: admin edit skipped", "reason", msg)
+			}
+			l.skipped = skipped
+		}
+		if next.equal(l.edits) {
+			return nil, nil
+		}
+		old := l.edits
+		l.edits = next
+		return func() { l.edits = old }, nil
 	})
 }
 
-// PutRoute adds the route or replaces the one with its id.
-func (l *Live) PutRoute(r Route) error {
-	return l.change("admin", func() (func(), error) {
-		old, had := l.routes[r.ID]
-		l.routes[r.ID] = r
-		return func() { restore(l.routes, r.ID, old, had) }, nil
-	})
+// fit returns the edits of es that apply over the file, and why the others do not. The whole
+// set is tried first, one compile; only when it fails are the edits added one at a time,
+// services first, then limits, then routes, so an edit comes after those it may name.
+// l.mu is held.
+func (l *Live) fit(es []Edit) (edits, []string) {
+	es = slices.SortedFunc(slices.Values(es), byDependency)
+	fits := func(m edits) error {
+		_, err := Compile(m.over(l.file), l.tenants)
+		return err
+	}
+	skip := func(e Edit, err error) string { return fmt.Sprintf("policy_edit (%s, %s): %v", e.Kind, e.ID, err) }
+	all, unread := newEdits(), []string(nil)
+	for _, e := range es {
+		if _, err := all.apply(e); err != nil {
+			unread = append(unread, skip(e, err))
+		}
+	}
+	if fits(all) == nil {
+		return all, unread
+	}
+	some, skipped := newEdits(), []string(nil)
+	for _, e := range es {
+		undo, err := some.apply(e)
+		if err == nil {
+			if err = fits(some); err != nil {
+				undo()
+			}
+		}
+		if err != nil {
+			skipped = append(skipped, skip(e, err))
+		}
+	}
+	return some, skipped
 }
 
-// PutService adds the service or replaces the one with its name.
-func (l *Live) PutService(sv Service) error {
-	return l.change("admin", func() (func(), error) {
-		old, had := l.services[sv.Name]
-		l.services[sv.Name] = sv
-		return func() { restore(l.services, sv.Name, old, had) }, nil
-	})
+// byDependency orders services before limits before routes (a route names both), then by id.
+func byDependency(a, b Edit) int {
+	if c := cmp.Compare(a.Kind.rank(), b.Kind.rank()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+func (k EditKind) rank() int {
+	switch k {
+	case EditService:
+		return 0
+	case EditLimit:
+		return 1
+	}
+	return 2
 }
 
 func restore[V any](m map[string]V, k string, old V, had bool) {
@@ -159,44 +232,143 @@ func restore[V any](m map[string]V, k string, old V, had bool) {
 }
 
 // change applies edit, compiles the result and swaps it in; if it does not compile, the
-// edit is undone and the error returned.
+// edit is undone and the error returned. An edit that returns a nil undo and no error
+// changed nothing: there is nothing to swap.
 func (l *Live) change(source string, edit func() (undo func(), err error)) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	undo, err := edit()
+	if err == nil && undo == nil {
+		return nil
+	}
 	if err == nil {
-		var s *Snapshot
-		if s, err = Compile(l.compose(), l.tenants); err == nil {
-			for _, f := range l.onChange {
-				if err = f(s); err != nil {
-					break
-				}
-			}
-		}
-		if err == nil {
-			l.cur.Store(s)
-			l.rejected = nil
-			for _, msg := range s.Skipped {
-				l.log.Warn("policy: tenant override skipped", "reason", msg)
-			}
-			l.log.Info("policy changed", "source", source, "routes", len(s.routes), "limits", len(s.limits), "tenant_overrides", len(s.Tenants))
+		if err = l.swap(source); err == nil {
 			return nil
 		}
 		undo()
 	}
+	return l.reject(source, err)
+}
+
+// swap compiles the policy as held, lets the hooks apply it and swaps it in. l.mu is held.
+func (l *Live) swap(source string) error {
+	s, err := Compile(l.edits.over(l.file), l.tenants)
+	if err != nil {
+		return err
+	}
+	for _, f := range l.onChange {
+		if err := f(s); err != nil {
+			return err
+		}
+	}
+	l.cur.Store(s)
+	l.rejected = nil
+	for _, msg := range s.Skipped {
+		l.log.Warn("policy: tenant override skipped", "reason", msg)
+	}
+	l.log.Info("policy changed", "source", source, "routes", len(s.routes), "limits", len(s.limits),
+		"admin_edits", l.edits.len(), "tenant_overrides", len(s.Tenants))
+	return nil
+}
+
+// reject records and logs a refused change, the running snapshot untouched. l.mu is held.
+func (l *Live) reject(source string, err error) error {
 	err = fmt.Errorf("policy: %s change rejected: %w", source, err)
 	l.rejected = err
 	l.log.Error("policy change rejected; the running policy stays", "source", source, "error", err)
 	return err
 }
 
-// compose layers the admin edits over the file, in id order so the result never depends on
-// map order. A deleted limit is also taken off every route that lists it.
-func (l *Live) compose() *Policy {
-	p := l.file.Clone()
+// edits are the admin edits by id, layered over the file.
+type edits struct {
+	Limits   map[string]*Limit  `json:"limits"` // nil: deleted
+	Routes   map[string]Route   `json:"routes"`
+	Services map[string]Service `json:"services"`
+}
+
+func newEdits() edits {
+	return edits{Limits: map[string]*Limit{}, Routes: map[string]Route{}, Services: map[string]Service{}}
+}
+
+// apply puts e in m and returns how to put back what it replaced.
+func (m edits) apply(e Edit) (undo func(), err error) {
+	if e.Deleted && e.Kind != EditLimit {
+		return nil, fmt.Errorf("%s %q: only a limit can be deleted", e.Kind, e.ID)
+	}
+	switch e.Kind {
+	case EditLimit:
+		if e.Deleted {
+			return set(m.Limits, e.ID, nil), nil
+		}
+		var lim Limit
+		if err := e.decode(&lim, &lim.ID); err != nil {
+			return nil, err
+		}
+		// Checked alone first, so a bad field is named as the client sent it ("rate"),
+		// not by its place in the composed policy.
+		if err := ValidateLimit("", lim.withDefaults()); err != nil {
+			return nil, err
+		}
+		return set(m.Limits, e.ID, &lim), nil
+	case EditRoute:
+		var r Route
+		if err := e.decode(&r, &r.ID); err != nil {
+			return nil, err
+		}
+		return set(m.Routes, e.ID, r), nil
+	case EditService:
+		var sv Service
+		if err := e.decode(&sv, &sv.Name); err != nil {
+			return nil, err
+		}
+		return set(m.Services, e.ID, sv), nil
+	}
+	return nil, fmt.Errorf("%s %q: kind: want limit, route or service", e.Kind, e.ID)
+}
+
+// list returns m as edits, ordered by kind and id.
+func (m edits) list() []Edit {
+	var out []Edit
+	for _, id := range sortedKeys(m.Limits) {
+		if lim := m.Limits[id]; lim != nil {
+			out = append(out, LimitEdit(*lim))
+		} else {
+			out = append(out, LimitDeletion(id))
+		}
+	}
+	for _, id := range sortedKeys(m.Routes) {
+		out = append(out, RouteEdit(m.Routes[id]))
+	}
+	for _, name := range sortedKeys(m.Services) {
+		out = append(out, ServiceEdit(m.Services[name]))
+	}
+	return out
+}
+
+func (m edits) len() int { return len(m.Limits) + len(m.Routes) + len(m.Services) }
+
+// equal compares m and o as JSON, which writes maps in key order: edits decoded from the
+// same rows compare equal whatever their maps' order or their slices' nil-ness.
+func (m edits) equal(o edits) bool {
+	a, _ := json.Marshal(m) // plain data: never fails
+	b, _ := json.Marshal(o)
+	return bytes.Equal(a, b)
+}
+
+// set puts v at k in m and returns how to put back what was there.
+func set[V any](m map[string]V, k string, v V) (undo func()) {
+	old, had := m[k]
+	m[k] = v
+	return func() { restore(m, k, old, had) }
+}
+
+// over layers m over file, in id order so the result never depends on map order. A deleted
+// limit is also taken off every route that lists it.
+func (m edits) over(file *Policy) *Policy {
+	p := file.Clone()
 	var deleted []string
-	for _, id := range sortedKeys(l.limits) {
-		lim := l.limits[id]
+	for _, id := range sortedKeys(m.Limits) {
+		lim := m.Limits[id]
 		i := slices.IndexFunc(p.Limits, func(x Limit) bool { return x.ID == id })
 		switch {
 		case lim == nil:
@@ -210,8 +382,8 @@ func (l *Live) compose() *Policy {
 			p.Limits = append(p.Limits, *lim)
 		}
 	}
-	for _, id := range sortedKeys(l.routes) {
-		r := l.routes[id]
+	for _, id := range sortedKeys(m.Routes) {
+		r := m.Routes[id]
 		if i := slices.IndexFunc(p.Routes, func(x Route) bool { return x.ID == id }); i >= 0 {
 			p.Routes[i] = r
 		} else {
@@ -221,8 +393,8 @@ func (l *Live) compose() *Policy {
 	for i := range p.Routes {
 		p.Routes[i].Limits = slices.DeleteFunc(slices.Clone(p.Routes[i].Limits), func(x string) bool { return slices.Contains(deleted, x) })
 	}
-	for _, name := range sortedKeys(l.services) {
-		sv := l.services[name]
+	for _, name := range sortedKeys(m.Services) {
+		sv := m.Services[name]
 		if i := slices.IndexFunc(p.Services, func(x Service) bool { return x.Name == name }); i >= 0 {
 			p.Services[i] = sv
 		} else {

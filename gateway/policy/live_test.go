@@ -33,11 +33,11 @@ func TestLiveAdminEditsSurviveFileReload(t *testing.T) {
 	var swaps int
 	l.OnChange(func(*Snapshot) error { swaps++; return nil })
 
-	if err := l.PutLimit(Limit{ID: "holds-per-account", Key: "user", Rate: "2/1m", Mode: "shadow"}); err != nil {
-		t.Fatalf("PutLimit: %v", err)
+	if err := l.Apply(LimitEdit(Limit{ID: "holds-per-account", Key: "user", Rate: "2/1m", Mode: "shadow"})); err != nil {
+		t.Fatalf("Apply(limit): %v", err)
 	}
 	if got := l.Current().Limit("holds-per-account").Rule; got.Limit != 2 || got.Mode != ratelimit.Shadow {
-		t.Errorf("after PutLimit, rule = %+v, want 2/1m in shadow", got)
+		t.Errorf("after Apply(limit), rule = %+v, want 2/1m in shadow", got)
 	}
 	// The file changes something else; the admin edit stays on top.
 	if err := l.ReplaceFileData([]byte(strings.Replace(base, "rate: 10/1m", "rate: 20/1m", 1))); err != nil {
@@ -48,14 +48,11 @@ func TestLiveAdminEditsSurviveFileReload(t *testing.T) {
 		t.Errorf("after file reload, holds %d login %d, want 2 (admin) and 20 (file)", s.Limit("holds-per-account").Rule.Limit, s.Limit("login-per-ip").Rule.Limit)
 	}
 	// Deleting a limit takes it off the routes that listed it.
-	if ok, err := l.DeleteLimit("login-per-ip"); !ok || err != nil {
-		t.Fatalf("DeleteLimit = %v, %v; want true, nil", ok, err)
+	if err := l.Apply(LimitDeletion("login-per-ip")); err != nil {
+		t.Fatalf("Apply(LimitDeletion) = %v, want nil", err)
 	}
 	if s := l.Current(); s.Limit("login-per-ip") != nil || len(s.Route("login").Limits) != 0 {
-		t.Errorf("after DeleteLimit, limit %v, route limits %v; want both gone", s.Limit("login-per-ip"), s.Route("login").Limits)
-	}
-	if ok, _ := l.DeleteLimit("login-per-ip"); ok {
-		t.Errorf("DeleteLimit(deleted) = true, want false")
+		t.Errorf("after Apply(LimitDeletion), limit %v, route limits %v; want both gone", s.Limit("login-per-ip"), s.Route("login").Limits)
 	}
 	if swaps != 3 {
 		t.Errorf("OnChange ran %d times, want 3", swaps)
@@ -70,9 +67,9 @@ func TestLiveRejectsBadChanges(t *testing.T) {
 		change func() error
 		field  string
 	}{
-		{"limit with a bad rate", func() error { return l.PutLimit(Limit{ID: "x", Key: "ip", Rate: "lots"}) }, "rate"},
+		{"limit with a bad rate", func() error { return l.Apply(LimitEdit(Limit{ID: "x", Key: "ip", Rate: "lots"})) }, "rate"},
 		{"route to no service", func() error {
-			return l.PutRoute(Route{ID: "r", Match: Match{Path: "/r"}, Service: "nope", Auth: AuthNone})
+			return l.Apply(RouteEdit(Route{ID: "r", Match: Match{Path: "/r"}, Service: "nope", Auth: AuthNone}))
 		}, "routes[r].service"},
 		{"file that does not validate", func() error { return l.ReplaceFileData([]byte(strings.Replace(base, "auth: user", "auth: maybe", 1))) }, "routes[holds].auth"},
 	}
@@ -99,14 +96,14 @@ func TestLiveRejectsBadChanges(t *testing.T) {
 		return nil
 	})
 	for _, name := range []string{"a", "b"} {
-		err := l.PutService(Service{Name: name, Instances: []string{"http://127.0.0.1:9"}})
+		err := l.Apply(ServiceEdit(Service{Name: name, Instances: []string{"http://127.0.0.1:9"}}))
 		if (err == nil) != (name == "a") {
-			t.Errorf("PutService(%s) = %v, want a accepted and b vetoed", name, err)
+			t.Errorf("Apply(service %s) = %v, want a accepted and b vetoed", name, err)
 		}
 	}
 	// A rejected admin edit leaves nothing behind: a later good change does not bring it in.
-	if err := l.PutService(Service{Name: "extra", Instances: []string{"http://127.0.0.1:9"}}); err != nil {
-		t.Fatalf("PutService: %v", err)
+	if err := l.Apply(ServiceEdit(Service{Name: "extra", Instances: []string{"http://127.0.0.1:9"}})); err != nil {
+		t.Fatalf("Apply(service): %v", err)
 	}
 	if l.Current().Route("r") != nil || l.Current().Limit("x") != nil {
 		t.Errorf("a rejected edit came back with a later change")

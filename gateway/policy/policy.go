@@ -4,10 +4,11 @@
 // A policy is read from a YAML file (Parse), given its defaults and validated with errors that
 // name the field at fault ("routes[holds].match.path: …"), then compiled into a Snapshot, the
 // read-only form the request path uses. Live holds the current Snapshot behind an
-// atomic.Pointer: the file watcher, the rate_limit_rule table and the admin API each build a
-// new Snapshot and swap it in, and a request reads whichever one is current without a lock
-// and without touching the database. A change that does not validate is rejected and the
-// running policy stays.
+// atomic.Pointer: the file watcher, the admin API's edits (kept in the policy_edit table, so
+// that every replica applies them) and the rate_limit_rule table each build a new Snapshot
+// and swap it in, and a request reads whichever one is current without a lock and without
+// touching the database. A change that does not validate is rejected and the running policy
+// stays.
 //
 // The file's shape:
 //

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -16,7 +17,7 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Migrations is the gateway's schema: the rate_limit_rule table.
+// Migrations is the gateway's schema: the rate_limit_rule and policy_edit tables.
 func Migrations() fs.FS {
 	sub, _ := fs.Sub(migrations, "migrations") // a constant path: never fails
 	return sub
@@ -24,19 +25,22 @@ func Migrations() fs.FS {
 
 // RulesChangedSubject is the NATS subject that tells every gateway replica to reload the
 // rate_limit_rule table now rather than at its next periodic refresh. The payload is ignored.
+// See also PolicyChangedSubject, for the admin edits.
 const RulesChangedSubject = "ratelimit.rules.changed"
 
-// DefaultTableRefresh is how often the table is reloaded without an event: the bound on how
+// DefaultTableRefresh is how often the tables are reloaded without an event: the bound on how
 // stale a replica that missed an event can be.
 const DefaultTableRefresh = 30 * time.Second
 
-// Table reads and writes the rate_limit_rule table. Safe for concurrent use.
+// Table reads and writes the gateway's tables: rate_limit_rule, the per-tenant overrides
+// (Load, Put, Delete), and policy_edit, the admin edits (LoadEdits, PutEdit, …). Safe for
+// concurrent use.
 type Table struct {
 	db  *sqldb.DB
 	now func() time.Time
 }
 
-// NewTable returns the table in db, migrated by Migrations; now (nil = time.Now) stamps
+// NewTable returns the tables in db, migrated by Migrations; now (nil = time.Now) stamps
 // updated_at.
 func NewTable(db *sqldb.DB, now func() time.Time) *Table {
 	if now == nil {
@@ -93,37 +97,53 @@ func (t *Table) Delete(ctx context.Context, tenant, route string) error {
 	return nil
 }
 
-// FollowTable loads the table into live now, then every refresh (0 = DefaultTableRefresh)
-// and whenever RulesChangedSubject arrives on nc (nil = no events), until ctx is done. A
-// load that fails keeps the overrides in force and is retried at the next tick: a database
-// outage must not drop every tenant back to its plan.
+// Reload reads both tables into live once: the admin edits, then the tenant overrides. A
+// table that cannot be read keeps what live holds from it, and its error is returned; a
+// change live refuses is logged by live and not returned, since reading again will not help.
+func (t *Table) Reload(ctx context.Context, live *Live) error {
+	edits, err := t.LoadEdits(ctx)
+	if err == nil {
+		_ = live.ReplaceEdits(edits)
+	}
+	rules, rerr := t.Load(ctx)
+	if rerr == nil {
+		_ = live.ReplaceTenants(rules)
+	}
+	return errors.Join(err, rerr)
+}
+
+// FollowTable reloads both tables into live (Reload) now, then every refresh
+// (0 = DefaultTableRefresh) and whenever PolicyChangedSubject or RulesChangedSubject arrives
+// on nc (nil = no events), until ctx is done. A reload that fails keeps the edits and
+// overrides in force and is retried at the next tick: a database outage must not drop every
+// tenant back to its plan, nor the policy back to its file.
 func FollowTable(ctx context.Context, t *Table, live *Live, nc *nats.Conn, refresh time.Duration, log *slog.Logger) error {
 	if refresh <= 0 {
 		refresh = DefaultTableRefresh
 	}
 	changed := make(chan struct{}, 1)
 	if nc != nil {
-		sub, err := nc.Subscribe(RulesChangedSubject, func(*nats.Msg) {
-			select {
-			case changed <- struct{}{}:
-			default: // a reload is already pending; it will read this change too
+		for _, subject := range []string{PolicyChangedSubject, RulesChangedSubject} {
+			sub, err := nc.Subscribe(subject, func(*nats.Msg) {
+				select {
+				case changed <- struct{}{}:
+				default: // a reload is already pending; it will read this change too
+				}
+			})
+			if err != nil {
+				return fmt.Errorf("subscribe %s: %w", subject, err)
 			}
-		})
-		if err != nil {
-			return fmt.Errorf("subscribe %s: %w", RulesChangedSubject, err)
+			defer func() { _ = sub.Unsubscribe() }()
 		}
-		defer func() { _ = sub.Unsubscribe() }()
 	}
 	tick := time.NewTicker(refresh)
 	defer tick.Stop()
 	for {
 		loadCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		rules, err := t.Load(loadCtx)
+		err := t.Reload(loadCtx, live)
 		cancel()
 		if err != nil {
-			log.Warn("rate_limit_rule reload failed; keeping the overrides in force", "error", err)
-		} else {
-			_ = live.ReplaceTenants(rules) // logs its outcome
+			log.Warn("policy tables reload failed; keeping the edits and overrides in force", "error", err)
 		}
 		select {
 		case <-ctx.Done():

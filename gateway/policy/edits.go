@@ -1,0 +1,133 @@
+package policy
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// PolicyChangedSubject is the NATS subject that tells every gateway replica to reload the
+// admin edits (the policy_edit table) now rather than at its next periodic refresh. The
+// payload is ignored. A replica reloads the edits and the tenant overrides together on either
+// subject; the two names say which table changed to whoever reads the traffic.
+const PolicyChangedSubject = "gateway.policy.changed"
+
+// EditKind is what an admin edit changes.
+type EditKind string
+
+// The kinds of admin edit.
+const (
+	EditLimit   EditKind = "limit"
+	EditRoute   EditKind = "route"
+	EditService EditKind = "service"
+)
+
+// Edit is one admin API change layered over the policy file, as Live applies it and the
+// policy_edit table stores it: the limit, route or service with ID (a service's id is its
+// name) put as Value, or, Deleted, the limit ID taken off the policy and off every route that
+// lists it. Build one with LimitEdit, RouteEdit, ServiceEdit or LimitDeletion.
+type Edit struct {
+	Kind EditKind `json:"kind"`
+	ID   string   `json:"id"`
+	// Value is the Limit, Route or Service as JSON, defaults not applied; nil when Deleted.
+	Value json.RawMessage `json:"value,omitempty"`
+	// Deleted marks a limit taken off the policy; only a limit can be deleted.
+	Deleted bool `json:"deleted,omitempty"`
+	// UpdatedAt is when the row was last written; zero for an edit not read from the table.
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// LimitEdit puts l, replacing the limit with its id.
+func LimitEdit(l Limit) Edit { return edit(EditLimit, l.ID, l) }
+
+// RouteEdit puts r, replacing the route with its id.
+func RouteEdit(r Route) Edit { return edit(EditRoute, r.ID, r) }
+
+// ServiceEdit puts s, replacing the service with its name.
+func ServiceEdit(s Service) Edit { return edit(EditService, s.Name, s) }
+
+// LimitDeletion takes the limit id off the policy.
+func LimitDeletion(id string) Edit { return Edit{Kind: EditLimit, ID: id, Deleted: true} }
+
+func edit(kind EditKind, id string, v any) Edit {
+	b, _ := json.Marshal(v) // plain data: never fails
+	return Edit{Kind: kind, ID: id, Value: b}
+}
+
+// decode reads e's Value into v, whose own id field is id: it takes e's ID when empty and
+// must not name another element. Unknown fields are ignored, so a row written by a newer
+// gateway still applies on an older one during a rollout.
+func (e Edit) decode(v any, id *string) error {
+	if err := json.Unmarshal(e.Value, v); err != nil {
+		return fmt.Errorf("%s %q: %w", e.Kind, e.ID, err)
+	}
+	if *id == "" {
+		*id = e.ID
+	}
+	if *id != e.ID {
+		return fieldErr("id", "%q differs from the edit's %q", *id, e.ID)
+	}
+	return nil
+}
+
+// LoadEdits returns every row of the policy_edit table, ordered by kind and id.
+func (t *Table) LoadEdits(ctx context.Context) ([]Edit, error) {
+	rows, err := t.db.QueryContext(ctx, `SELECT kind, id, body, deleted, updated_at FROM policy_edit ORDER BY kind, id`)
+	if err != nil {
+		return nil, fmt.Errorf("load policy_edit: %w", err)
+	}
+	defer rows.Close()
+	var out []Edit
+	for rows.Next() {
+		var e Edit
+		var body sql.Null[string]
+		var ms int64
+		if err := rows.Scan(&e.Kind, &e.ID, &body, &e.Deleted, &ms); err != nil {
+			return nil, fmt.Errorf("load policy_edit: %w", err)
+		}
+		if body.Valid {
+			e.Value = json.RawMessage(body.V)
+		}
+		e.UpdatedAt = time.UnixMilli(ms).UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load policy_edit: %w", err)
+	}
+	return out, nil
+}
+
+// PutEdit inserts the row or replaces the one with its kind and id, stamping updated_at.
+// The table checks the row's shape, not the edit: validate it against the running policy
+// first (Live.Check). Replicas see it at their next reload; publish PolicyChangedSubject to
+// make that now.
+func (t *Table) PutEdit(ctx context.Context, e Edit) error {
+	body := sql.Null[string]{V: string(e.Value), Valid: !e.Deleted}
+	_, err := t.db.ExecContext(ctx, t.db.Rebind(`INSERT INTO policy_edit (kind, id, body, deleted, updated_at)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, deleted = excluded.deleted,
+			updated_at = excluded.updated_at`),
+		string(e.Kind), e.ID, body, e.Deleted, t.now().UnixMilli())
+	if err != nil {
+		return fmt.Errorf("put policy_edit %s %q: %w", e.Kind, e.ID, err)
+	}
+	return nil
+}
+
+// DeleteEdit removes the row of kind and id, if any: that element is the file's again.
+func (t *Table) DeleteEdit(ctx context.Context, kind EditKind, id string) error {
+	if _, err := t.db.ExecContext(ctx, t.db.Rebind(`DELETE FROM policy_edit WHERE kind = ? AND id = ?`), string(kind), id); err != nil {
+		return fmt.Errorf("delete policy_edit %s %q: %w", kind, id, err)
+	}
+	return nil
+}
+
+// ResetEdits removes every row: the policy is the file's again.
+func (t *Table) ResetEdits(ctx context.Context) error {
+	if _, err := t.db.ExecContext(ctx, `DELETE FROM policy_edit`); err != nil {
+		return fmt.Errorf("reset policy_edit: %w", err)
+	}
+	return nil
+}

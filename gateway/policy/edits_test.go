@@ -1,0 +1,255 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"boxoffice.dev/platform/sqldb"
+	"boxoffice.dev/platform/testkit"
+)
+
+func newEditTable(t *testing.T, db *sqldb.DB, now func() time.Time) *Table {
+	t.Helper()
+	if err := db.Migrate(context.Background(), Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	return NewTable(db, now)
+}
+
+// jsonOf is v as JSON, for comparing policies and edits whole.
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestEditTable(t *testing.T) {
+	testkit.ForEachDB(t, "gateway", func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		now := time.UnixMilli(1_700_000_000_000).UTC()
+		tab := newEditTable(t, db, func() time.Time { return now })
+		shadow := Limit{ID: "holds-per-account", Key: "user", Rate: "2/1m", Mode: "shadow"}
+		for _, e := range []Edit{
+			ServiceEdit(Service{Name: "inventory", Instances: []string{"http://127.0.0.1:9"}, MaxInFlight: 5}),
+			LimitEdit(Limit{ID: "holds-per-account", Key: "user", Rate: "3/1m"}),
+			LimitDeletion("login-per-ip"),
+			LimitEdit(shadow), // replaces the row of the same limit
+		} {
+			if err := tab.PutEdit(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := tab.LoadEdits(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Edit{LimitEdit(shadow), LimitDeletion("login-per-ip"),
+			ServiceEdit(Service{Name: "inventory", Instances: []string{"http://127.0.0.1:9"}, MaxInFlight: 5})}
+		for i := range want {
+			want[i].UpdatedAt = now
+		}
+		if jsonOf(t, got) != jsonOf(t, want) {
+			t.Errorf("LoadEdits() = %s, want %s", jsonOf(t, got), jsonOf(t, want))
+		}
+
+		if err := tab.DeleteEdit(ctx, EditLimit, "login-per-ip"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := tab.LoadEdits(ctx); len(got) != 2 || slices.ContainsFunc(got, func(e Edit) bool { return e.ID == "login-per-ip" }) {
+			t.Errorf("after DeleteEdit(limit, login-per-ip), LoadEdits() = %s, want the two other rows", jsonOf(t, got))
+		}
+		if err := tab.PutEdit(ctx, Edit{Kind: EditRoute, ID: "holds", Deleted: true}); err == nil {
+			t.Errorf("PutEdit(deleted route) = nil, want the table to refuse a deletion that is not a limit's")
+		}
+		if err := tab.ResetEdits(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := tab.LoadEdits(ctx); len(got) != 0 || err != nil {
+			t.Errorf("after ResetEdits, LoadEdits() = %s, %v; want none", jsonOf(t, got), err)
+		}
+	})
+}
+
+// TestReplaceEditsFromTheTable makes edits one by one on one Live, storing each, and shows a
+// second Live that reads them back from the table running the same policy.
+func TestReplaceEditsFromTheTable(t *testing.T) {
+	testkit.ForEachDB(t, "gateway", func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		tab := newEditTable(t, db, nil)
+		one := newLive(t, base)
+		for _, e := range []Edit{
+			LimitEdit(Limit{ID: "holds-per-account", Key: "user", Rate: "2/1m", Mode: "shadow"}),
+			ServiceEdit(Service{Name: "payment", Instances: []string{"http://127.0.0.1:9"}}),
+			LimitEdit(Limit{ID: "pay-per-user", Key: "user", Rate: "1/s"}),
+			RouteEdit(Route{ID: "pay", Match: Match{Method: "POST", Path: "/v1/pay"}, Service: "payment", Auth: AuthUser, Limits: []string{"pay-per-user", "login-per-ip"}}),
+			LimitDeletion("login-per-ip"),
+		} {
+			if err := one.Apply(e); err != nil {
+				t.Fatalf("Apply(%s %s) = %v", e.Kind, e.ID, err)
+			}
+			if err := tab.PutEdit(ctx, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		other := newLive(t, base)
+		var swaps int
+		other.OnChange(func(*Snapshot) error { swaps++; return nil })
+		rows, err := tab.LoadEdits(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.ReplaceEdits(rows); err != nil {
+			t.Fatalf("ReplaceEdits(table) = %v, want nil", err)
+		}
+		if got, want := jsonOf(t, other.Current().Policy), jsonOf(t, one.Current().Policy); got != want {
+			t.Errorf("policy from the table = %s\nwant, as edited one by one, %s", got, want)
+		}
+		if got, want := jsonOf(t, other.Edits()), jsonOf(t, one.Edits()); got != want {
+			t.Errorf("Edits() from the table = %s, want %s", got, want)
+		}
+		if r := other.Current().Route("pay"); r == nil || len(r.Limits) != 1 {
+			t.Errorf("route pay = %+v, want it with pay-per-user alone (login-per-ip deleted)", r)
+		}
+		// The periodic reload finds the same rows: nothing to swap.
+		if err := other.ReplaceEdits(rows); err != nil || swaps != 1 {
+			t.Errorf("ReplaceEdits(same rows) = %v after %d swaps, want nil after 1", err, swaps)
+		}
+		if err := other.ReplaceEdits(nil); err != nil {
+			t.Fatalf("ReplaceEdits(nil) = %v, want nil", err)
+		}
+		if got, want := jsonOf(t, other.Current().Policy), jsonOf(t, newLive(t, base).Current().Policy); got != want {
+			t.Errorf("after ReplaceEdits(nil), policy = %s, want the file's %s", got, want)
+		}
+	})
+}
+
+// TestReplaceEditsSkipsBadRows shows the choice for a row that does not apply: it is left
+// out with its reason, the other rows apply, and the running policy stays valid.
+func TestReplaceEditsSkipsBadRows(t *testing.T) {
+	good := LimitEdit(Limit{ID: "holds-per-account", Key: "user", Rate: "2/1m"})
+	tests := []struct {
+		name string
+		bad  []Edit
+		// skipped are the ids each skip reason names, in order.
+		skipped []string
+		why     string
+	}{
+		{"limit that does not validate", []Edit{LimitEdit(Limit{ID: "ghost", Key: "ip", Rate: "lots"})}, []string{"(limit, ghost)"}, "rate"},
+		{"route to a service the file lacks", []Edit{RouteEdit(Route{ID: "pay", Match: Match{Path: "/v1/pay"}, Service: "payment", Auth: AuthNone})},
+			[]string{"(route, pay)"}, "routes[pay].service"},
+		{"route that needs a skipped limit", []Edit{
+			LimitEdit(Limit{ID: "ghost", Key: "ip", Rate: "lots"}),
+			RouteEdit(Route{ID: "pay", Match: Match{Path: "/v1/pay"}, Service: "auth", Auth: AuthNone, Limits: []string{"ghost"}}),
+		}, []string{"(limit, ghost)", "(route, pay)"}, "routes[pay].limits[0]"},
+		{"unreadable row", []Edit{{Kind: EditService, ID: "auth", Value: json.RawMessage(`{"max_in_flight":"many"}`)}}, []string{"(service, auth)"}, "max_in_flight"},
+		{"row of another element's id", []Edit{{Kind: EditRoute, ID: "holds", Value: json.RawMessage(`{"id":"login"}`)}}, []string{"(route, holds)"}, "differs"},
+		{"deleted route", []Edit{{Kind: EditRoute, ID: "holds", Deleted: true}}, []string{"(route, holds)"}, "only a limit"},
+		{"unknown kind", []Edit{{Kind: "plan", ID: "free", Value: json.RawMessage(`{}`)}}, []string{"(plan, free)"}, "kind"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			p, err := Parse([]byte(base))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := NewLive(p, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.ReplaceEdits(append([]Edit{good}, tt.bad...)); err != nil {
+				t.Fatalf("ReplaceEdits(good + bad) = %v, want nil: the bad rows are skipped", err)
+			}
+			if got := l.Current().Limit("holds-per-account").Rule.Limit; got != 2 {
+				t.Errorf("holds-per-account limit = %d, want 2: the good row applies", got)
+			}
+			if got := l.Edits(); len(got) != 1 || got[0].ID != good.ID {
+				t.Errorf("Edits() = %s, want the good row alone", jsonOf(t, got))
+			}
+			skipped := l.SkippedEdits()
+			if len(skipped) != len(tt.skipped) {
+				t.Fatalf("SkippedEdits() = %q, want %d naming %v", skipped, len(tt.skipped), tt.skipped)
+			}
+			for i, msg := range skipped {
+				if !strings.Contains(msg, tt.skipped[i]) {
+					t.Errorf("SkippedEdits()[%d] = %q, want it to name %s", i, msg, tt.skipped[i])
+				}
+			}
+			if last := skipped[len(skipped)-1]; !strings.Contains(last, tt.why) {
+				t.Errorf("SkippedEdits() = %q, want the reason to mention %q", skipped, tt.why)
+			}
+			if n := strings.Count(logs.String(), "admin edit skipped"); n != len(tt.skipped) {
+				t.Errorf("logged %d skipped edits, want %d:\n%s", n, len(tt.skipped), logs.String())
+			}
+			// The next reload finds the same rows: the same skips, not logged again.
+			if err := l.ReplaceEdits(append([]Edit{good}, tt.bad...)); err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(logs.String(), "admin edit skipped"); n != len(tt.skipped) {
+				t.Errorf("after the same rows again, logged %d skipped edits, want still %d", n, len(tt.skipped))
+			}
+		})
+	}
+}
+
+// TestSkippedEditAppliesOnceItFits shows a row skipped for want of a service the file lacks
+// applying at the first reload after a file that has it.
+func TestSkippedEditAppliesOnceItFits(t *testing.T) {
+	l := newLive(t, base)
+	rows := []Edit{RouteEdit(Route{ID: "pay", Match: Match{Path: "/v1/pay"}, Service: "payment", Auth: AuthNone})}
+	if err := l.ReplaceEdits(rows); err != nil || l.Current().Route("pay") != nil {
+		t.Fatalf("ReplaceEdits(route to no service) = %v, route %v; want nil and no route", err, l.Current().Route("pay"))
+	}
+	withPayment := strings.Replace(base, "services:\n", "services:\n  - {name: payment, instances: [\"http://127.0.0.1:8107\"]}\n", 1)
+	if err := l.ReplaceFileData([]byte(withPayment)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ReplaceEdits(rows); err != nil {
+		t.Fatal(err)
+	}
+	if l.Current().Route("pay") == nil || l.SkippedEdits() != nil {
+		t.Errorf("after a file with service payment, route pay %v, skipped %q; want the route and no skips", l.Current().Route("pay"), l.SkippedEdits())
+	}
+}
+
+func TestCheckDoesNotApply(t *testing.T) {
+	l := newLive(t, base)
+	var swaps int
+	l.OnChange(func(*Snapshot) error { swaps++; return nil })
+	before := l.Current()
+	tests := []struct {
+		name  string
+		edit  Edit
+		field string // "" when the edit applies
+	}{
+		{"good limit", LimitEdit(Limit{ID: "holds-per-account", Key: "user", Rate: "1/1m"}), ""},
+		{"limit with a bad rate", LimitEdit(Limit{ID: "x", Key: "ip", Rate: "lots"}), "rate"},
+		{"route to no service", RouteEdit(Route{ID: "r", Match: Match{Path: "/r"}, Service: "nope", Auth: AuthNone}), "routes[r].service"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := l.Check(tt.edit)
+			fe, _ := errors.AsType[*FieldError](err)
+			switch {
+			case tt.field == "" && err != nil:
+				t.Errorf("Check(%s) = %v, want nil", tt.name, err)
+			case tt.field != "" && (fe == nil || fe.Field != tt.field):
+				t.Errorf("Check(%s) = %v, want an error naming %s", tt.name, err, tt.field)
+			}
+		})
+	}
+	if l.Current() != before || swaps != 0 || len(l.Edits()) != 0 {
+		t.Errorf("after Check, %d swaps and edits %s; want the running policy untouched", swaps, jsonOf(t, l.Edits()))
+	}
+}
