@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,7 @@ type backend struct {
 	srv      *httptest.Server
 	url      string
 	ready    atomic.Bool
+	slow     atomic.Bool  // /readyz answers only once the prober has given up: it times out
 	hits     atomic.Int64 // requests other than probes
 	probes   atomic.Int64
 	inFlight atomic.Int64
@@ -56,6 +58,10 @@ func serveBackend(t *testing.T, l net.Listener, h http.HandlerFunc) *backend {
 func (b *backend) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/readyz" {
 		b.probes.Add(1)
+		if b.slow.Load() {
+			<-r.Context().Done() // the probe's timeout, or the server closing
+			return
+		}
 		if !b.ready.Load() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
@@ -80,6 +86,33 @@ func hangUp(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		conn.Close()
 	}
+}
+
+// logBuffer collects what a logger writes; safe for concurrent use.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+var _ io.Writer = (*logBuffer)(nil)
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// count returns how many lines hold s.
+func (l *logBuffer) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for line := range strings.Lines(l.buf.String()) {
+		if strings.Contains(line, s) {
+			n++
+		}
+	}
+	return n
 }
 
 // clock is a settable time source.
@@ -199,6 +232,18 @@ func (g *gateway) metric(t *testing.T, name string, attrs ...attribute.KeyValue)
 		}
 	}
 	return total
+}
+
+// service returns the snapshot of service "svc".
+func (g *gateway) service(t *testing.T) ServiceStatus {
+	t.Helper()
+	for _, s := range g.pools.Snapshot() {
+		if s.Name == "svc" {
+			return s
+		}
+	}
+	t.Fatal("Snapshot() has no service svc")
+	return ServiceStatus{}
 }
 
 // status returns the snapshot of instance u of service "svc".

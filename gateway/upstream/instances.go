@@ -26,7 +26,7 @@ var _ Resolver = (*net.Resolver)(nil)
 var defaultResolver Resolver = net.DefaultResolver
 
 // pool is one service: its configuration, its instances and what protects it. The hot path
-// reads cfg and instances through atomic pointers; mu serialises changes to the list.
+// reads cfg and instances through atomic pointers.
 type pool struct {
 	name       string
 	attrs      metric.MeasurementOption            // service
@@ -38,7 +38,7 @@ type pool struct {
 	kick       chan struct{} // wakes the loop: resolve and probe now
 	panicking  atomic.Bool   // in panic (select.go), as last evaluated
 
-	mu sync.Mutex
+	mu sync.Mutex // serialises changes to the instance list, and panic evaluations
 }
 
 func newPool(name string, b RetryBudget) *pool {

@@ -72,7 +72,7 @@ func (p *Pools) Forward(w http.ResponseWriter, r *http.Request, service string, 
 	ro = ro.withDefaults()
 	now := p.now()
 	in, panicking := pl.pick(now.UnixNano(), nil, p.intn)
-	p.notePanic(pl, panicking)
+	p.notePanic(pl, now, panicking)
 	if in == nil {
 		p.metrics.unavailable.Add(ctx, 1, pl.attrs)
 		w.Header().Set("Retry-After", "1")

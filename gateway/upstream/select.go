@@ -68,26 +68,30 @@ func (pl *pool) candidates(now int64, skip *instance, cands []*instance) ([]*ins
 	return cands, panicking
 }
 
-// notePanic records whether pl is in panic, as its last evaluation found, and logs the
-// changes. Evaluations race (each request, each probe round, each snapshot): the last
-// one wins, and one entering or leaving is logged once.
-func (p *Pools) notePanic(pl *pool, panicking bool) {
-	if pl.panicking.Load() == panicking || !pl.panicking.CompareAndSwap(!panicking, panicking) {
-		return
+// notePanic takes note of what an evaluation of pl's panic at now found, on the hot path:
+// when it differs from the recorded state, evaluatePanic settles it.
+func (p *Pools) notePanic(pl *pool, now time.Time, panicking bool) {
+	if pl.panicking.Load() != panicking {
+		p.evaluatePanic(pl, now)
 	}
-	cfg := pl.cfg.Load()
-	if panicking {
-		p.log.Warn("upstream service in panic: too few ready instances, sending to those whose probes time out too",
-			"service", pl.name, "panic_threshold", cfg.PanicThreshold)
-		return
-	}
-	p.log.Info("upstream service out of panic", "service", pl.name)
 }
 
-// evaluatePanic looks at whether pl is in panic at now, records it and reports it.
+// evaluatePanic looks at whether pl is in panic at now, records it, logs entering and
+// leaving, and reports it. Evaluations run under pl.mu, each reading the instances afresh,
+// so that one that saw an older state cannot undo a newer one and a change is logged once.
 func (p *Pools) evaluatePanic(pl *pool, now time.Time) bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
 	var buf [16]*instance
 	_, panicking := pl.candidates(now.UnixNano(), nil, buf[:0])
-	p.notePanic(pl, panicking)
+	if pl.panicking.Swap(panicking) == panicking {
+		return panicking
+	}
+	if panicking {
+		p.log.Warn("upstream service in panic: too few ready instances, sending to those whose probes time out too",
+			"service", pl.name, "panic_threshold", pl.cfg.Load().PanicThreshold)
+	} else {
+		p.log.Info("upstream service out of panic", "service", pl.name)
+	}
 	return panicking
 }
