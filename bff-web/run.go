@@ -2,7 +2,6 @@ package bffweb
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -59,19 +58,12 @@ func LoadConfig(r *config.Reader) Config {
 
 // Run starts the process and serves until ctx is done.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	r := config.New(getenv)
-	cfg := LoadConfig(r)
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("bff-web: configuration: %w", err)
-	}
-	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(s, cfg)
-	})
+	return server.MainWith(ctx, Spec, getenv, stdout, LoadConfig, build)
 }
 
 // build dials the services and mounts the GraphQL endpoint. Only the catalog is a readiness
 // check: without it no page renders, while the others fail their own fields alone.
-func build(s *server.Server, cfg Config) (http.Handler, error) {
+func build(_ context.Context, s *server.Server, cfg Config) (http.Handler, error) {
 	conns, err := upstream.Connect(s, cfg.CallTimeout, map[string]string{
 		"catalog": cfg.CatalogAddr, "inventory": cfg.InventoryAddr, "order": cfg.OrderAddr,
 		"search": cfg.SearchAddr, "notification": cfg.NotificationAddr, "assistant": cfg.AssistantAddr,

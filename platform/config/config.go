@@ -46,7 +46,9 @@ func (e *Error) Error() string {
 // Err returns every error seen so far joined in one (nil when all values parsed).
 func (r *Reader) Err() error { return errors.Join(r.errs...) }
 
-func (r *Reader) fail(name, value, want string) {
+// Fail records that variable name, read some way the Reader has no method for (a key to
+// decode, say), held value where want was expected. Pass a placeholder as value for a secret.
+func (r *Reader) Fail(name, value, want string) {
 	r.errs = append(r.errs, &Error{Name: name, Value: value, Want: want})
 }
 
@@ -66,7 +68,7 @@ func (r *Reader) Int(name string, def, min, max int) int {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < min || n > max {
-		r.fail(name, v, fmt.Sprintf("an integer from %d to %d", min, max))
+		r.Fail(name, v, fmt.Sprintf("an integer from %d to %d", min, max))
 		return def
 	}
 	return n
@@ -80,7 +82,7 @@ func (r *Reader) Float(name string, def, min, max float64) float64 {
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil || f < min || f > max {
-		r.fail(name, v, fmt.Sprintf("a number from %g to %g", min, max))
+		r.Fail(name, v, fmt.Sprintf("a number from %g to %g", min, max))
 		return def
 	}
 	return f
@@ -97,7 +99,7 @@ func (r *Reader) Bool(name string, def bool) bool {
 	case "0", "false", "no", "off":
 		return false
 	}
-	r.fail(name, v, "true or false")
+	r.Fail(name, v, "true or false")
 	return def
 }
 
@@ -109,7 +111,7 @@ func (r *Reader) Duration(name string, def time.Duration) time.Duration {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		r.fail(name, v, "a positive duration such as 250ms or 5s")
+		r.Fail(name, v, "a positive duration such as 250ms or 5s")
 		return def
 	}
 	return d
@@ -122,7 +124,7 @@ func (r *Reader) Addr(name, def string) string {
 		return ""
 	}
 	if _, port, err := net.SplitHostPort(v); err != nil || !validPort(port) {
-		r.fail(name, v, "a listen address host:port such as 127.0.0.1:8080 or :8080")
+		r.Fail(name, v, "a listen address host:port such as 127.0.0.1:8080 or :8080")
 		return def
 	}
 	return v
@@ -137,7 +139,7 @@ func (r *Reader) URL(name, def string, schemes ...string) string {
 	}
 	u, err := url.Parse(v)
 	if err != nil || u.Host == "" && u.Opaque == "" && u.Path == "" || !contains(schemes, u.Scheme) {
-		r.fail(name, redact(v), "a URL with scheme "+strings.Join(schemes, ", "))
+		r.Fail(name, redact(v), "a URL with scheme "+strings.Join(schemes, ", "))
 		return def
 	}
 	return v

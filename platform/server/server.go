@@ -4,9 +4,11 @@
 // Every deployable is built the same way, so a reader who knows one knows them all:
 //
 //	func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-//		return server.Main(ctx, server.Spec{Name: "catalog", HTTPAddr: ":8102"}, getenv, stdout,
-//			func(ctx context.Context, s *server.Server) (http.Handler, error) { return routes(s), nil })
+//		return server.MainWith(ctx, Spec, getenv, stdout, LoadConfig, build)
 //	}
+//
+// where LoadConfig reads the component's settings from a config.Reader and build wires it on
+// the ready Server (server.Main when there are no settings).
 //
 // The process serves its own routes next to /healthz, /readyz, /metrics and /control, and
 // runs its background loops as workers (Server.Go). On SIGTERM (ctx cancelled) it marks
@@ -63,10 +65,27 @@ type Spec struct {
 type Build func(ctx context.Context, s *Server) (http.Handler, error)
 
 // Main loads the configuration, builds the component and runs it until ctx is done.
-// It is the whole body of every deployable's Run.
+// It is the whole body of a deployable's Run that has no settings of its own (MainWith).
 func Main(ctx context.Context, spec Spec, getenv func(string) string, stdout io.Writer, build Build) error {
+	return MainWith(ctx, spec, getenv, stdout,
+		func(*config.Reader) struct{} { return struct{}{} },
+		func(ctx context.Context, s *Server, _ struct{}) (http.Handler, error) {
+			if build == nil {
+				return nil, nil
+			}
+			return build(ctx, s)
+		})
+}
+
+// MainWith is Main for a component with settings of its own: load reads them from the same
+// environment as the platform's, before anything starts, and every invalid variable, the
+// platform's and the component's, is reported in one error, so a misconfigured deployment
+// learns all its mistakes in one run. build then gets the settings.
+func MainWith[C any](ctx context.Context, spec Spec, getenv func(string) string, stdout io.Writer,
+	load func(*config.Reader) C, build func(ctx context.Context, s *Server, cfg C) (http.Handler, error)) error {
 	r := config.New(getenv)
 	cfg := config.LoadProcess(r, spec.Name, spec.HTTPAddr, spec.GRPCAddr)
+	own := load(r)
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%s: configuration: %w", spec.Name, err)
 	}
@@ -76,11 +95,9 @@ func Main(ctx context.Context, spec Spec, getenv func(string) string, stdout io.
 	}
 	defer s.Close()
 	s.ownHTTPMetrics = spec.OwnHTTPMetrics
-	var h http.Handler
-	if build != nil {
-		if h, err = build(ctx, s); err != nil {
-			return fmt.Errorf("%s: start: %w", spec.Name, err)
-		}
+	h, err := build(ctx, s, own)
+	if err != nil {
+		return fmt.Errorf("%s: start: %w", spec.Name, err)
 	}
 	return s.Run(ctx, h)
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/control"
 	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/server"
@@ -223,5 +224,26 @@ func TestMainOwnHTTPMetrics(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("Main after cancel = %v, want nil", err)
+	}
+}
+
+// A misconfigured deployment learns every bad variable at once, the platform's and the
+// component's, before anything starts.
+func TestMainWithReportsEveryBadVariable(t *testing.T) {
+	env := map[string]string{"SHUTDOWN_TIMEOUT": "soon", "BATCH_SIZE": "many"}
+	built := false
+	err := server.MainWith(context.Background(), server.Spec{Name: "probe", HTTPAddr: ":0"}, func(k string) string { return env[k] }, io.Discard,
+		func(r *config.Reader) int { return r.Int("BATCH_SIZE", 10, 1, 100) },
+		func(context.Context, *server.Server, int) (http.Handler, error) { built = true; return nil, nil })
+	if err == nil {
+		t.Fatal("MainWith with two bad variables = nil, want a configuration error")
+	}
+	for _, name := range []string{"probe: configuration", "SHUTDOWN_TIMEOUT", "BATCH_SIZE"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("MainWith error = %q, want it to name %s", err, name)
+		}
+	}
+	if built {
+		t.Error("the component was built despite its configuration errors")
 	}
 }

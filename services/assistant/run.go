@@ -21,12 +21,8 @@ var Spec = server.Spec{Name: "assistant", HTTPAddr: ":8109", GRPCAddr: ":9109"}
 // Run starts the process and serves until ctx is done. Its own variable: CATALOG_GRPC_ADDR,
 // the catalog's gRPC host:port (default 127.0.0.1:9102).
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	r := config.New(getenv)
-	catalogAddr := r.Addr("CATALOG_GRPC_ADDR", "127.0.0.1:9102")
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
-	}
-	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+	catalog := func(r *config.Reader) string { return r.Addr("CATALOG_GRPC_ADDR", "127.0.0.1:9102") }
+	return server.MainWith(ctx, Spec, getenv, stdout, catalog, func(ctx context.Context, s *server.Server, catalogAddr string) (http.Handler, error) {
 		conn, err := grpc.NewClient(catalogAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), s.Telemetry.GRPCDialOption())
 		if err != nil {
 			return nil, fmt.Errorf("catalog client: %w", err)

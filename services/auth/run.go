@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -27,14 +26,13 @@ var Spec = server.Spec{Name: "auth", HTTPAddr: ":8101", GRPCAddr: ":9101"}
 //	SEED_DEMO              store the demo fans and tenants when there are no users (default false)
 //	DEMO_SECRET            derives the demo tenants' API keys (default boxoffice-demo)
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	r := config.New(getenv)
-	cfg := loadConfig(r)
-	seed := r.Bool("SEED_DEMO", false)
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
+	type settings struct {
+		cfg  Config
+		seed bool
 	}
-	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, cfg, seed)
+	load := func(r *config.Reader) settings { return settings{loadConfig(r), r.Bool("SEED_DEMO", false)} }
+	return server.MainWith(ctx, Spec, getenv, stdout, load, func(ctx context.Context, s *server.Server, set settings) (http.Handler, error) {
+		return build(ctx, s, set.cfg, set.seed)
 	})
 }
 

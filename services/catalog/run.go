@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -18,14 +17,8 @@ var Spec = server.Spec{Name: "catalog", HTTPAddr: ":8102", GRPCAddr: ":9102"}
 // Run starts the process and serves until ctx is done. Its own variable: SEED_DEMO (default
 // false) stores the demo catalog at start when the catalog is empty.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	r := config.New(getenv)
-	seed := r.Bool("SEED_DEMO", false)
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
-	}
-	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, seed)
-	})
+	seedDemo := func(r *config.Reader) bool { return r.Bool("SEED_DEMO", false) }
+	return server.MainWith(ctx, Spec, getenv, stdout, seedDemo, build)
 }
 
 // build wires the service; the outbox relay runs as the process's worker.

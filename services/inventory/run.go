@@ -3,7 +3,6 @@ package inventory
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,29 +29,23 @@ type Config struct {
 
 // LoadConfig reads Config through r; problems are reported by r.Err, and by err for the
 // one variable the Reader cannot parse itself (the key).
-func LoadConfig(r *config.Reader) (c Config, err error) {
+func LoadConfig(r *config.Reader) (c Config) {
 	c = Config{
 		HoldTTL:       r.Duration("HOLD_TTL", DefaultHoldTTL),
 		SweepInterval: r.Duration("HOLD_SWEEP_INTERVAL", time.Second),
 	}
 	if v := r.String("WAITROOM_PUBLIC_KEY", ""); v != "" {
+		var err error
 		if c.PassKey, err = pass.ParsePublicKey(v); err != nil {
-			return c, &config.Error{Name: "WAITROOM_PUBLIC_KEY", Value: v, Want: "a base64 32-byte Ed25519 public key"}
+			r.Fail("WAITROOM_PUBLIC_KEY", v, "a base64 32-byte Ed25519 public key")
 		}
 	}
-	return c, nil
+	return c
 }
 
 // Run starts the process and serves until ctx is done.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	r := config.New(getenv)
-	cfg, err := LoadConfig(r)
-	if err := errors.Join(err, r.Err()); err != nil {
-		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
-	}
-	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, cfg)
-	})
+	return server.MainWith(ctx, Spec, getenv, stdout, LoadConfig, build)
 }
 
 // build wires the service; the outbox relay, the catalog's seat-map consumer and the hold

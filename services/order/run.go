@@ -48,14 +48,7 @@ func LoadConfig(r *config.Reader) Config {
 
 // Run starts the process and serves until ctx is done.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	r := config.New(getenv)
-	cfg := LoadConfig(r)
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("order: configuration: %w", err)
-	}
-	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, cfg)
-	})
+	return server.MainWith(ctx, Spec, getenv, stdout, LoadConfig, build)
 }
 
 // build wires the service. The relay and the saga run as the process's workers: Run returns

@@ -2,7 +2,6 @@ package payment
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -38,12 +37,7 @@ func LoadConfig(r *config.Reader) Config {
 
 // Run starts the process and serves until ctx is done.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	r := config.New(getenv)
-	cfg := LoadConfig(r)
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
-	}
-	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+	return server.MainWith(ctx, Spec, getenv, stdout, LoadConfig, func(ctx context.Context, s *server.Server, cfg Config) (http.Handler, error) {
 		db, err := s.OpenDB(ctx, migrations)
 		if err != nil {
 			return nil, err

@@ -29,17 +29,14 @@ type Config struct {
 
 // Run starts the process and serves until ctx is done.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	r := config.New(getenv)
-	cfg := Config{
+	return server.MainWith(ctx, Spec, getenv, stdout, loadConfig, build)
+}
+
+func loadConfig(r *config.Reader) Config {
+	return Config{
 		CatalogAddr: r.Addr("CATALOG_GRPC_ADDR", "127.0.0.1:9102"),
 		Consumer:    r.String("SEARCH_CONSUMER", ""),
 	}
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
-	}
-	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, cfg)
-	})
 }
 
 // build wires the service; the feeder runs as the process's worker.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,9 +30,8 @@ type Config struct {
 	AdmitInterval  time.Duration // WAITROOM_ADMIT_INTERVAL: how often the admitter runs; default 100ms
 }
 
-// LoadConfig reads Config through r; problems are reported by r.Err, and by err for the
-// one variable the Reader cannot parse itself (the key).
-func LoadConfig(r *config.Reader) (c Config, err error) {
+// LoadConfig reads Config through r; problems are reported by r.Err.
+func LoadConfig(r *config.Reader) (c Config) {
 	c = Config{
 		AdmitPerSecond: r.Int("WAITROOM_ADMIT_PER_SECOND", DefaultAdmitPerSecond, 1, MaxAdmitPerSecond),
 		PassTTL:        r.Duration("WAITROOM_PASS_TTL", DefaultPassTTL),
@@ -41,23 +39,17 @@ func LoadConfig(r *config.Reader) (c Config, err error) {
 		AdmitInterval:  r.Duration("WAITROOM_ADMIT_INTERVAL", 100*time.Millisecond),
 	}
 	if v := r.String("WAITROOM_SIGNING_KEY", ""); v != "" {
+		var err error
 		if c.SigningKey, err = pass.ParsePrivateKey(v); err != nil {
-			return c, &config.Error{Name: "WAITROOM_SIGNING_KEY", Value: "(hidden)", Want: "a base64 32-byte Ed25519 seed"}
+			r.Fail("WAITROOM_SIGNING_KEY", "(hidden)", "a base64 32-byte Ed25519 seed")
 		}
 	}
-	return c, nil
+	return c
 }
 
 // Run starts the process and serves until ctx is done.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	r := config.New(getenv)
-	cfg, err := LoadConfig(r)
-	if err := errors.Join(err, r.Err()); err != nil {
-		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
-	}
-	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, cfg)
-	})
+	return server.MainWith(ctx, Spec, getenv, stdout, LoadConfig, build)
 }
 
 // build wires the service; the admitter runs as the process's worker.
