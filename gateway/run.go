@@ -69,7 +69,8 @@ type Config struct {
 	ReplicaID string
 	// LimiterTimeout is RATELIMIT_TIMEOUT, the bound on one Redis decision (default 5ms).
 	LimiterTimeout time.Duration
-	// TableRefresh is RATE_LIMIT_RULE_REFRESH, how often rate_limit_rule is reloaded.
+	// TableRefresh is RATE_LIMIT_RULE_REFRESH, how often the rate_limit_rule and policy_edit
+	// tables (the per-tenant overrides and the admin edits) are reloaded without an event.
 	TableRefresh time.Duration
 }
 
@@ -188,7 +189,8 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		return nil, fmt.Errorf("TRUSTED_PROXIES: %w", err)
 	}
 
-	// Hot reload: the file, and the rate_limit_rule table on a timer and on NATS events.
+	// Hot reload: the file, and the tables (admin edits, tenant overrides) on a timer and on
+	// NATS events.
 	if cfg.PolicyFile != "" {
 		background.Go(func() { _ = policy.WatchFile(ctx, cfg.PolicyFile, live, s.Log) })
 	}
@@ -201,6 +203,11 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		return nil, err
 	}
 	table := policy.NewTable(db, nil)
+	// Read once before serving, so a replica that restarts never answers with the file alone
+	// while the admin edits wait in the table; FollowTable retries a failure.
+	if err := table.Reload(ctx, live); err != nil {
+		s.Log.WarnContext(ctx, "policy tables not read at start; starting from the policy file", "error", err)
+	}
 	background.Go(func() { _ = policy.FollowTable(ctx, table, live, s.NATS, cfg.TableRefresh, s.Log) })
 
 	if err := serveAdmin(ctx, s, cfg, live, pools, table, background); err != nil {
@@ -272,15 +279,15 @@ func serveAdmin(ctx context.Context, s *server.Server, cfg Config, live *policy.
 		}
 		s.Log.WarnContext(ctx, "ADMIN_TOKEN not set: generated an admin token", "file", path)
 	}
-	var announce func(context.Context) error
+	var announce func(context.Context, string) error
 	if nc := s.NATS; nc != nil {
-		announce = func(context.Context) error { return announceRules(nc) }
+		announce = func(_ context.Context, subject string) error { return announceChange(nc, subject) }
 	}
 	l, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	srv := httpserver.New(admin.New(admin.Options{Live: live, Upstreams: pools, Tenants: table, Announce: announce, Token: token, Log: s.Log}))
+	srv := httpserver.New(admin.New(admin.Options{Live: live, Upstreams: pools, Tenants: table, Edits: table, Announce: announce, Token: token, Log: s.Log}))
 	s.Log.InfoContext(ctx, "admin API", "addr", l.Addr().String())
 	background.Go(func() {
 		if err := httpserver.Serve(ctx, srv, l, s.Config.ShutdownTimeout); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -290,9 +297,10 @@ func serveAdmin(ctx context.Context, s *server.Server, cfg Config, live *policy.
 	return nil
 }
 
-func announceRules(nc *nats.Conn) error {
-	if err := nc.Publish(policy.RulesChangedSubject, nil); err != nil {
-		return fmt.Errorf("announce %s: %w", policy.RulesChangedSubject, err)
+// announceChange tells every replica, this one too, to reload the table subject names.
+func announceChange(nc *nats.Conn, subject string) error {
+	if err := nc.Publish(subject, nil); err != nil {
+		return fmt.Errorf("announce %s: %w", subject, err)
 	}
 	return nc.Flush()
 }

@@ -5,9 +5,28 @@
 // It is served on a listener of its own (127.0.0.1:9080 by default), never on the public
 // one, and every request needs "Authorization: Bearer <ADMIN_TOKEN>", compared in constant
 // time. Changes go through policy.Live like a file reload: validated whole, rejected with a
-// 400 naming the field, the running policy untouched. Edits are held by this gateway replica
-// (they survive a policy file reload, not a restart); per-tenant overrides are written to the
-// rate_limit_rule table and announced on NATS, so every replica applies them.
+// 400 naming the field, the running policy untouched.
+//
+// Every replica applies a change, whichever one took it, and keeps it across a restart: an
+// edit of a limit, route or service is validated against the running policy, written to the
+// policy_edit table, applied by this replica before it answers, and announced on NATS
+// (gateway.policy.changed) so the other replicas reload the table at once, or at their next
+// refresh without NATS (RATE_LIMIT_RULE_REFRESH, 30s). Per-tenant overrides go the same way
+// through the rate_limit_rule table (ratelimit.rules.changed). Edits stay layered over the
+// policy file, re-applied when it reloads, until DELETE /admin/edits drops them all on every
+// replica: the policy is then the file's again.
+//
+// Routes:
+//
+//	GET          /admin/policy                           the running policy, the tenant overrides, skipped edits
+//	GET          /admin/limits, /admin/routes, /admin/services, and /{id} for one
+//	PUT, PATCH   /admin/limits/{id}, /admin/routes/{id}, /admin/services/{id}
+//	DELETE       /admin/limits/{id}                      takes the limit off the policy and its routes
+//	GET          /admin/edits                            the stored edits, with when each was written
+//	DELETE       /admin/edits                            drops every edit: back to the policy file
+//	GET          /admin/tenant-limits
+//	PUT, DELETE  /admin/tenant-limits/{tenant}/{route}   route * for every route
+//	GET          /admin/upstreams                        every instance's readiness and load
 package admin
 
 import (
@@ -41,6 +60,16 @@ type Tenants interface {
 
 var _ Tenants = (*policy.Table)(nil)
 
+// Edits stores the admin edits; *policy.Table is one.
+type Edits interface {
+	LoadEdits(ctx context.Context) ([]policy.Edit, error)
+	PutEdit(ctx context.Context, e policy.Edit) error
+	DeleteEdit(ctx context.Context, kind policy.EditKind, id string) error
+	ResetEdits(ctx context.Context) error
+}
+
+var _ Edits = (*policy.Table)(nil)
+
 // Options are the admin API's dependencies. Live and Token are required.
 type Options struct {
 	Live *policy.Live
@@ -48,9 +77,13 @@ type Options struct {
 	Upstreams Upstreams
 	// Tenants backs /admin/tenant-limits; nil answers 404 there.
 	Tenants Tenants
-	// Announce tells the other replicas that the tenant overrides changed (a NATS publish on
-	// policy.RulesChangedSubject); nil means this replica only.
-	Announce func(ctx context.Context) error
+	// Edits stores the edits so that every replica applies them and they outlive a restart;
+	// nil keeps them in this replica alone, until it stops.
+	Edits Edits
+	// Announce tells the other replicas that a table changed: a NATS publish on subject,
+	// policy.PolicyChangedSubject or policy.RulesChangedSubject. nil means they learn it at
+	// their next refresh.
+	Announce func(ctx context.Context, subject string) error
 	// Token is the bearer token every request must carry.
 	Token string
 	// Log records every change; nil discards. Tokens are never logged.
@@ -78,6 +111,8 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("GET /admin/services/{id}", services.getHandler(a))
 	mux.HandleFunc("PUT /admin/services/{id}", services.putHandler(a, false))
 	mux.HandleFunc("PATCH /admin/services/{id}", services.putHandler(a, true))
+	mux.HandleFunc("GET /admin/edits", a.listEdits)
+	mux.HandleFunc("DELETE /admin/edits", a.resetEdits)
 	mux.HandleFunc("GET /admin/upstreams", a.listUpstreams)
 	mux.HandleFunc("GET /admin/tenant-limits", a.listTenantLimits)
 	mux.HandleFunc("PUT /admin/tenant-limits/{tenant}/{route}", a.putTenantLimit)

@@ -3,6 +3,8 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -28,9 +30,11 @@ type upstreams []upstream.ServiceStatus
 func (u upstreams) Snapshot() []upstream.ServiceStatus { return u }
 
 type fixture struct {
-	srv       *httptest.Server
-	live      *policy.Live
-	announced int
+	srv   *httptest.Server
+	live  *policy.Live
+	table *policy.Table
+	// announced counts the announcements by subject.
+	announced map[string]int
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -47,12 +51,13 @@ func newFixture(t *testing.T) *fixture {
 	if err := db.Migrate(context.Background(), policy.Migrations()); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{live: live}
+	f := &fixture{live: live, table: policy.NewTable(db, nil), announced: map[string]int{}}
 	f.srv = httptest.NewServer(New(Options{
 		Live:      live,
 		Upstreams: upstreams{{Name: "svc", Instances: []upstream.InstanceStatus{{URL: "http://127.0.0.1:1", Ready: true, InFlight: 2}}}},
-		Tenants:   policy.NewTable(db, nil),
-		Announce:  func(context.Context) error { f.announced++; return nil },
+		Tenants:   f.table,
+		Edits:     f.table,
+		Announce:  func(_ context.Context, subject string) error { f.announced[subject]++; return nil },
 		Token:     "s3cret",
 	}))
 	t.Cleanup(f.srv.Close)
@@ -133,12 +138,107 @@ func TestAdminAPI(t *testing.T) {
 	if rb := s.Policy.Services[0].RetryBudget; rb.Ratio != 0.1 || rb.Window.D().Seconds() != 5 || !rb.Unlimited {
 		t.Errorf("service svc retry_budget = %+v, want ratio 0.1, window 5s, unlimited", rb)
 	}
-	if r, ok := s.TenantOverride("ten_a", "holds"); !ok || r.Burst != 3 || f.announced != 1 {
-		t.Errorf("tenant override = %+v %v, announced %d; want burst 3, announced once", r, ok, f.announced)
+	if r, ok := s.TenantOverride("ten_a", "holds"); !ok || r.Burst != 3 || f.announced[policy.RulesChangedSubject] != 1 {
+		t.Errorf("tenant override = %+v %v, announced %v; want burst 3, announced once on %s", r, ok, f.announced, policy.RulesChangedSubject)
 	}
 	var pol struct{ Policy policy.Policy }
 	_, body := f.do(t, "GET", "/admin/policy", "s3cret", "")
 	if err := json.Unmarshal([]byte(body), &pol); err != nil || pol.Policy.Services[0].MaxInFlight != 7 {
 		t.Errorf("GET /admin/policy = %s (%v), want max_in_flight 7", body, err)
+	}
+}
+
+// TestAdminEditsAreStored follows edits into the policy_edit table, where the other replicas
+// read them: a good edit is stored and announced, a rejected one never reaches the table,
+// one this replica's hooks refuse is taken back, and DELETE /admin/edits empties it.
+func TestAdminEditsAreStored(t *testing.T) {
+	f := newFixture(t)
+	// The upstream layer refuses a max_in_flight of 13 that the policy accepts.
+	f.live.OnChange(func(s *policy.Snapshot) error {
+		if s.Policy.Services[0].MaxInFlight == 13 {
+			return errors.New("upstream: 13 in flight refused")
+		}
+		return nil
+	})
+	stored := func(t *testing.T) string {
+		t.Helper()
+		rows, err := f.table.LoadEdits(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range rows {
+			out = append(out, fmt.Sprintf("%s %s deleted=%v %s", e.Kind, e.ID, e.Deleted, e.Value))
+		}
+		return strings.Join(out, "\n")
+	}
+	steps := []struct {
+		name, method, path, body string
+		wantCode                 int
+		// wantRows are what each stored row must contain, in kind and id order.
+		wantRows  []string
+		announced int
+	}{
+		{"patch a limit", "PATCH", "/admin/limits/holds-per-account", `{"mode":"shadow"}`, 200,
+			[]string{`limit holds-per-account deleted=false {"id":"holds-per-account"`}, 1},
+		{"a rejected edit is not stored", "PUT", "/admin/limits/holds-per-account", `{"key":"user","rate":"many"}`, 400,
+			[]string{`"mode":"shadow"`}, 1},
+		{"a service", "PATCH", "/admin/services/svc", `{"max_in_flight":7}`, 200,
+			[]string{`"mode":"shadow"`, `service svc deleted=false {"name":"svc"`}, 2},
+		{"refused by a hook: the row it replaced is back", "PATCH", "/admin/services/svc", `{"max_in_flight":13}`, 500,
+			[]string{`"mode":"shadow"`, `"max_in_flight":7`}, 2},
+		{"delete a limit", "DELETE", "/admin/limits/holds-per-account", "", 204,
+			[]string{`limit holds-per-account deleted=true`, `"max_in_flight":7`}, 3},
+		{"back to the file", "DELETE", "/admin/edits", "", 204, nil, 4},
+		{"refused by a hook with no row before: none after", "PATCH", "/admin/services/svc", `{"max_in_flight":13}`, 500, nil, 4},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if code, body := f.do(t, st.method, st.path, "s3cret", st.body); code != st.wantCode {
+				t.Errorf("%s %s = %d %s, want %d", st.method, st.path, code, body, st.wantCode)
+			}
+			rows := stored(t)
+			lines := strings.Split(rows, "\n")
+			if rows == "" {
+				lines = nil
+			}
+			if len(lines) != len(st.wantRows) {
+				t.Fatalf("stored edits:\n%s\nwant %d rows like %q", rows, len(st.wantRows), st.wantRows)
+			}
+			for i, want := range st.wantRows {
+				if !strings.Contains(lines[i], want) {
+					t.Errorf("stored edit %d = %s, want it to contain %s", i, lines[i], want)
+				}
+			}
+			if got := f.announced[policy.PolicyChangedSubject]; got != st.announced {
+				t.Errorf("announcements on %s = %d, want %d", policy.PolicyChangedSubject, got, st.announced)
+			}
+		})
+	}
+	s := f.live.Current()
+	if l := s.Limit("holds-per-account"); l == nil || l.Rule.Mode != ratelimit.Enforce || len(s.Route("holds").Limits) != 1 || len(f.live.Edits()) != 0 {
+		t.Errorf("after DELETE /admin/edits, limit %+v, route holds limits %d, edits %d; want the file's limit, on its route, and no edits",
+			l, len(s.Route("holds").Limits), len(f.live.Edits()))
+	}
+}
+
+// TestAdminShowsSkippedEdits writes a row this replica cannot apply, as another replica on
+// another policy file could, and finds it named in GET /admin/policy and listed by GET
+// /admin/edits.
+func TestAdminShowsSkippedEdits(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	bad := policy.RouteEdit(policy.Route{ID: "pay", Match: policy.Match{Path: "/v1/pay"}, Service: "payment", Auth: policy.AuthNone})
+	if err := f.table.PutEdit(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.table.Reload(ctx, f.live); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := f.do(t, "GET", "/admin/policy", "s3cret", ""); code != 200 || !strings.Contains(body, `"skipped_edits":["policy_edit (route, pay): routes[pay].service`) {
+		t.Errorf("GET /admin/policy = %d %s, want the route edit named in skipped_edits", code, body)
+	}
+	if code, body := f.do(t, "GET", "/admin/edits", "s3cret", ""); code != 200 || !strings.Contains(body, `"kind":"route","id":"pay"`) {
+		t.Errorf("GET /admin/edits = %d %s, want the stored row", code, body)
 	}
 }

@@ -16,15 +16,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// getPolicy answers the whole running policy, defaults applied, with the last rejected
-// change if the latest one was refused.
+// getPolicy answers the whole running policy, defaults applied, with the stored edits this
+// replica could not apply and the last rejected change if the latest one was refused.
 func (a *api) getPolicy(w http.ResponseWriter, r *http.Request) {
 	s := a.Live.Current()
 	body := struct {
 		Policy   *policy.Policy      `json:"policy"`
 		Tenants  []policy.TenantRule `json:"tenant_limits"`
+		Skipped  []string            `json:"skipped_edits,omitempty"`
 		Rejected string              `json:"last_rejected,omitempty"`
-	}{Policy: s.Policy, Tenants: s.Tenants}
+	}{Policy: s.Policy, Tenants: s.Tenants, Skipped: a.Live.SkippedEdits()}
 	if err := a.Live.Rejected(); err != nil {
 		body.Rejected = err.Error()
 	}
@@ -40,8 +41,8 @@ type element[T any] struct {
 	find func(s *policy.Snapshot, id string) (T, bool)
 	// id is the element's own id field.
 	id func(v *T) *string
-	// put adds the element or replaces the one with its id.
-	put func(l *policy.Live, v T) error
+	// edit is the change that puts the element, adding it or replacing the one with its id.
+	edit func(v T) policy.Edit
 }
 
 var (
@@ -54,8 +55,8 @@ var (
 			}
 			return policy.Limit{}, false
 		},
-		id:  func(v *policy.Limit) *string { return &v.ID },
-		put: (*policy.Live).PutLimit,
+		id:   func(v *policy.Limit) *string { return &v.ID },
+		edit: policy.LimitEdit,
 	}
 	routes = element[policy.Route]{
 		what: "route",
@@ -66,8 +67,8 @@ var (
 			}
 			return policy.Route{}, false
 		},
-		id:  func(v *policy.Route) *string { return &v.ID },
-		put: (*policy.Live).PutRoute,
+		id:   func(v *policy.Route) *string { return &v.ID },
+		edit: policy.RouteEdit,
 	}
 	services = element[policy.Service]{
 		what: "service",
@@ -79,8 +80,8 @@ var (
 			}
 			return s.Policy.Services[i], true
 		},
-		id:  func(v *policy.Service) *string { return &v.Name },
-		put: (*policy.Live).PutService,
+		id:   func(v *policy.Service) *string { return &v.Name },
+		edit: policy.ServiceEdit,
 	}
 )
 
@@ -129,7 +130,7 @@ func (e element[T]) putHandler(a *api, merge bool) http.HandlerFunc {
 			return
 		}
 		*field = id
-		if err := e.put(a.Live, v); err != nil {
+		if err := a.edit(r.Context(), e.edit(v)); err != nil {
 			a.fail(w, r, err)
 			return
 		}
@@ -139,18 +140,19 @@ func (e element[T]) putHandler(a *api, merge bool) http.HandlerFunc {
 	}
 }
 
+// deleteLimit takes the limit off the policy and off every route that lists it.
 func (a *api) deleteLimit(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	ok, err := a.Live.DeleteLimit(id)
-	switch {
-	case err != nil:
-		a.fail(w, r, err)
-	case !ok:
+	if a.Live.Current().Limit(id) == nil {
 		problem.Write(w, r, nil, problem.New(problem.NotFound, "no limit %q", id))
-	default:
-		a.changed(r, "limit", id)
-		w.WriteHeader(http.StatusNoContent)
+		return
 	}
+	if err := a.edit(r.Context(), policy.LimitDeletion(id)); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	a.changed(r, "limit", id)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (a *api) listUpstreams(w http.ResponseWriter, r *http.Request) {
@@ -227,13 +229,11 @@ func (a *api) tenantsChanged(w http.ResponseWriter, r *http.Request, id string, 
 	if err == nil {
 		err = a.Live.ReplaceTenants(rules)
 	}
-	if err == nil && a.Announce != nil {
-		err = a.Announce(r.Context())
-	}
 	if err != nil {
 		problem.Write(w, r, a.Log, err)
 		return
 	}
+	a.announce(r.Context(), policy.RulesChangedSubject)
 	a.changed(r, "tenant-limit", id)
 	if body == nil {
 		w.WriteHeader(status)

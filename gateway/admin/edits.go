@@ -1,0 +1,85 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+
+	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/platform/problem"
+)
+
+// edit makes one change for every replica. It is checked against the running policy first,
+// so a rejected edit never reaches the table; then stored; then applied here, so the answer
+// shows it; then announced. If this replica refuses it after all (an OnChange hook, or a
+// change in between), the row it replaced is put back: no replica should apply what the one
+// that took it refused.
+func (a *api) edit(ctx context.Context, e policy.Edit) error {
+	if err := a.Live.Check(e); err != nil {
+		return err
+	}
+	if a.Edits == nil {
+		return a.Live.Apply(e)
+	}
+	held := a.Live.Edits()
+	i := slices.IndexFunc(held, func(h policy.Edit) bool { return h.Kind == e.Kind && h.ID == e.ID })
+	if err := a.Edits.PutEdit(ctx, e); err != nil {
+		return err
+	}
+	if err := a.Live.Apply(e); err != nil {
+		var back error
+		if i >= 0 {
+			back = a.Edits.PutEdit(ctx, held[i])
+		} else {
+			back = a.Edits.DeleteEdit(ctx, e.Kind, e.ID)
+		}
+		return errors.Join(err, back)
+	}
+	a.announce(ctx, policy.PolicyChangedSubject)
+	return nil
+}
+
+// announce tells the other replicas to reload now. A failure is logged, not answered: the
+// change is stored and applied here, and the others read it at their next refresh.
+func (a *api) announce(ctx context.Context, subject string) {
+	if a.Announce == nil {
+		return
+	}
+	if err := a.Announce(ctx, subject); err != nil {
+		a.Log.WarnContext(ctx, "admin: announcing a change failed; the other replicas see it at their next refresh", "subject", subject, "error", err)
+	}
+}
+
+// listEdits answers the stored edits, {"edits": [...]}, with when each was written; without
+// a store, the edits this replica holds.
+func (a *api) listEdits(w http.ResponseWriter, r *http.Request) {
+	edits := a.Live.Edits()
+	if a.Edits != nil {
+		var err error
+		if edits, err = a.Edits.LoadEdits(r.Context()); err != nil {
+			problem.Write(w, r, a.Log, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"edits": append([]policy.Edit{}, edits...)})
+}
+
+// resetEdits drops every edit, on every replica: the policy is the file's again.
+func (a *api) resetEdits(w http.ResponseWriter, r *http.Request) {
+	if a.Edits != nil {
+		if err := a.Edits.ResetEdits(r.Context()); err != nil {
+			problem.Write(w, r, a.Log, err)
+			return
+		}
+	}
+	if err := a.Live.ReplaceEdits(nil); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if a.Edits != nil {
+		a.announce(r.Context(), policy.PolicyChangedSubject)
+	}
+	a.changed(r, "edits", "*")
+	w.WriteHeader(http.StatusNoContent)
+}
