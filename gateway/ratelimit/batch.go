@@ -48,6 +48,7 @@ type batcher struct {
 type waiter struct {
 	ctx   context.Context
 	calls []scriptCall
+	one   [1]scriptCall // calls' array in the usual case, one call
 	// done receives the request's error, nil once its calls hold their replies. Buffered:
 	// drain never waits for a request that has given up.
 	done chan error
@@ -73,7 +74,8 @@ func (r *Redis) send(ctx context.Context, calls []scriptCall) error {
 		return err
 	}
 	// A copy, so that calls, the caller's, stays on its stack when the request goes alone.
-	w := &waiter{ctx: ctx, calls: slices.Clone(calls), done: make(chan error, 1)}
+	w := &waiter{ctx: ctx, done: make(chan error, 1)}
+	w.calls = append(w.one[:0], calls...)
 	b.queue = append(b.queue, w)
 	b.mu.Unlock()
 	select {
