@@ -318,6 +318,12 @@ func serviceConfigs(snap *policy.Snapshot, overrides map[string][]string) []upst
 			Probe: upstream.ProbeConfig{Path: sv.Probe.Path, Interval: sv.Probe.Interval.D(), Timeout: sv.Probe.Timeout.D(),
 				HealthyAfter: sv.Probe.HealthyAfter, UnhealthyAfter: sv.Probe.UnhealthyAfter},
 		}
+		if t := sv.PanicThreshold; t != nil {
+			c.PanicThreshold = *t
+			if *t == 0 {
+				c.PanicThreshold = -1 // off: the upstream layer reads 0 as its default
+			}
+		}
 		if v, ok := overrides[sv.Name]; ok {
 			c.Instances, c.DNS = v, ""
 		}

@@ -16,6 +16,9 @@ services:
     instances: ["http://127.0.0.1:1"]
     max_in_flight: 7
     retry_budget: {ratio: 0.1, min_per_second: 1, window: 5s}
+    panic_threshold: 0.3
+  - {name: search, instances: ["http://127.0.0.1:3"], panic_threshold: 0}
+  - {name: auth, instances: ["http://127.0.0.1:4"]}
 routes:
   - {id: events, match: {method: GET, path: /v1/events}, service: catalog, auth: none}
 `))
@@ -23,8 +26,8 @@ routes:
 		t.Fatal(err)
 	}
 	got := serviceConfigs(&policy.Snapshot{Policy: p}, map[string][]string{"catalog": {"http://127.0.0.1:2"}})
-	if len(got) != 1 {
-		t.Fatalf("serviceConfigs = %d services, want 1", len(got))
+	if len(got) != 3 {
+		t.Fatalf("serviceConfigs = %d services, want 3", len(got))
 	}
 	c := got[0]
 	if c.MaxInFlight != 7 || c.Instances[0] != "http://127.0.0.1:2" {
@@ -32,5 +35,11 @@ routes:
 	}
 	if b := c.RetryBudget; b.Ratio != 0.1 || b.MinPerSecond != 1 || b.Window != 5*time.Second {
 		t.Errorf("serviceConfigs()[0].RetryBudget = %+v, want ratio 0.1, 1/s, 5s", b)
+	}
+	// 0 turns panic mode off in the policy; the upstream layer's 0 is its default, negative off.
+	for i, want := range []float64{0.3, -1, 0} {
+		if th := got[i].PanicThreshold; th != want {
+			t.Errorf("serviceConfigs()[%d].PanicThreshold = %g, want %g", i, th, want)
+		}
 	}
 }

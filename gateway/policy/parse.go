@@ -59,6 +59,9 @@ const (
 	DefaultRetryWindow       = 10 * time.Second
 )
 
+// DefaultPanicThreshold is a service's panic_threshold when unset: Envoy's 50 %.
+const DefaultPanicThreshold = 0.5
+
 // withDefaults returns a copy of p with every zero setting given its default.
 func (p *Policy) withDefaults() *Policy {
 	c := p.Clone()
@@ -82,6 +85,10 @@ func (p *Policy) withDefaults() *Policy {
 		}
 		if sv.EjectAfter == 0 {
 			sv.EjectAfter = 3
+		}
+		if sv.PanicThreshold == nil {
+			t := DefaultPanicThreshold
+			sv.PanicThreshold = &t
 		}
 		rb := &sv.RetryBudget
 		if rb.Ratio == 0 {
@@ -230,6 +237,8 @@ func validateService(at string, sv Service) error {
 		return fieldErr(at+".retry_budget.min_per_second", "%g: want 0 (the default) or more", sv.RetryBudget.MinPerSecond)
 	case sv.RetryBudget.Window <= 0:
 		return fieldErr(at+".retry_budget.window", "want a positive duration")
+	case sv.PanicThreshold != nil && !(*sv.PanicThreshold >= 0 && *sv.PanicThreshold <= 1):
+		return fieldErr(at+".panic_threshold", "%g: want a share from 0 (off) to 1", *sv.PanicThreshold)
 	case !strings.HasPrefix(sv.Probe.Path, "/"):
 		return fieldErr(at+".probe.path", "%q: want a path starting with /", sv.Probe.Path)
 	case sv.Probe.Interval <= 0:

@@ -110,6 +110,8 @@ func TestCompileNamesTheField(t *testing.T) {
 		{"negative retry ratio", `name: auth,`, `name: auth, retry_budget: {ratio: -0.1},`, "services[auth].retry_budget.ratio"},
 		{"negative retry floor", `name: auth,`, `name: auth, retry_budget: {min_per_second: -1},`, "services[auth].retry_budget.min_per_second"},
 		{"negative retry window", `name: auth,`, `name: auth, retry_budget: {window: -1s},`, "services[auth].retry_budget.window"},
+		{"panic threshold above 1", `name: auth,`, `name: auth, panic_threshold: 1.5,`, "services[auth].panic_threshold"},
+		{"negative panic threshold", `name: auth,`, `name: auth, panic_threshold: -0.5,`, "services[auth].panic_threshold"},
 		{"bad strip prefix", "auth: none", "auth: none\n    strip_prefix: /partner", "routes[login].strip_prefix"},
 	}
 	for _, tt := range tests {
@@ -234,6 +236,36 @@ func TestParseRetryBudget(t *testing.T) {
 			s := mustCompile(t, strings.Replace(base, "name: auth,", "name: auth, retry_budget: "+tt.yaml+",", 1))
 			if got := s.Policy.Services[1].RetryBudget; got != tt.want {
 				t.Errorf("retry_budget %s = %+v, want %+v", tt.yaml, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParsePanicThreshold(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string // added to service auth
+		want float64
+	}{
+		{"unset: the default", "", DefaultPanicThreshold},
+		{"a share", "panic_threshold: 0.3,", 0.3},
+		{"0: off", "panic_threshold: 0,", 0},
+	}
+	value := func(p *float64) any {
+		if p == nil {
+			return "unset"
+		}
+		return *p
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustCompile(t, strings.Replace(base, "name: auth,", "name: auth, "+tt.yaml, 1))
+			if got := value(s.Policy.Services[1].PanicThreshold); got != tt.want {
+				t.Errorf("panic_threshold after %q = %v, want %g", tt.yaml, got, tt.want)
+			}
+			// A clone (how admin edits and snapshots copy a policy) keeps 0 apart from unset.
+			if got := value(s.Policy.Clone().Services[1].PanicThreshold); got != tt.want {
+				t.Errorf("Clone() panic_threshold = %v, want %g", got, tt.want)
 			}
 		})
 	}

@@ -73,6 +73,10 @@ type Service struct {
 	EjectAfter int `yaml:"eject_after" json:"eject_after"`
 	// RetryBudget caps the gateway's retries to the service.
 	RetryBudget RetryBudget `yaml:"retry_budget" json:"retry_budget"`
+	// PanicThreshold is the share of ready instances below which the gateway also sends to
+	// the instances whose readiness probes time out (panic mode), rather than answer 503 to
+	// everything while a service is overloaded. Unset means 0.5; 0 turns panic mode off.
+	PanicThreshold *float64 `yaml:"panic_threshold" json:"panic_threshold,omitempty"`
 }
 
 // RetryBudget caps a service's retries at a share of its recent requests, so that an outage
