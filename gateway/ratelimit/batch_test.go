@@ -22,37 +22,16 @@ import (
 // queued ones leave together. Exactly 10 are allowed, and the 64 decisions take far fewer
 // round trips than 64.
 func TestRedisBatchesConcurrentDecisions(t *testing.T) {
-	srv := testkit.StartRedis(t)
-	client := srv.Client()
-	hook := &scriptTrips{}
-	client.AddHook(hook)
-	store, reader := batchingRedis(t, client)
-	ctx := context.Background()
+	srv, store, hook, reader := countedRedis(t)
 	rule := Rule{ID: "shared", Algorithm: TokenBucket, Limit: 10, Window: time.Hour}
 	mustAllow(t, store, []Request{{Rule: rule, Key: "warm-up"}}) // loads the script
 	before, _ := batchSizes(t, reader)
 	trips := hook.trips.Load()
 
-	resume := pauseScripts(t, srv.Client())
 	const n = 64
-	outcomes := make([]<-chan outcome, n)
-	for i := range outcomes {
-		outcomes[i] = decideAsync(ctx, store, []Request{{Rule: rule, Key: "user:1"}})
-	}
-	k := store.batch.slots
-	waitBatchState(t, store, k, n-k)
-	resume()
-
-	allowed := 0
-	for i, o := range outcomes {
-		got := <-o
-		if got.err != nil {
-			t.Fatalf("request %d: Allow = %v", i, got.err)
-		}
-		if got.res.Allowed {
-			allowed++
-		}
-	}
+	allowed := stalledBurst(t, store, n, []*redis.Client{srv.Client()}, func(int) []Request {
+		return []Request{{Rule: rule, Key: "user:1"}}
+	})
 	if allowed != rule.Limit {
 		t.Errorf("allowed %d of %d against a %d-token bucket, want exactly %d", allowed, n, rule.Limit, rule.Limit)
 	}
@@ -63,7 +42,7 @@ func TestRedisBatchesConcurrentDecisions(t *testing.T) {
 	if got := after.requests - before.requests; got != n {
 		t.Errorf("batch sizes add up to %d requests, want %d", got, n)
 	}
-	if want := int64(n - k); largest < want {
+	if want := int64(n - store.batch.slots); largest < want {
 		t.Errorf("largest batch = %d requests, want at least %d (all those queued)", largest, want)
 	}
 }
@@ -82,11 +61,7 @@ func TestRedisBatchesUnderLoad(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := testkit.StartRedis(t)
-			client := srv.Client()
-			hook := &scriptTrips{}
-			client.AddHook(hook)
-			store, _ := batchingRedis(t, client)
+			_, store, hook, _ := countedRedis(t)
 			if tt.slots >= 0 {
 				store.batch.slots = tt.slots
 			}
@@ -110,11 +85,7 @@ func TestRedisBatchesUnderLoad(t *testing.T) {
 
 // TestRedisAloneGoesAlone: a request with nothing in flight is a batch of one, sent at once.
 func TestRedisAloneGoesAlone(t *testing.T) {
-	srv := testkit.StartRedis(t)
-	client := srv.Client()
-	hook := &scriptTrips{}
-	client.AddHook(hook)
-	store, reader := batchingRedis(t, client)
+	_, store, hook, reader := countedRedis(t)
 	rule := Rule{ID: "alone", Algorithm: GCRA, Limit: 10, Window: time.Second}
 	for i := range 3 {
 		trips := hook.trips.Load()
@@ -262,7 +233,6 @@ func TestRedisBatchResendsUnknownScript(t *testing.T) {
 func TestRedisClusterBatchesAcrossSlots(t *testing.T) {
 	rc := testkit.StartRedisCluster(t)
 	store, reader := batchingRedis(t, rc.Client())
-	ctx := context.Background()
 	// Windows long enough that no token comes back during the test.
 	perUser := Rule{ID: "per-user", Algorithm: TokenBucket, Limit: 1000, Window: 1000 * time.Hour}
 	perIP := Rule{ID: "per-ip", Algorithm: TokenBucket, Limit: 20, Window: 100 * time.Hour}
@@ -285,21 +255,47 @@ func TestRedisClusterBatchesAcrossSlots(t *testing.T) {
 	mustAllow(t, store, []Request{{Rule: perUser, Key: "warm-up"}}) // loads the script
 	before, _ := batchSizes(t, reader)
 
-	var resumes []func()
+	var admins []*redis.Client
 	for _, node := range rc.Nodes {
-		resumes = append(resumes, pauseScripts(t, node.Client()))
+		admins = append(admins, node.Client())
 	}
 	const n = 48
+	allowed := stalledBurst(t, store, n, admins, func(i int) []Request { return request(i % 8) })
+	if allowed != perIP.Limit {
+		t.Errorf("allowed %d of %d, want exactly %d (the per-IP limit)", allowed, n, perIP.Limit)
+	}
+	after, largest := batchSizes(t, reader)
+	if got := after.batches - before.batches; got >= n {
+		t.Errorf("%d requests went in %d round trips, want fewer", n, got)
+	}
+	if want := int64(n - store.batch.slots); largest < want {
+		t.Errorf("largest batch = %d requests, want at least %d", largest, want)
+	}
+	for u := range 8 {
+		res := mustAllow(t, store, request(u)[:1])
+		if want := perUser.Limit - n/8 - 1; res.Remaining != want {
+			t.Errorf("user:%d remaining = %d, want %d (%d spent before)", u, res.Remaining, want, n/8)
+		}
+	}
+}
+
+// stalledBurst sends n requests, request(i) for the i-th, at once while the servers of
+// admins run no scripts, so that K go alone and the others queue, then lets them run, and
+// counts the allowed requests. Every request must be decided.
+func stalledBurst(t *testing.T, r *Redis, n int, admins []*redis.Client, request func(i int) []Request) (allowed int) {
+	t.Helper()
+	var resumes []func()
+	for _, admin := range admins {
+		resumes = append(resumes, pauseScripts(t, admin))
+	}
 	outcomes := make([]<-chan outcome, n)
 	for i := range outcomes {
-		outcomes[i] = decideAsync(ctx, store, request(i%8))
+		outcomes[i] = decideAsync(context.Background(), r, request(i))
 	}
-	k := store.batch.slots
-	waitBatchState(t, store, k, n-k)
+	waitBatchState(t, r, r.batch.slots, n-r.batch.slots)
 	for _, resume := range resumes {
 		resume()
 	}
-	allowed := 0
 	for i, o := range outcomes {
 		got := <-o
 		if got.err != nil {
@@ -309,22 +305,19 @@ func TestRedisClusterBatchesAcrossSlots(t *testing.T) {
 			allowed++
 		}
 	}
-	if allowed != perIP.Limit {
-		t.Errorf("allowed %d of %d, want exactly %d (the per-IP limit)", allowed, n, perIP.Limit)
-	}
-	after, largest := batchSizes(t, reader)
-	if got := after.batches - before.batches; got >= n {
-		t.Errorf("%d requests went in %d round trips, want fewer", n, got)
-	}
-	if want := int64(n - k); largest < want {
-		t.Errorf("largest batch = %d requests, want at least %d", largest, want)
-	}
-	for u := range 8 {
-		res := mustAllow(t, store, request(u)[:1])
-		if want := perUser.Limit - n/8 - 1; res.Remaining != want {
-			t.Errorf("user:%d remaining = %d, want %d (%d spent before)", u, res.Remaining, want, n/8)
-		}
-	}
+	return allowed
+}
+
+// countedRedis starts a Redis server and returns it with a limiter (see batchingRedis) on
+// a client whose script round trips hook counts.
+func countedRedis(t *testing.T) (*testkit.Redis, *Redis, *scriptTrips, *sdkmetric.ManualReader) {
+	t.Helper()
+	srv := testkit.StartRedis(t)
+	client := srv.Client()
+	hook := &scriptTrips{}
+	client.AddHook(hook)
+	store, reader := batchingRedis(t, client)
+	return srv, store, hook, reader
 }
 
 // batchingRedis is a limiter on client with its batch sizes recorded, whose test fails
