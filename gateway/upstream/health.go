@@ -36,10 +36,11 @@ import (
 //
 // Panic mode (Envoy's "panic threshold") exists for the last kind. When every instance of an
 // overloaded service answers its probes late, treating them as down turns an overload into an
-// outage the gateway makes itself: it would answer 503 to everything. So when the ready
-// instances fall below PanicThreshold of the probed ones, the balancer also sends to the
-// instances that are out only because their probes time out and that are not ejected. The
-// others stay out, panic or not; when none qualifies, the answer is 503 as without panic.
+// outage the gateway makes itself: it would answer 503 to everything. So when the routable
+// instances (ready, not ejected) fall below PanicThreshold of the probed ones, the balancer
+// also sends to the instances that are out only because their probes time out and that are
+// not ejected. The others stay out, panic or not; when none qualifies, the answer is 503 as
+// without panic.
 //
 // The choices, and what they cost:
 //

@@ -29,6 +29,7 @@ func TestUpdateRejectsInvalidConfig(t *testing.T) {
 		{"dns without port", []ServiceConfig{{Name: "catalog", DNS: "catalog"}}, `dns: "catalog": want scheme://host:port`},
 		{"negative limit", []ServiceConfig{{Name: "catalog", Instances: ok.Instances, MaxInFlight: -1}}, `maxInFlight: must not be negative`},
 		{"probe path", []ServiceConfig{{Name: "catalog", Instances: ok.Instances, Probe: ProbeConfig{Path: "readyz"}}}, `probe.path: "readyz" must start with /`},
+		{"panic threshold above 1", []ServiceConfig{{Name: "catalog", Instances: ok.Instances, PanicThreshold: 1.5}}, `panicThreshold: 1.5: want at most 1`},
 		{"twice", []ServiceConfig{ok, ok}, `services[1] "catalog": name: used twice`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
