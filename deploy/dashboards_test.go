@@ -2,7 +2,9 @@ package deploy
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"boxoffice.dev/gateway"
+	"boxoffice.dev/platform/server"
 	"boxoffice.dev/platform/testkit"
 )
 
@@ -43,9 +46,16 @@ func TestPromQLMetrics(t *testing.T) {
 // instance, Redis gone: fallback and fail-closed), scrapes its /metrics, and checks that
 // every metric and label the provisioned dashboards query is one it exports. A renamed
 // instrument otherwise leaves an empty panel and no error anywhere.
+//
+// The gateway dashboard is checked against a gateway's metrics, the services dashboard
+// against a service's: a process on the platform kit, whose HTTP middleware and control hook
+// every service shares (the gateway records its own RED metrics instead of the platform's).
 func TestDashboardsQueryRealMetrics(t *testing.T) {
 	w := loadWorkspace(t)
-	scraped := scrapeBusyGateway(t)
+	scrapes := map[string]map[string]map[string]bool{
+		"gateway.json":  scrapeBusyGateway(t),
+		"services.json": scrapeBusyService(t),
+	}
 
 	files, err := filepath.Glob(filepath.Join(w.Root, "deploy", "compose", "grafana", "dashboards", "*.json"))
 	if err != nil || len(files) == 0 {
@@ -53,6 +63,10 @@ func TestDashboardsQueryRealMetrics(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
+			scraped, ok := scrapes[filepath.Base(f)]
+			if !ok {
+				t.Fatalf("no process is scraped for dashboard %s: add it to the test", filepath.Base(f))
+			}
 			queries, err := DashboardQueries(f)
 			if err != nil {
 				t.Fatal(err)
@@ -69,7 +83,7 @@ func TestDashboardsQueryRealMetrics(t *testing.T) {
 				for _, m := range metrics {
 					ls, ok := scraped[m]
 					if !ok {
-						t.Errorf("query %q: the gateway exports no %s", q, m)
+						t.Errorf("query %q: the process exports no %s", q, m)
 					}
 					for l := range ls {
 						labels[l] = true
@@ -163,7 +177,39 @@ limits:
 	testkit.Eventually(t, 10*time.Second, "POST /closed answers 503 (fail closed)", func() bool { return status("POST", "/closed") == http.StatusServiceUnavailable })
 	status("GET", "/open")
 
-	resp, err := client.Get(gw.HTTPURL + "/metrics")
+	return scrape(t, gw.HTTPURL)
+}
+
+// scrapeBusyService returns the sample names and label names of a service's /metrics after
+// requests answered 200 and 500 on a route with a pattern, as every service's are.
+func scrapeBusyService(t *testing.T) map[string]map[string]bool {
+	t.Helper()
+	run := func(ctx context.Context, _ []string, getenv func(string) string, stdout, _ io.Writer) error {
+		return server.Main(ctx, server.Spec{Name: "catalog"}, getenv, stdout, func(context.Context, *server.Server) (http.Handler, error) {
+			mux := http.NewServeMux()
+			mux.HandleFunc("GET /v1/events/{id}", func(w http.ResponseWriter, r *http.Request) {
+				if r.PathValue("id") == "broken" {
+					w.WriteHeader(http.StatusInternalServerError)
+				}
+			})
+			return mux, nil
+		})
+	}
+	svc := testkit.RunProcess(t, run, nil)
+	for _, id := range []string{"e1", "broken"} {
+		resp, err := http.Get(svc.HTTPURL + "/v1/events/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	return scrape(t, svc.HTTPURL)
+}
+
+// scrape returns the sample names of base's /metrics, each with its label names.
+func scrape(t *testing.T, base string) map[string]map[string]bool {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,8 +227,9 @@ limits:
 		if samples[name] == nil {
 			samples[name] = map[string]bool{}
 		}
-		if body, _, ok := strings.Cut(rest, "}"); ok {
-			for _, m := range promMatcher.FindAllStringSubmatch(body, -1) {
+		// Up to the last brace: a label value may hold braces (http_route="/v1/events/{id}").
+		if end := strings.LastIndexByte(rest, '}'); end >= 0 {
+			for _, m := range promMatcher.FindAllStringSubmatch(rest[:end], -1) {
 				samples[name][m[1]] = true
 			}
 		}
