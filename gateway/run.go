@@ -166,7 +166,11 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		decisions = c
 		*closers = append(*closers, c.Close)
 	}
-	limiter, err := ratelimit.NewFailsafe(ratelimit.NewRedis(decisions), ratelimit.FailsafeOptions{
+	store, err := ratelimit.NewRedisWith(decisions, ratelimit.RedisOptions{Meter: mp})
+	if err != nil {
+		return nil, err
+	}
+	limiter, err := ratelimit.NewFailsafe(store, ratelimit.FailsafeOptions{
 		Timeout: cfg.LimiterTimeout, Replicas: replicas, Meter: mp, Logger: s.Log})
 	if err != nil {
 		return nil, err
