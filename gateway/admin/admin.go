@@ -24,6 +24,7 @@
 //	DELETE       /admin/limits/{id}                      takes the limit off the policy and its routes
 //	GET          /admin/edits                            the stored edits, with when each was written
 //	DELETE       /admin/edits                            drops every edit: back to the policy file
+//	DELETE       /admin/edits/{kind}/{id}                drops one (kind limit, route or service)
 //	GET          /admin/tenant-limits
 //	PUT, DELETE  /admin/tenant-limits/{tenant}/{route}   route * for every route
 //	GET          /admin/upstreams                        every instance's readiness and load
@@ -113,6 +114,7 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("PATCH /admin/services/{id}", services.putHandler(a, true))
 	mux.HandleFunc("GET /admin/edits", a.listEdits)
 	mux.HandleFunc("DELETE /admin/edits", a.resetEdits)
+	mux.HandleFunc("DELETE /admin/edits/{kind}/{id}", a.deleteEdit)
 	mux.HandleFunc("GET /admin/upstreams", a.listUpstreams)
 	mux.HandleFunc("GET /admin/tenant-limits", a.listTenantLimits)
 	mux.HandleFunc("PUT /admin/tenant-limits/{tenant}/{route}", a.putTenantLimit)

@@ -189,8 +189,14 @@ func TestAdminEditsAreStored(t *testing.T) {
 			[]string{`"mode":"shadow"`, `"max_in_flight":7`}, 2},
 		{"delete a limit", "DELETE", "/admin/limits/holds-per-account", "", 204,
 			[]string{`limit holds-per-account deleted=true`, `"max_in_flight":7`}, 3},
-		{"back to the file", "DELETE", "/admin/edits", "", 204, nil, 4},
-		{"refused by a hook with no row before: none after", "PATCH", "/admin/services/svc", `{"max_in_flight":13}`, 500, nil, 4},
+		{"drop one edit: the limit is the file's again", "DELETE", "/admin/edits/limit/holds-per-account", "", 204,
+			[]string{`"max_in_flight":7`}, 4},
+		{"drop an edit that is not there: nothing changes", "DELETE", "/admin/edits/limit/holds-per-account", "", 204,
+			[]string{`"max_in_flight":7`}, 5},
+		{"drop an edit of an unknown kind", "DELETE", "/admin/edits/tenant/acme", "", 400,
+			[]string{`"max_in_flight":7`}, 5},
+		{"back to the file", "DELETE", "/admin/edits", "", 204, nil, 6},
+		{"refused by a hook with no row before: none after", "PATCH", "/admin/services/svc", `{"max_in_flight":13}`, 500, nil, 6},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
@@ -212,6 +218,9 @@ func TestAdminEditsAreStored(t *testing.T) {
 			}
 			if got := f.announced[policy.PolicyChangedSubject]; got != st.announced {
 				t.Errorf("announcements on %s = %d, want %d", policy.PolicyChangedSubject, got, st.announced)
+			}
+			if held := len(f.live.Edits()); held != len(st.wantRows) {
+				t.Errorf("edits held by the replica = %d, want the %d stored", held, len(st.wantRows))
 			}
 		})
 	}

@@ -65,6 +65,37 @@ func (a *api) listEdits(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"edits": append([]policy.Edit{}, edits...)})
 }
 
+// deleteEdit drops the edit of one limit, route or service, on every replica: that element is
+// the file's again (or gone, if only the edit made it). Dropping an edit that is not there
+// changes nothing, so a client undoing its own change can always call it.
+func (a *api) deleteEdit(w http.ResponseWriter, r *http.Request) {
+	kind, id := policy.EditKind(r.PathValue("kind")), r.PathValue("id")
+	if !slices.Contains([]policy.EditKind{policy.EditLimit, policy.EditRoute, policy.EditService}, kind) {
+		problem.Write(w, r, a.Log, problem.InvalidField("kind", "%q is not a kind of edit: want limit, route or service", kind))
+		return
+	}
+	rest := slices.DeleteFunc(a.Live.Edits(), func(e policy.Edit) bool { return e.Kind == kind && e.ID == id })
+	if a.Edits != nil {
+		var err error
+		if err = a.Edits.DeleteEdit(r.Context(), kind, id); err == nil {
+			rest, err = a.Edits.LoadEdits(r.Context())
+		}
+		if err != nil {
+			problem.Write(w, r, a.Log, err)
+			return
+		}
+	}
+	if err := a.Live.ReplaceEdits(rest); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if a.Edits != nil {
+		a.announce(r.Context(), policy.PolicyChangedSubject)
+	}
+	a.changed(r, "edits", string(kind)+"/"+id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
 // resetEdits drops every edit, on every replica: the policy is the file's again.
 func (a *api) resetEdits(w http.ResponseWriter, r *http.Request) {
 	if a.Edits != nil {
