@@ -170,8 +170,7 @@ func (r *Run) rememberRoute(ctx context.Context, route string) error {
 	}
 	r.origRoutes[route] = limits
 	r.mu.Unlock()
-	r.undo("route "+route, func(ctx context.Context) error { return r.sys.setRouteLimits(ctx, route, limits) })
-	return nil
+	return r.undoEdit(ctx, "route", route)
 }
 
 // rememberLimit registers putting a gateway limit back as the run found it (deleting it when
@@ -197,13 +196,7 @@ func (r *Run) rememberLimit(ctx context.Context, id string) error {
 	r.mu.Lock()
 	r.origLimits[id] = orig
 	r.mu.Unlock()
-	r.undo("limit "+id, func(ctx context.Context) error {
-		if orig == nil {
-			return r.sys.deleteLimit(ctx, id)
-		}
-		return r.sys.putLimit(ctx, *orig)
-	})
-	return nil
+	return r.undoEdit(ctx, "limit", id)
 }
 
 // editGatewayLimit changes one of the gateway's own limits, from how the run found it.
@@ -275,21 +268,14 @@ func (r *Run) backendKnobs() control.Knobs {
 // applyGatewayRetry turns the gateway's one budgeted retry on the scenario's route on or off.
 func (r *Run) applyGatewayRetry(ctx context.Context) error {
 	route := r.sc.Request.Route
-	var orig struct {
-		Retry *bool `json:"retry"`
-	}
 	r.mu.Lock()
 	seen := r.retrySeen
 	r.retrySeen = true
 	r.mu.Unlock()
 	if !seen {
-		if err := r.sys.admin(ctx, "GET", "/admin/routes/"+route, nil, &orig); err != nil {
+		if err := r.undoEdit(ctx, "route", route); err != nil {
 			return err
 		}
-		was := orig.Retry == nil || *orig.Retry
-		r.undo("route "+route+" retry", func(ctx context.Context) error {
-			return r.sys.admin(ctx, "PATCH", "/admin/routes/"+route, map[string]any{"retry": was}, nil)
-		})
 	}
 	return r.sys.admin(ctx, "PATCH", "/admin/routes/"+route, map[string]any{"retry": r.knobBool("gateway_retry")}, nil)
 }
@@ -356,9 +342,9 @@ func (r *Run) applyGatewayRetryBudget(ctx context.Context) error {
 		r.mu.Lock()
 		r.origBudget = orig
 		r.mu.Unlock()
-		r.undo("service "+svc+" retry budget", func(ctx context.Context) error {
-			return r.sys.admin(ctx, http.MethodPatch, "/admin/services/"+svc, map[string]any{"retry_budget": *orig}, nil)
-		})
+		if err := r.undoEdit(ctx, "service", svc); err != nil {
+			return err
+		}
 	}
 	b, err := parseRetryBudget(r.knob("gateway_retry_budget"), *orig)
 	if err != nil {

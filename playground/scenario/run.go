@@ -508,6 +508,17 @@ func (r *Run) undo(what string, fn func(ctx context.Context) error) {
 	r.restores = append(r.restores, restore{what, fn})
 }
 
+// undoEdit registers putting the gateway's stored edit of one limit, route or service back as
+// the run found it, before the run changes that element.
+func (r *Run) undoEdit(ctx context.Context, kind, id string) error {
+	prior, err := r.sys.edit(ctx, kind, id)
+	if err != nil {
+		return err
+	}
+	r.undo(kind+" "+id, func(ctx context.Context) error { return r.sys.restoreEdit(ctx, kind, id, prior) })
+	return nil
+}
+
 // putBack runs the registered restores, last first, each once.
 func (r *Run) putBack() {
 	r.mu.Lock()

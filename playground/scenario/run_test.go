@@ -14,15 +14,24 @@ import (
 )
 
 // fakeSystem is a gateway, its admin API and one catalog instance's control hook and
-// metrics on one test server. It records every change the runner makes.
+// metrics on one test server. It records every change the runner makes. Like the gateway,
+// it stores each admin change as an edit over its policy file (fileRouteLimits, no limit
+// lim), and dropping an edit puts the element back as the file has it.
 type fakeSystem struct {
-	mu          sync.Mutex
-	routeLimits []string
-	limits      map[string]string // id → last PUT body
-	deleted     []string
-	control     []string // PUT /control bodies
-	budgets     []string // PATCH /admin/services/catalog bodies
-	sawXFF      bool
+	mu              sync.Mutex
+	fileRouteLimits []string
+	routeLimits     []string
+	limits          map[string]string // id → last PUT body
+	deleted         []string
+	edits           map[string]string // "kind/id" → the stored value, or "deleted"
+	dropped         []string          // DELETE /admin/edits/{kind}/{id}, as "kind/id"
+	control         []string          // PUT /control bodies
+	budgets         []string          // PATCH /admin/services/catalog bodies
+	sawXFF          bool
+}
+
+func newFakeSystem(routeLimits ...string) *fakeSystem {
+	return &fakeSystem{fileRouteLimits: routeLimits, routeLimits: routeLimits, limits: map[string]string{}, edits: map[string]string{}}
 }
 
 func (f *fakeSystem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -42,19 +51,47 @@ func (f *fakeSystem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var b struct{ Limits []string }
 		_ = json.Unmarshal(body, &b)
 		f.routeLimits = b.Limits
+		f.edits["route/events"] = string(body)
 	case r.URL.Path == "/admin/limits/lim" && r.Method == http.MethodGet:
-		if _, ok := f.limits["lim"]; !ok {
+		l, ok := f.limits["lim"]
+		if !ok {
 			http.NotFound(w, r)
 		}
+		_, _ = io.WriteString(w, l)
 	case r.URL.Path == "/admin/limits/lim" && r.Method == http.MethodPut:
 		f.limits["lim"] = string(body)
+		f.edits["limit/lim"] = string(body)
 	case r.URL.Path == "/admin/limits/lim" && r.Method == http.MethodDelete:
 		delete(f.limits, "lim")
 		f.deleted = append(f.deleted, "lim")
+		f.edits["limit/lim"] = "deleted"
+	case r.URL.Path == "/admin/edits" && r.Method == http.MethodGet:
+		var list []map[string]any
+		for key, v := range f.edits {
+			kind, id, _ := strings.Cut(key, "/")
+			if v == "deleted" {
+				list = append(list, map[string]any{"kind": kind, "id": id, "deleted": true})
+			} else {
+				list = append(list, map[string]any{"kind": kind, "id": id, "value": json.RawMessage(v)})
+			}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"edits": list})
+	case strings.HasPrefix(r.URL.Path, "/admin/edits/") && r.Method == http.MethodDelete:
+		key := strings.TrimPrefix(r.URL.Path, "/admin/edits/")
+		delete(f.edits, key)
+		f.dropped = append(f.dropped, key)
+		switch key {
+		case "route/events":
+			f.routeLimits = f.fileRouteLimits
+		case "limit/lim":
+			delete(f.limits, "lim")
+		}
+		w.WriteHeader(http.StatusNoContent)
 	case r.URL.Path == "/admin/services/catalog" && r.Method == http.MethodGet:
 		_, _ = io.WriteString(w, `{"name":"catalog","max_in_flight":400,"retry_budget":{"ratio":0.2,"min_per_second":10,"window":"10s"}}`)
 	case r.URL.Path == "/admin/services/catalog" && r.Method == http.MethodPatch:
 		f.budgets = append(f.budgets, strings.TrimSpace(string(body)))
+		f.edits["service/catalog"] = string(body)
 	case r.URL.Path == "/control" && r.Method == http.MethodGet:
 		_, _ = io.WriteString(w, `{"latency_ms":0,"error_rate":0,"outage":false,"max_concurrent":0,"service_time_ms":0}`)
 	case r.URL.Path == "/control" && r.Method == http.MethodPut:
@@ -91,7 +128,7 @@ profiles:
 `
 
 func TestRunTurnsKnobsSamplesAndPutsBack(t *testing.T) {
-	sys := &fakeSystem{routeLimits: []string{"api-per-ip"}, limits: map[string]string{}}
+	sys := newFakeSystem("api-per-ip")
 	srv := httptest.NewServer(sys)
 	defer srv.Close()
 	sc, err := Parse([]byte(fakeScenario))
@@ -148,8 +185,12 @@ func TestRunTurnsKnobsSamplesAndPutsBack(t *testing.T) {
 	if !slices.Equal(sys.routeLimits, []string{"api-per-ip"}) {
 		t.Errorf("route limits after the run = %v, want them as found: [api-per-ip]", sys.routeLimits)
 	}
-	if !slices.Equal(sys.deleted, []string{"lim"}) {
-		t.Errorf("limits deleted = %v, want the run's own limit, which did not exist before", sys.deleted)
+	if _, ok := sys.limits["lim"]; ok || len(sys.edits) != 0 {
+		t.Errorf("after the run, limit lim %q and edits %v; want the run's own limit gone and no edit left", sys.limits["lim"], sys.edits)
+	}
+	slices.Sort(sys.dropped)
+	if want := []string{"limit/lim", "route/events"}; !slices.Equal(sys.dropped, want) {
+		t.Errorf("edits dropped = %v, want %v: the elements follow the policy file again", sys.dropped, want)
 	}
 	if n := len(sys.control); n < 2 || !strings.Contains(sys.control[0], `"max_concurrent":4`) || !strings.Contains(sys.control[n-1], `"max_concurrent":0`) {
 		t.Errorf("control PUTs = %v, want capacity 4 first and the knobs as found (0) last", sys.control)
@@ -159,8 +200,35 @@ func TestRunTurnsKnobsSamplesAndPutsBack(t *testing.T) {
 	}
 }
 
+// An element an instructor had already edited gets that edit back after a run, not the
+// policy file's value: the run undoes only its own change.
+func TestRunPutsBackAnEditItFound(t *testing.T) {
+	sys := newFakeSystem("api-per-ip")
+	prior := `{"id":"lim","key":"ip","algorithm":"gcra","rate":"9/s"}`
+	sys.limits["lim"], sys.edits["limit/lim"] = prior, prior
+	srv := httptest.NewServer(sys)
+	defer srv.Close()
+	sc, err := Parse([]byte(fakeScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := Start(context.Background(), sc, "", Target{Gateway: srv.URL, Admin: srv.URL, AdminToken: "t", Services: map[string][]string{"catalog": {srv.URL}}}, Options{})
+	if err != nil {
+		t.Fatalf("Start = %v", err)
+	}
+	<-run.Done()
+	sys.mu.Lock()
+	defer sys.mu.Unlock()
+	if got := sys.edits["limit/lim"]; got != prior || sys.limits["lim"] != prior {
+		t.Errorf("limit lim after the run = %s (edit %s), want the instructor's edit %s back", sys.limits["lim"], got, prior)
+	}
+	if !slices.Equal(sys.dropped, []string{"route/events"}) {
+		t.Errorf("edits dropped = %v, want only the route's, which had none before the run", sys.dropped)
+	}
+}
+
 func TestStopEndsTheRunEarly(t *testing.T) {
-	sys := &fakeSystem{limits: map[string]string{}}
+	sys := newFakeSystem()
 	srv := httptest.NewServer(sys)
 	defer srv.Close()
 	sc, _ := Parse([]byte(fakeScenario))
@@ -209,9 +277,9 @@ profiles:
 
 // TestGatewayRetryBudgetKnob checks that each value of the knob becomes a PATCH of the
 // backend service's retry_budget, read over the budget the run found, and that the run puts
-// that budget back at the end.
+// that budget back at the end by dropping its edit.
 func TestGatewayRetryBudgetKnob(t *testing.T) {
-	sys := &fakeSystem{limits: map[string]string{}}
+	sys := newFakeSystem()
 	srv := httptest.NewServer(sys)
 	defer srv.Close()
 	sc, err := Parse([]byte(budgetScenario))
@@ -226,17 +294,18 @@ func TestGatewayRetryBudgetKnob(t *testing.T) {
 	if res := run.Result(); !res.Passed() {
 		t.Errorf("result = %+v, want every expectation met", res.Expectations)
 	}
-	found := `{"retry_budget":{"ratio":0.2,"min_per_second":10,"window":"10s","unlimited":false}}`
 	want := []string{
 		// The first phase's value is in force from the start: no PATCH for the default.
 		`{"retry_budget":{"ratio":0.2,"min_per_second":10,"window":"10s","unlimited":true}}`,
 		`{"retry_budget":{"ratio":0.1,"min_per_second":1,"window":"10s","unlimited":false}}`,
-		found, // put back
 	}
 	sys.mu.Lock()
 	defer sys.mu.Unlock()
 	if !slices.Equal(sys.budgets, want) {
 		t.Errorf("PATCH /admin/services/catalog bodies =\n%s\nwant\n%s", strings.Join(sys.budgets, "\n"), strings.Join(want, "\n"))
+	}
+	if !slices.Equal(sys.dropped, []string{"service/catalog"}) || len(sys.edits) != 0 {
+		t.Errorf("edits dropped = %v, left = %v; want the service's edit dropped, none left", sys.dropped, sys.edits)
 	}
 }
 

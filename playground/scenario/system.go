@@ -145,6 +145,45 @@ func (s *system) deleteLimit(ctx context.Context, id string) error {
 	return err
 }
 
+// adminEdit is one of the gateway's stored admin edits, as GET /admin/edits lists them.
+type adminEdit struct {
+	Kind    string          `json:"kind"`
+	ID      string          `json:"id"`
+	Value   json.RawMessage `json:"value"`
+	Deleted bool            `json:"deleted"`
+}
+
+// edit returns the gateway's stored edit of one limit, route or service (kind limit, route or
+// service); nil when the element is as the policy file has it.
+func (s *system) edit(ctx context.Context, kind, id string) (*adminEdit, error) {
+	var out struct {
+		Edits []adminEdit `json:"edits"`
+	}
+	if err := s.admin(ctx, http.MethodGet, "/admin/edits", nil, &out); err != nil {
+		return nil, err
+	}
+	for _, e := range out.Edits {
+		if e.Kind == kind && e.ID == id {
+			return &e, nil
+		}
+	}
+	return nil, nil
+}
+
+// restoreEdit puts one element's stored edit back as prior was. With no prior edit the run's
+// edit is dropped, so the element follows the policy file again: writing the file's value
+// back would store a copy that hides the file's later changes, on every replica.
+func (s *system) restoreEdit(ctx context.Context, kind, id string, prior *adminEdit) error {
+	switch {
+	case prior == nil:
+		return s.admin(ctx, http.MethodDelete, "/admin/edits/"+kind+"/"+id, nil, nil)
+	case prior.Deleted:
+		return s.deleteLimit(ctx, id)
+	default:
+		return s.admin(ctx, http.MethodPut, "/admin/"+kind+"s/"+id, prior.Value, nil)
+	}
+}
+
 // knobs reads the control knobs of service's first instance: what is in force before a
 // run, to put back after it.
 func (s *system) knobs(ctx context.Context, service string) (control.Knobs, error) {
