@@ -217,13 +217,7 @@ func TestRedisBatchResendsUnknownScript(t *testing.T) {
 	if len(remaining) != n {
 		t.Errorf("the batch's %d requests saw %d distinct remaining budgets, want %d", n, len(remaining), n)
 	}
-	stats, err := admin.Info(ctx, "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := fmt.Sprintf("cmdstat_eval:calls=%d,", n); !strings.Contains(stats, want) {
-		t.Errorf("INFO commandstats = %q, want it to contain %q (every call sent again with the source)", stats, want)
-	}
+	wantCalls(t, admin, "eval", n) // every call sent again with the source
 }
 
 // TestRedisClusterBatchesAcrossSlots: 48 requests of 8 users stalled on a three-master

@@ -253,11 +253,18 @@ func TestRedisOneRoundTripForThreeRules(t *testing.T) {
 	if got := hook.trips.Load() - before; got != n {
 		t.Errorf("%d decisions of 3 rules took %d round trips, want %d", n, got, n)
 	}
-	stats, err := admin.Info(ctx, "commandstats").Result()
+	wantCalls(t, admin, "evalsha", n)
+}
+
+// wantCalls fails unless the server behind client ran command exactly n times since its
+// statistics were last reset (INFO commandstats).
+func wantCalls(t *testing.T, client *redis.Client, command string, n int) {
+	t.Helper()
+	stats, err := client.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("cmdstat_evalsha:calls=%d,", n); !strings.Contains(stats, want) {
+	if want := fmt.Sprintf("cmdstat_%s:calls=%d,", command, n); !strings.Contains(stats, want) {
 		t.Errorf("INFO commandstats = %q, want it to contain %q", stats, want)
 	}
 }
