@@ -74,10 +74,24 @@ func (a *api) deleteEdit(w http.ResponseWriter, r *http.Request) {
 		problem.Write(w, r, a.Log, problem.InvalidField("kind", "%q is not a kind of edit: want limit, route or service", kind))
 		return
 	}
-	rest := slices.DeleteFunc(a.Live.Edits(), func(e policy.Edit) bool { return e.Kind == kind && e.ID == id })
+	a.dropEdits(w, r, string(kind)+"/"+id,
+		func(e policy.Edit) bool { return e.Kind == kind && e.ID == id },
+		func(ctx context.Context) error { return a.Edits.DeleteEdit(ctx, kind, id) })
+}
+
+// resetEdits drops every edit, on every replica: the policy is the file's again.
+func (a *api) resetEdits(w http.ResponseWriter, r *http.Request) {
+	a.dropEdits(w, r, "*", func(policy.Edit) bool { return true }, func(ctx context.Context) error { return a.Edits.ResetEdits(ctx) })
+}
+
+// dropEdits takes the edits drop selects off the table (with unstore) and off this replica,
+// and tells the others to reload. With a store, this replica then holds exactly the table's
+// edits, whatever another replica wrote in between.
+func (a *api) dropEdits(w http.ResponseWriter, r *http.Request, what string, drop func(policy.Edit) bool, unstore func(context.Context) error) {
+	rest := slices.DeleteFunc(a.Live.Edits(), drop)
 	if a.Edits != nil {
-		var err error
-		if err = a.Edits.DeleteEdit(r.Context(), kind, id); err == nil {
+		err := unstore(r.Context())
+		if err == nil {
 			rest, err = a.Edits.LoadEdits(r.Context())
 		}
 		if err != nil {
@@ -92,25 +106,6 @@ func (a *api) deleteEdit(w http.ResponseWriter, r *http.Request) {
 	if a.Edits != nil {
 		a.announce(r.Context(), policy.PolicyChangedSubject)
 	}
-	a.changed(r, "edits", string(kind)+"/"+id)
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// resetEdits drops every edit, on every replica: the policy is the file's again.
-func (a *api) resetEdits(w http.ResponseWriter, r *http.Request) {
-	if a.Edits != nil {
-		if err := a.Edits.ResetEdits(r.Context()); err != nil {
-			problem.Write(w, r, a.Log, err)
-			return
-		}
-	}
-	if err := a.Live.ReplaceEdits(nil); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	if a.Edits != nil {
-		a.announce(r.Context(), policy.PolicyChangedSubject)
-	}
-	a.changed(r, "edits", "*")
+	a.changed(r, "edits", what)
 	w.WriteHeader(http.StatusNoContent)
 }
