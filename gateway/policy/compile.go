@@ -124,10 +124,18 @@ func compileLimit(l Limit) *CompiledLimit {
 	alg, _ := ratelimit.ParseAlgorithm(l.Algorithm)
 	limit, window, _ := ParseRate(l.Rate)
 	key, _ := ParseKey(l.Key)
-	return &CompiledLimit{Limit: l, Key: key, Rule: ratelimit.Rule{
+	return &CompiledLimit{Limit: l, Key: key, Rule: limitRule(l, alg, limit, window)}
+}
+
+// limitRule is the rate limiter's rule for l, its algorithm and rate already parsed. Lease
+// and Shards are read by the limiter's Leases and Sharded, which the gateway puts in front
+// of Redis for every rule (see build in run.go).
+func limitRule(l Limit, alg ratelimit.Algorithm, limit int, window time.Duration) ratelimit.Rule {
+	return ratelimit.Rule{
 		ID: l.ID, Algorithm: alg, Limit: limit, Window: window, Burst: l.Burst, Cost: l.Cost,
 		Mode: ratelimit.Mode(l.Mode), OnStoreFailure: ratelimit.FailureMode(l.OnStoreFailure),
-	}}
+		Lease: l.Lease, Shards: l.Shards,
+	}
 }
 
 func compilePlan(name string, pl Plan) *CompiledPlan {

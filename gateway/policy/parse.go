@@ -317,9 +317,49 @@ func ValidateLimit(at string, l Limit) error {
 	default:
 		return fieldErr(field("mode"), "%q: want enforce or shadow", l.Mode)
 	}
-	rule := ratelimit.Rule{ID: l.ID, Algorithm: alg, Limit: limit, Window: window, Burst: l.Burst, Cost: l.Cost}
+	if err := validateHotKey(field, l, alg, limit); err != nil {
+		return err
+	}
+	rule := limitRule(l, alg, limit, window)
 	if err := rule.Validate(); err != nil {
 		return fieldErr(field("rate"), "%v", err)
+	}
+	return nil
+}
+
+// validateHotKey checks a limit's lease and shards against its algorithm and budget, as
+// Limit.Lease and Limit.Shards describe them.
+func validateHotKey(field func(string) string, l Limit, alg ratelimit.Algorithm, limit int) error {
+	switch {
+	case l.Lease < 0:
+		return fieldErr(field("lease"), "%d: want 0 (no lease) or more", l.Lease)
+	case l.Shards < 0:
+		return fieldErr(field("shards"), "%d: want 0 (one key) or more", l.Shards)
+	}
+	// capacity is the most one request may take at once: the bucket of the buckets, the
+	// window's limit otherwise.
+	capacity := limit
+	if (alg == ratelimit.TokenBucket || alg == ratelimit.GCRA) && l.Burst > 0 {
+		capacity = l.Burst
+	}
+	if most := min(limit, capacity); l.Shards > most {
+		return fieldErr(field("shards"), "%d: want at most %d, so that every shard has a budget of one", l.Shards, most)
+	}
+	if l.Lease == 0 {
+		return nil
+	}
+	switch alg {
+	case ratelimit.Concurrency:
+		return fieldErr(field("lease"), "a concurrency slot is released where it was taken: it cannot be leased")
+	case ratelimit.SlidingLog:
+		return fieldErr(field("lease"), "sliding_log is chosen for an exact count, which a lease gives up: use sliding_window")
+	}
+	if cost := max(1, l.Cost); l.Lease <= cost {
+		return fieldErr(field("lease"), "%d: want more than a request's cost (%d), or 0: a smaller batch saves no round trip", l.Lease, cost)
+	}
+	// Sharded gives the first shards the remainder: the last has the smallest budget.
+	if most := capacity / max(1, l.Shards); l.Lease > most {
+		return fieldErr(field("lease"), "%d: want at most %d (the limit, or burst, per shard): a batch is taken whole, and a larger one never passes", l.Lease, most)
 	}
 	return nil
 }

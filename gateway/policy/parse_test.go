@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -113,6 +114,16 @@ func TestCompileNamesTheField(t *testing.T) {
 		{"panic threshold above 1", `name: auth,`, `name: auth, panic_threshold: 1.5,`, "services[auth].panic_threshold"},
 		{"negative panic threshold", `name: auth,`, `name: auth, panic_threshold: -0.5,`, "services[auth].panic_threshold"},
 		{"bad strip prefix", "auth: none", "auth: none\n    strip_prefix: /partner", "routes[login].strip_prefix"},
+		{"negative lease", "burst: 5}", "burst: 5, lease: -1}", "limits[holds-per-account].lease"},
+		{"lease on a concurrency limit", "algorithm: gcra,", "algorithm: concurrency, lease: 2,", "limits[login-per-ip].lease"},
+		{"lease on a sliding log", "algorithm: gcra,", "algorithm: sliding_log, lease: 2,", "limits[login-per-ip].lease"},
+		{"lease above the burst", "burst: 5}", "burst: 5, lease: 6}", "limits[holds-per-account].lease"},
+		{"lease above the limit", "algorithm: gcra, rate: 10/1m", "algorithm: fixed_window, rate: 10/1m, lease: 11", "limits[login-per-ip].lease"},
+		{"lease no larger than the cost", "burst: 5}", "burst: 5, cost: 2, lease: 2}", "limits[holds-per-account].lease"},
+		{"lease above a shard's budget", "burst: 5}", "burst: 5, shards: 2, lease: 3}", "limits[holds-per-account].lease"},
+		{"negative shards", "burst: 5}", "burst: 5, shards: -1}", "limits[holds-per-account].shards"},
+		{"more shards than the limit", "burst: 5}", "burst: 5, shards: 6}", "limits[holds-per-account].shards"},
+		{"more shards than the burst", "rate: 5/1m, burst: 5}", "rate: 50/1m, burst: 5, shards: 6}", "limits[holds-per-account].shards"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,6 +139,80 @@ func TestCompileNamesTheField(t *testing.T) {
 			var fe *FieldError
 			if !errors.As(err, &fe) || fe.Field != tt.wantField {
 				t.Errorf("Compile() = %v, want an error naming %s", err, tt.wantField)
+			}
+		})
+	}
+}
+
+// TestCompileHotKeys: lease and shards on a limit reach its rate limiter rule, and keep
+// their names through JSON, as the admin API reads and writes a limit.
+func TestCompileHotKeys(t *testing.T) {
+	tests := []struct {
+		name        string
+		old, new    string // the change to base
+		id          string
+		lease       int
+		shards      int
+		wantJSONHas string
+	}{
+		{"none", "", "", "holds-per-account", 0, 0, ""},
+		{"lease on a bucket", "burst: 5}", "burst: 5, lease: 5}", "holds-per-account", 5, 0, `"lease":5`},
+		{"lease on a fixed window", "algorithm: gcra,", "algorithm: fixed_window, lease: 10,", "login-per-ip", 10, 0, `"lease":10`},
+		{"lease on gcra", "algorithm: gcra,", "algorithm: gcra, lease: 4,", "login-per-ip", 4, 0, `"lease":4`},
+		{"shards", "burst: 5}", "burst: 5, shards: 4}", "holds-per-account", 0, 4, `"shards":4`},
+		{"a lease per shard", "rate: 5/1m, burst: 5}", "rate: 100/1m, shards: 4, lease: 25}", "holds-per-account", 25, 4, `"lease":25,"shards":4`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := strings.Replace(base, tt.old, tt.new, 1)
+			if tt.old != "" && doc == base {
+				t.Fatalf("case does not change the policy: %q not found", tt.old)
+			}
+			s := mustCompile(t, doc)
+			r := s.Limit(tt.id).Rule
+			if r.Lease != tt.lease || r.Shards != tt.shards {
+				t.Errorf("%s rule lease, shards = %d, %d; want %d, %d", tt.id, r.Lease, r.Shards, tt.lease, tt.shards)
+			}
+			b, err := json.Marshal(s.Limit(tt.id).Limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantJSONHas != "" && !strings.Contains(string(b), tt.wantJSONHas) {
+				t.Errorf("json.Marshal(%s) = %s, want it to hold %s", tt.id, b, tt.wantJSONHas)
+			}
+			if tt.wantJSONHas == "" && (strings.Contains(string(b), "lease") || strings.Contains(string(b), "shards")) {
+				t.Errorf("json.Marshal(%s) = %s, want no lease or shards when unset", tt.id, b)
+			}
+		})
+	}
+}
+
+// TestValidateLimitNamesBareFields: the admin API's PUT /admin/limits/{id} validates a limit
+// alone, and its errors name the bare field.
+func TestValidateLimitNamesBareFields(t *testing.T) {
+	ok := Limit{ID: "hot", Key: "route", Algorithm: "token_bucket", Rate: "100/1m", OnStoreFailure: "open", Mode: "enforce"}
+	tests := []struct {
+		name      string
+		edit      func(l *Limit)
+		wantField string // "" for valid
+	}{
+		{"leased", func(l *Limit) { l.Lease = 10 }, ""},
+		{"sharded and leased", func(l *Limit) { l.Shards, l.Lease = 4, 25 }, ""},
+		{"negative lease", func(l *Limit) { l.Lease = -1 }, "lease"},
+		{"leased concurrency", func(l *Limit) { l.Algorithm, l.Lease = "concurrency", 2 }, "lease"},
+		{"negative shards", func(l *Limit) { l.Shards = -2 }, "shards"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := ok
+			tt.edit(&l)
+			err := ValidateLimit("", l)
+			var fe *FieldError
+			switch {
+			case tt.wantField == "" && err != nil:
+				t.Errorf("ValidateLimit(%+v) = %v, want nil", l, err)
+			case tt.wantField != "" && (!errors.As(err, &fe) || fe.Field != tt.wantField):
+				t.Errorf("ValidateLimit(%+v) = %v, want an error naming %s", l, err, tt.wantField)
 			}
 		})
 	}

@@ -23,6 +23,7 @@
 //	    limits: [holds-per-account, api-per-ip]
 //	limits:
 //	  - {id: holds-per-account, key: user, algorithm: token_bucket, rate: 5/1m, burst: 5}
+//	  - {id: search-per-route, key: route, rate: 10000/1m, lease: 50}  # a hot key: Limit.Lease
 //	plans:
 //	  free:     {api: 60/1m}
 //	  partner:  {api: 10000/1m, quota: 1000000/30d}
@@ -181,6 +182,24 @@ type Limit struct {
 	OnStoreFailure string `yaml:"on_store_failure" json:"on_store_failure"`
 	// Mode is enforce (the default) or shadow (decide and report, never deny).
 	Mode string `yaml:"mode" json:"mode"`
+	// Lease, for a very hot key, lets each gateway replica take this many units from Redis
+	// in one call and spend them locally: one round trip per Lease units instead of one per
+	// request. The price is an overshoot of at most replicas × Lease per key, units taken in
+	// one window and spent in the next (docs/lessons/hot-keys.md). 0, the default, asks Redis
+	// on every request. It must be above the cost of a request (a smaller batch saves no
+	// round trip) and at most the limit, the burst for token_bucket and gcra, per shard when
+	// sharded (a batch is taken whole: a larger one never passes). For the counting
+	// algorithms only: not concurrency, whose slot is released where it was taken, nor
+	// sliding_log, chosen for an exact count that a lease gives up.
+	Lease int `yaml:"lease" json:"lease,omitempty"`
+	// Shards, when above 1, splits the budget over this many Redis keys, each its own hash
+	// tag, so that a Redis Cluster spreads a key too hot for one node over its nodes; each
+	// request spends from one shard picked at random. The limit is never exceeded, but a
+	// request may be denied by its shard while another has budget left, and the RateLimit
+	// headers show its shard's share. At most the limit (and the burst): every shard needs a
+	// budget of one. 0 or 1, the default, keeps one key. Switching shards on or off starts
+	// from fresh keys: the budget already spent is forgotten once.
+	Shards int `yaml:"shards" json:"shards,omitempty"`
 }
 
 // Plan is what a partner's API key is allowed. In YAML either a mapping {api, quota} or the
