@@ -170,11 +170,19 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	if err != nil {
 		return nil, err
 	}
-	limiter, err := ratelimit.NewFailsafe(store, ratelimit.FailsafeOptions{
+	failsafe, err := ratelimit.NewFailsafe(store, ratelimit.FailsafeOptions{
 		Timeout: cfg.LimiterTimeout, Replicas: replicas, Meter: mp, Logger: s.Log})
 	if err != nil {
 		return nil, err
 	}
+	// Hot keys: a limit's lease and shards (docs/lessons/hot-keys.md). Leases is outermost, so
+	// a replica holds one batch per rule and key, whatever its shards, and the overshoot stays
+	// replicas × lease; each batch comes from one shard. Both wrap the failsafe, which must
+	// hold the Redis limiter itself to call it directly, and whose fallback then decides a
+	// shard at its share. A request naming neither goes through both unchanged, in one call.
+	// Decisions on tokens in hand never reach the failsafe, so its metrics count a leased
+	// rule's batches, not the requests they serve; the access log's decision says lease.
+	limiter := ratelimit.NewLeases(ratelimit.NewSharded(failsafe, nil), nil)
 
 	// Upstreams: the pools follow the policy; a change they refuse is refused whole.
 	pools, err := upstream.New(serviceConfigs(live.Current(), cfg.Upstreams), upstream.Options{MeterProvider: mp, TracerProvider: tp, Log: s.Log})
