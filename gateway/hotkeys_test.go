@@ -168,6 +168,32 @@ func TestShardedLimitSpreadsKeys(t *testing.T) {
 	}
 }
 
+// TestLeaseByTheAdminAPI: a lease switched on with PATCH /admin/limits/{id} takes effect
+// on the next requests, and one the limit's algorithm cannot take is refused naming lease.
+func TestLeaseByTheAdminAPI(t *testing.T) {
+	be := newBackend(t)
+	rd := testkit.StartRedis(t)
+	gw := startGateway(t, hotPolicy, be, map[string]string{"REDIS_URL": rd.URL(), "RATELIMIT_TIMEOUT": "1s"})
+	if res := gw.call(t, "GET", "/v1/cold", ""); res.status != http.StatusOK { // load the script
+		t.Fatalf("GET /v1/cold = %d, want 200", res.status)
+	}
+	if code, body := gw.adminCall(t, "PATCH", "/admin/limits/cold", `{"lease":10}`); code != http.StatusOK || !strings.Contains(body, `"lease":10`) {
+		t.Fatalf("PATCH /admin/limits/cold {lease: 10} = %d %s, want 200 with the lease", code, body)
+	}
+	calls := newScriptCalls(t, rd.Client(), 1)
+	for i := range 30 {
+		if res := gw.call(t, "GET", "/v1/cold", ""); res.status != http.StatusOK {
+			t.Fatalf("request %d = %d %s, want 200", i+1, res.status, res.body)
+		}
+	}
+	if got, slack := calls.since(t); got < 3 || got > 3+slack {
+		t.Errorf("30 requests after a lease of 10 by the admin API: %d script calls, want 3 (+ at most %d announcements)", got, slack)
+	}
+	if code, body := gw.adminCall(t, "PATCH", "/admin/limits/cold", `{"algorithm":"concurrency"}`); code != http.StatusBadRequest || !strings.Contains(body, `"field":"lease"`) {
+		t.Errorf("PATCH a leased limit to concurrency = %d %s, want 400 naming lease", code, body)
+	}
+}
+
 // scriptCalls counts the script calls (EVALSHA, and EVAL after a NOSCRIPT) Redis has served,
 // from its INFO commandstats. Each replica's announcement (Replicas.Run) is a script call
 // too, made at start and then every 10s/3: since reports the calls since the last count
