@@ -41,15 +41,7 @@ func TestLeasedLimitSavesRoundTrips(t *testing.T) {
 	const limit, lease, replicas = 200, 10, 2
 	be := newBackend(t)
 	rd := testkit.StartRedis(t)
-	// The store timeout is raised as in TestTwoReplicasShareOneBucket: a call past it would
-	// be decided by the fallback, which this test does not count on.
-	env := map[string]string{"REDIS_URL": rd.URL(), "RATELIMIT_TIMEOUT": "1s"}
-	gws := []*process{startGateway(t, hotPolicy, be, env), startGateway(t, hotPolicy, be, env)}
-	for _, g := range gws { // connect, and load the script, before counting
-		if res := g.call(t, "GET", "/v1/cold", ""); res.status != http.StatusOK {
-			t.Fatalf("GET /v1/cold = %d, want 200", res.status)
-		}
-	}
+	gws := []*process{startHot(t, be, rd), startHot(t, be, rd)}
 	calls := newScriptCalls(t, rd.Client(), replicas)
 
 	const n = 100
@@ -114,10 +106,7 @@ func TestLeasedLimitSavesRoundTrips(t *testing.T) {
 func TestShardedLimitSpreadsKeys(t *testing.T) {
 	be := newBackend(t)
 	rd := testkit.StartRedis(t)
-	gw := startGateway(t, hotPolicy, be, map[string]string{"REDIS_URL": rd.URL(), "RATELIMIT_TIMEOUT": "1s"})
-	if res := gw.call(t, "GET", "/v1/cold", ""); res.status != http.StatusOK { // load the script
-		t.Fatalf("GET /v1/cold = %d, want 200", res.status)
-	}
+	gw := startHot(t, be, rd)
 
 	tests := []struct {
 		name, path, rule string
@@ -173,10 +162,7 @@ func TestShardedLimitSpreadsKeys(t *testing.T) {
 func TestLeaseByTheAdminAPI(t *testing.T) {
 	be := newBackend(t)
 	rd := testkit.StartRedis(t)
-	gw := startGateway(t, hotPolicy, be, map[string]string{"REDIS_URL": rd.URL(), "RATELIMIT_TIMEOUT": "1s"})
-	if res := gw.call(t, "GET", "/v1/cold", ""); res.status != http.StatusOK { // load the script
-		t.Fatalf("GET /v1/cold = %d, want 200", res.status)
-	}
+	gw := startHot(t, be, rd)
 	if code, body := gw.adminCall(t, "PATCH", "/admin/limits/cold", `{"lease":10}`); code != http.StatusOK || !strings.Contains(body, `"lease":10`) {
 		t.Fatalf("PATCH /admin/limits/cold {lease: 10} = %d %s, want 200 with the lease", code, body)
 	}
@@ -192,6 +178,19 @@ func TestLeaseByTheAdminAPI(t *testing.T) {
 	if code, body := gw.adminCall(t, "PATCH", "/admin/limits/cold", `{"algorithm":"concurrency"}`); code != http.StatusBadRequest || !strings.Contains(body, `"field":"lease"`) {
 		t.Errorf("PATCH a leased limit to concurrency = %d %s, want 400 naming lease", code, body)
 	}
+}
+
+// startHot starts a gateway on hotPolicy and rd, and sends it one request so that its
+// connection is up and the script loaded before anything is counted. The store timeout is
+// raised as in TestTwoReplicasShareOneBucket: a call past it would be decided by the
+// fallback, which these tests do not count on.
+func startHot(t *testing.T, be *backend, rd *testkit.Redis) *process {
+	t.Helper()
+	gw := startGateway(t, hotPolicy, be, map[string]string{"REDIS_URL": rd.URL(), "RATELIMIT_TIMEOUT": "1s"})
+	if res := gw.call(t, "GET", "/v1/cold", ""); res.status != http.StatusOK {
+		t.Fatalf("GET /v1/cold = %d %s, want 200", res.status, res.body)
+	}
+	return gw
 }
 
 // scriptCalls counts the script calls (EVALSHA, and EVAL after a NOSCRIPT) Redis has served,
