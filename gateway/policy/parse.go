@@ -336,14 +336,14 @@ func validateHotKey(field func(string) string, l Limit, alg ratelimit.Algorithm,
 	case l.Shards < 0:
 		return fieldErr(field("shards"), "%d: want 0 (one key) or more", l.Shards)
 	}
-	// capacity is the most one request may take at once: the bucket of the buckets, the
-	// window's limit otherwise.
+	// capacity is the most one request may take at once: the bucket's size for token_bucket
+	// and gcra, the window's limit otherwise.
 	capacity := limit
 	if (alg == ratelimit.TokenBucket || alg == ratelimit.GCRA) && l.Burst > 0 {
 		capacity = l.Burst
 	}
 	if most := min(limit, capacity); l.Shards > most {
-		return fieldErr(field("shards"), "%d: want at most %d, so that every shard has a budget of one", l.Shards, most)
+		return fieldErr(field("shards"), "%d: want at most %d, so that every shard has a budget of at least one", l.Shards, most)
 	}
 	if l.Lease == 0 {
 		return nil
