@@ -180,9 +180,12 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	// replicas × lease; each batch comes from one shard. Both wrap the failsafe, which must
 	// hold the Redis limiter itself to call it directly, and whose fallback then decides a
 	// shard at its share. A request naming neither goes through both unchanged, in one call.
-	// Decisions on tokens in hand never reach the failsafe, so its metrics count a leased
-	// rule's batches, not the requests they serve; the access log's decision says lease.
-	limiter := ratelimit.NewLeases(ratelimit.NewSharded(failsafe, nil), nil)
+	// Decisions on tokens in hand never reach the failsafe: Leases counts them itself, in
+	// the same ratelimit_decisions_total, with path lease.
+	limiter, err := ratelimit.NewLeasesWith(ratelimit.NewSharded(failsafe, nil), ratelimit.LeasesOptions{Meter: mp})
+	if err != nil {
+		return nil, err
+	}
 
 	// Upstreams: the pools follow the policy; a change they refuse is refused whole.
 	pools, err := upstream.New(serviceConfigs(live.Current(), cfg.Upstreams), upstream.Options{MeterProvider: mp, TracerProvider: tp, Log: s.Log})

@@ -2,8 +2,12 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Leases relieves hot keys by spending tokens locally. For a rule with Lease > 0, a replica
@@ -20,14 +24,18 @@ import (
 //   - Undershoot: a batch is taken whole or not at all, so near exhaustion a request may be
 //     denied while fewer than Lease tokens remain in the store.
 //
-// Concurrency rules are never leased: a slot must be released where it was taken.
-// Leases is safe for concurrent use.
+// Concurrency rules are never leased: a slot must be released where it was taken. A request
+// with no leased rule goes to the inner limiter as it is, at no cost. Tokens in hand expire
+// with their window and are swept, so memory tracks the keys leased lately, not every key
+// ever leased. Leases is safe for concurrent use.
 type Leases struct {
-	inner Limiter
-	now   func() time.Time
+	inner     Limiter
+	now       func() time.Time
+	decisions *decisionCounter // nil: no metrics
 
-	mu   sync.Mutex
-	held map[string]*inHand
+	mu    sync.Mutex
+	held  map[string]*inHand
+	calls int // since the last sweep
 }
 
 // inHand is what a replica holds of one rule and key.
@@ -44,17 +52,43 @@ func NewLeases(inner Limiter, now func() time.Time) *Leases {
 	return &Leases{inner: inner, now: now, held: make(map[string]*inHand)}
 }
 
+// LeasesOptions are what NewLeasesWith adds to NewLeases.
+type LeasesOptions struct {
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Meter receives the decisions made on tokens in hand, in ratelimit_decisions_total with
+	// path lease, next to Failsafe's; nil means none.
+	Meter metric.MeterProvider
+}
+
+// NewLeasesWith is NewLeases with metrics.
+func NewLeasesWith(inner Limiter, o LeasesOptions) (*Leases, error) {
+	l := NewLeases(inner, o.Now)
+	if o.Meter != nil {
+		c, err := newDecisionCounter(o.Meter.Meter(meterName))
+		if err != nil {
+			return nil, fmt.Errorf("ratelimit metrics: %w", err)
+		}
+		l.decisions = c
+	}
+	return l, nil
+}
+
 var _ Limiter = (*Leases)(nil)
 
 // Allow decides leased rules on tokens in hand where it can and sends the rest, with batch
 // requests for leased rules that ran out, to the inner limiter in one call.
 func (l *Leases) Allow(ctx context.Context, reqs []Request) (Result, error) {
+	if !slices.ContainsFunc(reqs, func(q Request) bool { return leased(q.Rule) }) {
+		return l.inner.Allow(ctx, reqs)
+	}
 	if err := validate(reqs); err != nil {
 		return Result{}, err
 	}
 	now := l.now()
 	ds := make([]Decision, len(reqs))
 	spent := l.spendInHand(reqs, now, ds)
+	defer l.count(ctx, reqs, spent)
 
 	var fwd []Request
 	var at []int
@@ -74,6 +108,7 @@ func (l *Leases) Allow(ctx context.Context, reqs []Request) (Result, error) {
 	res, err := l.inner.Allow(ctx, fwd)
 	if err != nil {
 		l.refund(reqs, spent)
+		clear(spent) // nothing was decided
 		return Result{}, err
 	}
 	for j, d := range res.Rules {
@@ -115,6 +150,7 @@ func (l *Leases) spendInHand(reqs []Request, now time.Time, ds []Decision) []boo
 	spent := make([]bool, len(reqs))
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.sweep(now)
 	for i, q := range reqs {
 		if !leased(q.Rule) {
 			continue
@@ -139,6 +175,35 @@ func (l *Leases) refund(reqs []Request, spent []bool) {
 			if h := l.held[storageKey(q.Rule.ID, q.Key)]; h != nil {
 				h.tokens += q.cost()
 			}
+		}
+	}
+}
+
+// count records the decisions made on tokens in hand; they are allowed whatever the other
+// rules of the request said.
+func (l *Leases) count(ctx context.Context, reqs []Request, spent []bool) {
+	if l.decisions == nil {
+		return
+	}
+	for i, q := range reqs {
+		if spent[i] {
+			l.decisions.add(ctx, outcomeKey{q.Rule.ID, "allowed", PathLease})
+		}
+	}
+}
+
+// sweep drops the tokens in hand whose window ended, once every len(held) calls (64 at
+// least), so its cost per call stays constant however many keys are held. Call it with mu
+// held.
+func (l *Leases) sweep(now time.Time) {
+	l.calls++
+	if l.calls < max(64, len(l.held)) {
+		return
+	}
+	l.calls = 0
+	for k, h := range l.held {
+		if !now.Before(h.expires) {
+			delete(l.held, k)
 		}
 	}
 }

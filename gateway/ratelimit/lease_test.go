@@ -2,10 +2,15 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"boxoffice.dev/platform/testkit"
 )
@@ -188,5 +193,73 @@ func TestShardedSpreadsOverClusterNodes(t *testing.T) {
 	}
 	if nodes < 2 {
 		t.Errorf("shard keys on %d node(s), want at least 2", nodes)
+	}
+}
+
+// Decisions on tokens in hand never reach Failsafe, which counts the others: Leases counts
+// them in the same series, with path lease.
+func TestLeasesCountDecisionsInHand(t *testing.T) {
+	clk := newClock(epoch)
+	reader := sdkmetric.NewManualReader()
+	l, err := NewLeasesWith(NewMemory(clk.Now), LeasesOptions{Now: clk.Now, Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hot := Request{Rule: Rule{ID: "hot", Algorithm: TokenBucket, Limit: 1000, Window: time.Minute, Lease: 10}, Key: "k"}
+	for range 30 {
+		if res := mustAllow(t, l, []Request{hot}); !res.Allowed {
+			t.Fatal("denied with a 1000-token bucket")
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	// Requests 1, 11 and 21 fetch a batch from the store; the other 27 spend it.
+	lease := []attribute.KeyValue{attribute.String("rule", "hot"), attribute.String("outcome", "allowed"), attribute.String("path", "lease")}
+	if got := sum(rm, "ratelimit.decisions", lease...); got != 27 {
+		t.Errorf("ratelimit.decisions%v = %d, want 27", lease, got)
+	}
+}
+
+// Tokens in hand expire with their window; the keys that held them must not stay in memory,
+// or a lease on a per-user limit would grow with every user ever seen.
+func TestLeasesSweepExpiredKeys(t *testing.T) {
+	clk := newClock(epoch)
+	l := NewLeases(NewMemory(clk.Now), clk.Now)
+	rule := Rule{ID: "per-user", Algorithm: TokenBucket, Limit: 100, Window: time.Second, Lease: 5}
+	for i := range 500 {
+		mustAllow(t, l, []Request{{Rule: rule, Key: fmt.Sprintf("user:%d", i)}})
+	}
+	if n := len(l.held); n < 400 {
+		t.Fatalf("keys held after 500 users = %d, want about 500 (the sweep runs every len(held) calls)", n)
+	}
+	clk.Add(2 * time.Second) // every lease's window is over
+	for range 600 {
+		mustAllow(t, l, []Request{{Rule: rule, Key: "user:active"}})
+	}
+	if n := len(l.held); n != 1 {
+		t.Errorf("keys held after their windows ended = %d, want 1 (the active user's)", n)
+	}
+}
+
+// A request naming no leased or sharded rule goes through both wrappers as it is: no
+// allocation or lock on the path every other request takes.
+func TestHotKeyWrappersPassThrough(t *testing.T) {
+	clk := newClock(epoch)
+	mem := NewMemory(clk.Now)
+	wrapped := NewLeases(NewSharded(mem, nil), clk.Now)
+	reqs := []Request{
+		{Rule: Rule{ID: "per-user", Algorithm: TokenBucket, Limit: 1 << 30, Window: time.Second}, Key: "user:1"},
+		{Rule: Rule{ID: "per-ip", Algorithm: GCRA, Limit: 1 << 30, Window: time.Second}, Key: "ip:1"},
+	}
+	ctx := context.Background()
+	bare := testing.AllocsPerRun(200, func() { _, _ = mem.Allow(ctx, reqs) })
+	through := testing.AllocsPerRun(200, func() { _, _ = wrapped.Allow(ctx, reqs) })
+	if through != bare {
+		t.Errorf("allocations per decision through Leases and Sharded = %v, want %v as without them", through, bare)
+	}
+	if n := len(wrapped.held); n != 0 {
+		t.Errorf("keys held for rules with no lease = %d, want 0", n)
 	}
 }

@@ -24,16 +24,43 @@ import (
 // Redis reports one more, newBatchSizes:
 //
 //	ratelimit_redis_batch_size                       requests decided per Redis round trip
+//
+// Leases counts its decisions on tokens in hand in ratelimit_decisions_total too, with path
+// lease: they never reach Failsafe.
 type metrics struct {
-	decisions  metric.Int64Counter
+	decisions  *decisionCounter
 	storeErrs  metric.Int64Counter
 	fallbacks  metric.Int64Counter
 	failClosed metric.Int64Counter
 	latency    metric.Float64Histogram
+}
+
+// decisionCounter is ratelimit_decisions_total, the series Failsafe and Leases share.
+type decisionCounter struct {
+	counter metric.Int64Counter
 	// outcomes holds the attributes of each rule, outcome and path, made on first use: a
 	// set of attributes is sorted and copied when made, which at every decision cost more
 	// than the counting itself. One entry per rule of the policy, outcome and path.
 	outcomes sync.Map // outcomeKey → metric.AddOption
+}
+
+func newDecisionCounter(m metric.Meter) (*decisionCounter, error) {
+	c, err := m.Int64Counter("ratelimit.decisions", metric.WithDescription("Rule decisions by rule, outcome and path."))
+	if err != nil {
+		return nil, err
+	}
+	return &decisionCounter{counter: c}, nil
+}
+
+// add counts one decision of the series k.
+func (c *decisionCounter) add(ctx context.Context, k outcomeKey) {
+	o, ok := c.outcomes.Load(k)
+	if !ok {
+		o = metric.WithAttributeSet(attribute.NewSet(attribute.String("rule", k.rule),
+			attribute.String("outcome", k.outcome), attribute.String("path", string(k.path))))
+		c.outcomes.Store(k, o)
+	}
+	c.counter.Add(ctx, 1, o.(metric.AddOption))
 }
 
 // outcomeKey names one series of ratelimit_decisions_total.
@@ -54,7 +81,7 @@ func newMetrics(mp metric.MeterProvider, breakerOpen func() bool) (*metrics, err
 	m := mp.Meter(meterName)
 	var ms metrics
 	var err, e error
-	ms.decisions, e = m.Int64Counter("ratelimit.decisions", metric.WithDescription("Rule decisions by rule, outcome and path."))
+	ms.decisions, e = newDecisionCounter(m)
 	err = errors.Join(err, e)
 	ms.storeErrs, e = m.Int64Counter("ratelimit.store.errors", metric.WithDescription("Failed or skipped store calls by kind."))
 	err = errors.Join(err, e)
@@ -92,7 +119,7 @@ func (m *metrics) decided(ctx context.Context, res Result, took time.Duration) {
 		case !d.Allowed:
 			outcome = "denied"
 		}
-		m.decisions.Add(ctx, 1, m.outcome(outcomeKey{d.Rule, outcome, d.Path}))
+		m.decisions.add(ctx, outcomeKey{d.Rule, outcome, d.Path})
 		switch d.Path {
 		case PathFallback:
 			m.fallbacks.Add(ctx, 1, metric.WithAttributes(attribute.String("rule", d.Rule)))
@@ -101,17 +128,6 @@ func (m *metrics) decided(ctx context.Context, res Result, took time.Duration) {
 		}
 	}
 	m.latency.Record(ctx, took.Seconds())
-}
-
-// outcome returns the attributes of one series of decisions.
-func (m *metrics) outcome(k outcomeKey) metric.AddOption {
-	if o, ok := m.outcomes.Load(k); ok {
-		return o.(metric.AddOption)
-	}
-	o := metric.WithAttributeSet(attribute.NewSet(attribute.String("rule", k.rule),
-		attribute.String("outcome", k.outcome), attribute.String("path", string(k.path))))
-	m.outcomes.Store(k, o)
-	return o
 }
 
 // storeError records a store call that failed or was skipped.

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -33,8 +34,12 @@ func NewSharded(inner Limiter, pick func(n int) int) *Sharded {
 
 var _ Limiter = (*Sharded)(nil)
 
-// Allow sends reqs to the inner limiter with each sharded rule rewritten to one shard.
+// Allow sends reqs to the inner limiter with each sharded rule rewritten to one shard; a
+// request with none goes as it is.
 func (s *Sharded) Allow(ctx context.Context, reqs []Request) (Result, error) {
+	if !slices.ContainsFunc(reqs, func(q Request) bool { return q.Rule.Shards > 1 }) {
+		return s.inner.Allow(ctx, reqs)
+	}
 	out := make([]Request, len(reqs))
 	for i, q := range reqs {
 		if q.Rule.Shards > 1 {
