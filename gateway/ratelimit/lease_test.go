@@ -243,23 +243,41 @@ func TestLeasesSweepExpiredKeys(t *testing.T) {
 	}
 }
 
-// A request naming no leased or sharded rule goes through both wrappers as it is: no
-// allocation or lock on the path every other request takes.
+// A request naming no leased or sharded rule goes through both wrappers as it is: the inner
+// limiter gets the caller's own slice, with nothing copied, held or locked on the way.
 func TestHotKeyWrappersPassThrough(t *testing.T) {
 	clk := newClock(epoch)
-	mem := NewMemory(clk.Now)
-	wrapped := NewLeases(NewSharded(mem, nil), clk.Now)
+	inner := &passedLimiter{Limiter: NewMemory(clk.Now)}
+	wrapped := NewLeases(NewSharded(inner, nil), clk.Now)
 	reqs := []Request{
-		{Rule: Rule{ID: "per-user", Algorithm: TokenBucket, Limit: 1 << 30, Window: time.Second}, Key: "user:1"},
-		{Rule: Rule{ID: "per-ip", Algorithm: GCRA, Limit: 1 << 30, Window: time.Second}, Key: "ip:1"},
+		{Rule: Rule{ID: "per-user", Algorithm: TokenBucket, Limit: 100, Window: time.Second}, Key: "user:1"},
+		{Rule: Rule{ID: "per-ip", Algorithm: GCRA, Limit: 100, Window: time.Second}, Key: "ip:1"},
 	}
-	ctx := context.Background()
-	bare := testing.AllocsPerRun(200, func() { _, _ = mem.Allow(ctx, reqs) })
-	through := testing.AllocsPerRun(200, func() { _, _ = wrapped.Allow(ctx, reqs) })
-	if through != bare {
-		t.Errorf("allocations per decision through Leases and Sharded = %v, want %v as without them", through, bare)
+	if res := mustAllow(t, wrapped, reqs); !res.Allowed {
+		t.Fatal("denied with 100-token limits")
+	}
+	if inner.got == nil || &inner.got[0] != &reqs[0] {
+		t.Error("the inner limiter got a copy of the request, want the caller's slice passed as it is")
 	}
 	if n := len(wrapped.held); n != 0 {
 		t.Errorf("keys held for rules with no lease = %d, want 0", n)
 	}
+
+	// A leased rule does take the wrappers' path.
+	reqs[0].Rule.Lease = 10
+	mustAllow(t, wrapped, reqs)
+	if &inner.got[0] == &reqs[0] {
+		t.Error("a request with a leased rule reached the inner limiter as it was, want its batch request")
+	}
+}
+
+// passedLimiter records the slice its last Allow got.
+type passedLimiter struct {
+	Limiter
+	got []Request
+}
+
+func (p *passedLimiter) Allow(ctx context.Context, reqs []Request) (Result, error) {
+	p.got = reqs
+	return p.Limiter.Allow(ctx, reqs)
 }
