@@ -41,6 +41,11 @@ func (s *Orders) Place(ctx context.Context, req CreateRequest) (o Order, created
 		return Order{}, false, fmt.Errorf("read hold %s: %w", req.HoldID, err)
 	}
 	if err := h.CheckOrderable(req.Account, s.Store.now()); err != nil {
+		// A concurrent twin (same key) may have ordered the hold since the first look, and
+		// its saga moved the hold on (sold, or released): answer as a retry, with its order.
+		if o, found, rerr := s.Store.Replay(ctx, req); rerr == nil && found {
+			return o, false, nil
+		}
 		return Order{}, false, err
 	}
 	prices, err := call(ctx, s.Saga.callTimeout(), func(ctx context.Context) (map[string]Money, error) { return s.Prices.Prices(ctx, h.EventID) })
