@@ -148,6 +148,13 @@ func TestRedisBatchCallerLeavesAtItsContext(t *testing.T) {
 					staying = append(staying, decideAsync(long, store, reqs))
 				}
 			}, stay+1, leaving)
+			// The batch has left the queue; wait until it is on its way (sizes are recorded
+			// once the requests that gave up are left out), so that the request leaves a
+			// batch in flight, not one still forming.
+			testkit.Eventually(t, 10*time.Second, "the batch of all five is sent", func() bool {
+				_, largest := batchSizes(t, reader)
+				return largest == stay+1
+			})
 
 			if tt.want == context.Canceled {
 				leave()
