@@ -229,6 +229,19 @@ func (c *collector) span(t *testing.T, kind tracepb.Span_SpanKind) *tracepb.Span
 	return found[0]
 }
 
+// traceSeen sends a request carrying the caller's traceparent through middleware and
+// returns the span context its handler saw.
+func traceSeen(middleware func(http.Handler) http.Handler, callerTrace, callerSpan string) trace.SpanContext {
+	var seen trace.SpanContext
+	h := middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = trace.SpanContextFromContext(r.Context())
+	}))
+	req := httptest.NewRequest(http.MethodGet, "/v1/events", nil)
+	req.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	return seen
+}
+
 func TestHTTPMiddlewareContinuesTrace(t *testing.T) {
 	const (
 		callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -246,14 +259,7 @@ func TestHTTPMiddlewareContinuesTrace(t *testing.T) {
 			col := startCollector(t)
 			tel := setupT(t, Config{Service: "inventory", Instance: "i-1", OTLPEndpoint: tc.endpoint(col.addr)})
 
-			var inHandler trace.SpanContext
-			h := tel.HTTPMiddleware("inventory")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				inHandler = trace.SpanContextFromContext(r.Context())
-			}))
-			req := httptest.NewRequest(http.MethodPost, "/v1/holds", nil)
-			req.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
-			h.ServeHTTP(httptest.NewRecorder(), req)
-
+			inHandler := traceSeen(tel.HTTPMiddleware("inventory"), callerTrace, callerSpan)
 			if got := inHandler.TraceID().String(); got != callerTrace {
 				t.Errorf("handler's trace id = %s, want the caller's %s", got, callerTrace)
 			}
@@ -381,14 +387,7 @@ func TestHTTPTracing(t *testing.T) {
 				cfg.OTLPEndpoint = col.addr
 			}
 			tel := setupT(t, cfg)
-			var inHandler trace.SpanContext
-			h := tel.HTTPTracing("gateway")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				inHandler = trace.SpanContextFromContext(r.Context())
-			}))
-			req := httptest.NewRequest(http.MethodGet, "/v1/events", nil)
-			req.Header.Set("traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
-			h.ServeHTTP(httptest.NewRecorder(), req)
-
+			inHandler := traceSeen(tel.HTTPTracing("gateway"), callerTrace, callerSpan)
 			if got := inHandler.TraceID().String(); got != callerTrace {
 				t.Errorf("handler's trace id = %s, want the caller's %s", got, callerTrace)
 			}
