@@ -17,8 +17,18 @@ PATH="$PATH:/usr/sbin"
 bin="$(mktemp -d)/bench-gateway"
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 go build -o "$bin" ./gateway/bench
+pin=""
 if [ "${1:-}" = "-pin" ]; then
+  pin=1
   shift
+fi
+# Caddy, a reverse proxy written in Go on net/http, is measured too when a caddy binary is on
+# PATH or named by CADDY (go install github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9).
+caddy="${CADDY:-$(command -v caddy || true)}"
+if [ -n "$caddy" ]; then
+  set -- -caddy "$caddy" "$@"
+fi
+if [ -n "$pin" ]; then
   cpus="$(nproc)"
   if [ "$cpus" -lt 2 ] || ! command -v taskset >/dev/null 2>&1; then
     echo "bench-gateway: -pin needs taskset and at least 2 CPUs" >&2

@@ -231,3 +231,29 @@ ratelimit_decision_duration_seconds_count{path="store"} 120
 		t.Errorf("countPaths() = %v, want store 120, fallback 5", got)
 	}
 }
+
+func TestParseFlagsTargets(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"default without caddy", nil, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx"}},
+		{"default with caddy", []string{"-caddy", "/usr/local/bin/caddy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "caddy"}},
+		{"chosen", []string{"-targets", "nginx,caddy"}, []string{"nginx", "caddy"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseFlags(tt.args, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(cfg.targets, tt.want) {
+				t.Errorf("parseFlags(%q).targets = %q, want %q", tt.args, cfg.targets, tt.want)
+			}
+		})
+	}
+	if _, err := parseFlags([]string{"-targets", "envoy"}, io.Discard); err == nil {
+		t.Error("parseFlags(-targets envoy) succeeded, want an unknown-target error")
+	}
+}

@@ -97,6 +97,11 @@ func printTable(w io.Writer, results []result, markdown bool) {
 			}
 		}
 	}
+	if c, ok := maxOf("caddy"); ok {
+		if n, ok := maxOf("nginx"); ok && n.throughput() > 0 {
+			fmt.Fprintf(w, "max throughput, Caddy (a Go proxy on net/http, no policies): %.0f%% of nginx's plain proxying\n", 100*c.throughput()/n.throughput())
+		}
+	}
 }
 
 // cpuPerRequest is the proxy's CPU time per request sent, with Redis's part, "—" for the

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,7 +16,7 @@ import (
 	"time"
 )
 
-//go:embed nginx.conf.tmpl policy-plain.yaml.tmpl policy-jwt.yaml.tmpl
+//go:embed nginx.conf.tmpl caddy.json.tmpl policy-plain.yaml.tmpl policy-jwt.yaml.tmpl
 var templates embed.FS
 
 // target is one way of serving GET /v1/bench.
@@ -44,6 +46,7 @@ var targets = []target{
 	{"gateway", "gateway, no policies", startGateway("gateway", "policy-plain.yaml.tmpl", false)},
 	{"gateway-jwt", "gateway, JWT + 2 Redis rules", startGateway("gateway-jwt", "policy-jwt.yaml.tmpl", true)},
 	{"nginx", "nginx, plain reverse proxy", startNginx},
+	{"caddy", "Caddy, plain reverse proxy", startCaddy},
 }
 
 var (
@@ -130,26 +133,57 @@ func startGateway(name, policy string, withToken bool) func(context.Context, *be
 }
 
 func startNginx(ctx context.Context, b *bench) (*running, error) {
-	dir, err := os.MkdirTemp(b.dir, "nginx-")
+	// As many workers as the gateway's GOMAXPROCS.
+	proxy, err := b.proxyConfig("nginx", "nginx.conf", map[string]any{"Workers": b.targetCPUs()})
 	if err != nil {
 		return nil, err
+	}
+	p, err := b.startProc("nginx", b.nginx, []string{"-p", proxy.dir, "-c", proxy.conf, "-e", "stderr"}, b.env)
+	return serving(ctx, p, err, proxy.addr, http.Header{}, 10*time.Second)
+}
+
+// startCaddy runs Caddy as a plain reverse proxy: a gateway written in Go on net/http, as
+// this one is, with nothing but the proxying. It tells what share of nginx's rate Go's HTTP
+// stack leaves a Go proxy on this machine before any policy runs. Caddy runs as it ships
+// (its own GOGC and GOMAXPROCS, no access log, no metrics) and keeps up to 256 idle
+// upstream connections, as nginx does here. Not a Debian package: the bench needs a caddy
+// binary (-caddy), e.g. from go install github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9.
+func startCaddy(ctx context.Context, b *bench) (*running, error) {
+	if b.caddy == "" {
+		return nil, errors.New("no caddy binary: install one (go install github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9) and pass -caddy PATH")
+	}
+	proxy, err := b.proxyConfig("caddy", "caddy.json", nil)
+	if err != nil {
+		return nil, err
+	}
+	env := append(b.childEnv("caddy"), "XDG_DATA_HOME="+proxy.dir, "XDG_CONFIG_HOME="+proxy.dir)
+	p, err := b.startProc("caddy", b.caddy, []string{"run", "--config", proxy.conf}, env)
+	return serving(ctx, p, err, proxy.addr, http.Header{}, 10*time.Second)
+}
+
+// proxyFiles is where a third-party proxy target runs: its scratch directory, its listen
+// address and its configuration file.
+type proxyFiles struct{ dir, addr, conf string }
+
+// proxyConfig renders the template file+".tmpl" into a scratch directory of the proxy name,
+// with the directory (Prefix), a free listen address (Listen), the upstream's host:port
+// (Upstream) and data.
+func (b *bench) proxyConfig(name, file string, data map[string]any) (proxyFiles, error) {
+	dir, err := os.MkdirTemp(b.dir, name+"-")
+	if err != nil {
+		return proxyFiles{}, err
 	}
 	addr, err := freeAddr()
 	if err != nil {
-		return nil, err
+		return proxyFiles{}, err
 	}
-	conf := filepath.Join(dir, "nginx.conf")
-	err = render("nginx.conf.tmpl", conf, map[string]any{
-		"Prefix":   dir,
-		"Listen":   addr,
-		"Upstream": strings.TrimPrefix(b.upstream, "http://"),
-		"Workers":  b.targetCPUs(), // as many as the gateway's GOMAXPROCS
-	})
-	if err != nil {
-		return nil, err
+	all := map[string]any{"Prefix": dir, "Listen": addr, "Upstream": strings.TrimPrefix(b.upstream, "http://")}
+	maps.Copy(all, data)
+	conf := filepath.Join(dir, file)
+	if err := render(file+".tmpl", conf, all); err != nil {
+		return proxyFiles{}, err
 	}
-	p, err := b.startProc("nginx", b.nginx, []string{"-p", dir, "-c", conf, "-e", "stderr"}, b.env)
-	return serving(ctx, p, err, addr, http.Header{}, 10*time.Second)
+	return proxyFiles{dir: dir, addr: addr, conf: conf}, nil
 }
 
 // serving waits until p, just started (or not, when err is set), answers GET /v1/bench on
