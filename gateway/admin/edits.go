@@ -86,20 +86,15 @@ func (a *api) resetEdits(w http.ResponseWriter, r *http.Request) {
 
 // dropEdits takes the edits drop selects off the table (with unstore) and off this replica,
 // and tells the others to reload. With a store, this replica then holds exactly the table's
-// edits, whatever another replica wrote in between.
+// edits, whatever another replica wrote in between (policy.SyncEdits).
 func (a *api) dropEdits(w http.ResponseWriter, r *http.Request, what string, drop func(policy.Edit) bool, unstore func(context.Context) error) {
-	rest := slices.DeleteFunc(a.Live.Edits(), drop)
-	if a.Edits != nil {
-		err := unstore(r.Context())
-		if err == nil {
-			rest, err = a.Edits.LoadEdits(r.Context())
-		}
-		if err != nil {
-			problem.Write(w, r, a.Log, err)
-			return
-		}
+	var err error
+	if a.Edits == nil {
+		err = a.Live.ReplaceEdits(slices.DeleteFunc(a.Live.Edits(), drop))
+	} else if err = unstore(r.Context()); err == nil {
+		err = policy.SyncEdits(r.Context(), a.Edits.LoadEdits, a.Live)
 	}
-	if err := a.Live.ReplaceEdits(rest); err != nil {
+	if err != nil {
 		a.fail(w, r, err)
 		return
 	}

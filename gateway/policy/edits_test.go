@@ -253,3 +253,78 @@ func TestCheckDoesNotApply(t *testing.T) {
 		t.Errorf("after Check, %d swaps and edits %s; want the running policy untouched", swaps, jsonOf(t, l.Edits()))
 	}
 }
+
+// TestSyncEditsKeepsAnEditTakenMeanwhile reads the table while an admin request on the same
+// replica stores and applies an edit: the rows read predate it, and replacing the edits with
+// them would drop it until the next reload.
+func TestSyncEditsKeepsAnEditTakenMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	shadow := LimitEdit(Limit{ID: "holds-per-account", Key: "user", Rate: "2/1m", Mode: "shadow"})
+	holds := func(l *Live) bool {
+		return slices.ContainsFunc(l.Edits(), func(e Edit) bool { return e.ID == shadow.ID })
+	}
+
+	t.Run("read again", func(t *testing.T) {
+		live := newLive(t, base)
+		var reads int
+		load := func(context.Context) ([]Edit, error) {
+			reads++
+			if reads == 1 {
+				if err := live.Apply(shadow); err != nil {
+					t.Fatal(err)
+				}
+				return nil, nil // read before the edit was stored
+			}
+			return []Edit{shadow}, nil
+		}
+		if err := SyncEdits(ctx, load, live); err != nil {
+			t.Fatalf("SyncEdits = %v, want nil", err)
+		}
+		if reads != 2 || !holds(live) {
+			t.Errorf("after SyncEdits: %d reads, edits %s; want 2 reads and the edit taken meanwhile kept", reads, jsonOf(t, live.Edits()))
+		}
+	})
+
+	t.Run("edits keep landing", func(t *testing.T) {
+		live := newLive(t, base)
+		var reads int
+		load := func(context.Context) ([]Edit, error) {
+			reads++
+			if err := live.Apply(shadow); err != nil {
+				t.Fatal(err)
+			}
+			return nil, nil
+		}
+		if err := SyncEdits(ctx, load, live); err != nil {
+			t.Fatalf("SyncEdits = %v, want nil", err)
+		}
+		if reads != syncEditsReads || !holds(live) {
+			t.Errorf("after SyncEdits: %d reads, edits %s; want %d reads and the edits held kept", reads, jsonOf(t, live.Edits()), syncEditsReads)
+		}
+	})
+
+	t.Run("quiet", func(t *testing.T) {
+		live := newLive(t, base)
+		if err := live.Apply(shadow); err != nil {
+			t.Fatal(err)
+		}
+		var reads int
+		load := func(context.Context) ([]Edit, error) { reads++; return nil, nil }
+		if err := SyncEdits(ctx, load, live); err != nil || reads != 1 || holds(live) {
+			t.Errorf("SyncEdits(no rows) = %v after %d reads, edits %s; want nil after 1 read, no edits", err, reads, jsonOf(t, live.Edits()))
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		live := newLive(t, base)
+		down := errors.New("database down")
+		if err := SyncEdits(ctx, func(context.Context) ([]Edit, error) { return nil, down }, live); !errors.Is(err, down) {
+			t.Errorf("SyncEdits(failing read) = %v, want %v", err, down)
+		}
+		live.OnChange(func(*Snapshot) error { return errors.New("pools refuse it") })
+		err := SyncEdits(ctx, func(context.Context) ([]Edit, error) { return []Edit{shadow}, nil }, live)
+		if !errors.Is(err, ErrEditsRefused) || holds(live) {
+			t.Errorf("SyncEdits(refused rows) = %v, edits %s; want ErrEditsRefused and none applied", err, jsonOf(t, live.Edits()))
+		}
+	})
+}

@@ -34,6 +34,7 @@ type Live struct {
 	file     *Policy
 	edits    edits
 	skipped  []string // why ReplaceEdits last left stored edits out
+	applied  uint64   // Apply calls so far: see EditsVersion
 	tenants  []TenantRule
 	onChange []func(*Snapshot) error
 	rejected error
@@ -127,7 +128,35 @@ func (l *Live) Check(e Edit) error {
 
 // Apply layers e over the file, in place of any edit of the same element.
 func (l *Live) Apply(e Edit) error {
-	return l.change("admin", func() (func(), error) { return l.edits.apply(e) })
+	return l.change("admin", func() (func(), error) {
+		l.applied++
+		return l.edits.apply(e)
+	})
+}
+
+// EditsVersion counts the edits applied on this replica (Apply). A reader of the
+// policy_edit table takes it before reading, so that ReplaceEditsAt can tell rows that may
+// predate an edit this replica took meanwhile.
+func (l *Live) EditsVersion() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.applied
+}
+
+// ReplaceEditsAt is ReplaceEdits for rows read from the table when EditsVersion was version.
+// If an edit was applied here since, the rows may have been read before it was stored, and
+// replacing the edits with them would drop it until the next reload: nothing changes, it
+// reports false, and the caller reads the table again.
+func (l *Live) ReplaceEditsAt(version uint64, es []Edit) (bool, error) {
+	replaced := true
+	err := l.change("policy_edit", func() (func(), error) {
+		if l.applied != version {
+			replaced = false
+			return nil, nil
+		}
+		return l.replaceEdits(es)
+	})
+	return replaced, err
 }
 
 // Edits are the admin edits in force, ordered by kind and id, their UpdatedAt zero.
@@ -153,21 +182,24 @@ func (l *Live) SkippedEdits() []string {
 // change. When it equals the edits in force nothing is swapped, so a periodic reload that
 // finds nothing new costs a compile and no log line.
 func (l *Live) ReplaceEdits(es []Edit) error {
-	return l.change("policy_edit", func() (func(), error) {
-		next, skipped := l.fit(es)
-		if !slices.Equal(skipped, l.skipped) {
-			for _, msg := range skipped {
-				l.log.Warn("policy: admin edit skipped", "reason", msg)
-			}
-			l.skipped = skipped
+	return l.change("policy_edit", func() (func(), error) { return l.replaceEdits(es) })
+}
+
+// replaceEdits is ReplaceEdits's change. l.mu is held.
+func (l *Live) replaceEdits(es []Edit) (func(), error) {
+	next, skipped := l.fit(es)
+	if !slices.Equal(skipped, l.skipped) {
+		for _, msg := range skipped {
+			l.log.Warn("policy: admin edit skipped", "reason", msg)
 		}
-		if next.equal(l.edits) {
-			return nil, nil
-		}
-		old := l.edits
-		l.edits = next
-		return func() { l.edits = old }, nil
-	})
+		l.skipped = skipped
+	}
+	if next.equal(l.edits) {
+		return nil, nil
+	}
+	old := l.edits
+	l.edits = next
+	return func() { l.edits = old }, nil
 }
 
 // fit returns the edits of es that apply over the file, and why the others do not. The whole

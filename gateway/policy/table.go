@@ -101,15 +101,45 @@ func (t *Table) Delete(ctx context.Context, tenant, route string) error {
 // table that cannot be read keeps what live holds from it, and its error is returned; a
 // change live refuses is logged by live and not returned, since reading again will not help.
 func (t *Table) Reload(ctx context.Context, live *Live) error {
-	edits, err := t.LoadEdits(ctx)
-	if err == nil {
-		_ = live.ReplaceEdits(edits)
+	err := SyncEdits(ctx, t.LoadEdits, live)
+	if errors.Is(err, ErrEditsRefused) {
+		err = nil // logged by live; reading again will not help
 	}
 	rules, rerr := t.Load(ctx)
 	if rerr == nil {
 		_ = live.ReplaceTenants(rules)
 	}
 	return errors.Join(err, rerr)
+}
+
+// ErrEditsRefused wraps the error of SyncEdits when live refused the edits it read: the
+// table was read, and reading it again will not help.
+var ErrEditsRefused = errors.New("stored edits refused")
+
+// syncEditsReads bounds how often SyncEdits reads the table while edits keep landing on this
+// replica: each of them is announced, and the reload it brings reads the table again.
+const syncEditsReads = 3
+
+// SyncEdits makes live's admin edits the stored ones, read with load (a Table's LoadEdits).
+// An edit this replica applies while the table is being read is not dropped: the rows read
+// may predate it, so they are read again (see Live.ReplaceEditsAt), at most syncEditsReads
+// times, after which live keeps what it holds until the next reload.
+func SyncEdits(ctx context.Context, load func(context.Context) ([]Edit, error), live *Live) error {
+	for range syncEditsReads {
+		version := live.EditsVersion()
+		edits, err := load(ctx)
+		if err != nil {
+			return err
+		}
+		replaced, err := live.ReplaceEditsAt(version, edits)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrEditsRefused, err)
+		}
+		if replaced {
+			return nil
+		}
+	}
+	return nil
 }
 
 // FollowTable reloads both tables into live (Reload) now, then every refresh
