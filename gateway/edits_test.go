@@ -10,17 +10,22 @@ import (
 )
 
 // TestAdminEditsReachEveryReplica runs two replicas on one database (a SQLite file in a
-// shared DATA_DIR), one Redis and one NATS: an edit made through replica A's admin API is
-// enforced by replica B without a restart, outlives a restart of A, and DELETE /admin/edits
-// on B takes it off A too.
+// shared DATA_DIR, then a PostgreSQL database), one Redis and one NATS: an edit made through
+// replica A's admin API is enforced by replica B without a restart, outlives a restart of A,
+// and DELETE /admin/edits on B takes it off A too.
 //
 // The edit turns shadow-per-ip (1/1m) from shadow to enforce: in shadow it never denies, so
 // a 429 on /v1/shadowed is the edit and nothing else.
 func TestAdminEditsReachEveryReplica(t *testing.T) {
+	testkit.ForEachDatabaseURL(t, "gateway", testAdminEditsReachEveryReplica)
+}
+
+func testAdminEditsReachEveryReplica(t *testing.T, databaseURL string) {
 	be := newBackend(t)
 	rd := testkit.StartRedis(t)
 	ns := testkit.StartNATS(t)
 	env := map[string]string{"REDIS_URL": rd.URL(), "NATS_URL": ns.ClientURL(), "DATA_DIR": t.TempDir(),
+		"DATABASE_URL": databaseURL,
 		// An hour: what replica B learns within seconds came by the NATS event.
 		"RATE_LIMIT_RULE_REFRESH": "1h"}
 	shadowed := func(p *process) int { return p.call(t, "GET", "/v1/shadowed", "").status }

@@ -54,9 +54,44 @@ func ForEachDB(t *testing.T, service string, fn func(t *testing.T, db *sqldb.DB)
 	}
 }
 
+// ForEachDatabaseURL runs fn as one subtest per database a test of real processes runs
+// against, named by its dialect: "sqlite" with url "" (each process opens its own SQLite
+// file, in its DATA_DIR), and "postgres" with the URL of a fresh database, dropped when the
+// test ends, when PostgresEnv is set. As with OpenDBs, PostgreSQL is skipped locally without
+// PostgresEnv and missing in CI.
+func ForEachDatabaseURL(t *testing.T, service string, fn func(t *testing.T, url string)) {
+	t.Helper()
+	t.Run(string(sqldb.SQLite), func(t *testing.T) { fn(t, "") })
+	admin := os.Getenv(PostgresEnv)
+	if admin == "" {
+		if os.Getenv("CI") != "" {
+			Missing(t, "PostgreSQL ("+PostgresEnv+")")
+		}
+		return
+	}
+	t.Run(string(sqldb.Postgres), func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		fn(t, createPostgres(ctx, t, admin, service))
+	})
+}
+
 // openPostgres creates a uniquely named database through the admin URL, opens it, and
 // drops it at cleanup.
 func openPostgres(ctx context.Context, t testing.TB, adminURL, service string) *sqldb.DB {
+	t.Helper()
+	u := createPostgres(ctx, t, adminURL, service)
+	db, err := sqldb.Open(ctx, sqldb.Options{URL: u, Service: service})
+	if err != nil {
+		t.Fatalf("open postgres %s: %v", u, err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// createPostgres creates a uniquely named database through the admin URL, returns its URL,
+// and drops it at cleanup, after the cleanups registered later (the pools that use it).
+func createPostgres(ctx context.Context, t testing.TB, adminURL, service string) string {
 	t.Helper()
 	u, err := url.Parse(adminURL)
 	if err != nil {
@@ -73,8 +108,8 @@ func openPostgres(ctx context.Context, t testing.TB, adminURL, service string) *
 	if _, err := admin.ExecContext(ctx, `CREATE DATABASE "`+name+`"`); err != nil {
 		t.Fatalf("create database %s: %v", name, err)
 	}
-	// Registered before the pool's Close, so it runs after it (cleanups run last-in first-out);
-	// FORCE ends any connection a failed test left behind.
+	// Registered before the users' Close, so it runs after them (cleanups run last-in
+	// first-out); FORCE ends any connection a failed test or a killed process left behind.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -82,14 +117,8 @@ func openPostgres(ctx context.Context, t testing.TB, adminURL, service string) *
 			t.Errorf("drop database %s: %v", name, err)
 		}
 	})
-
 	u.Path = "/" + name
-	db, err := sqldb.Open(ctx, sqldb.Options{URL: u.String(), Service: service})
-	if err != nil {
-		t.Fatalf("open postgres %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	return db
+	return u.String()
 }
 
 // testDBName is test_<service>_<random>, lower-case and within PostgreSQL's 63-byte limit.
