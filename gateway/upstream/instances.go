@@ -34,6 +34,7 @@ type pool struct {
 	cfg        atomic.Pointer[ServiceConfig]
 	instances  atomic.Pointer[[]*instance]
 	shed       shedder
+	adaptive   atomic.Pointer[adaptiveLimit] // nil: the limit is cfg.MaxInFlight
 	budget     *retryBudget
 	kick       chan struct{} // wakes the loop: resolve and probe now
 	panicking  atomic.Bool   // in panic (select.go), as last evaluated
@@ -48,6 +49,14 @@ func newPool(name string, b RetryBudget) *pool {
 	return pl
 }
 
+// concurrencyLimit is the service's limit in force (0 = unlimited) and whether it adapts.
+func (pl *pool) concurrencyLimit(cfg *ServiceConfig) (int, bool) {
+	if a := pl.adaptive.Load(); a != nil {
+		return a.current(), true
+	}
+	return cfg.MaxInFlight, false
+}
+
 // configure applies cfg (valid, with defaults). A static list replaces the instances at once;
 // a DNS service keeps its current instances until the loop has resolved the new name.
 func (pl *pool) configure(cfg ServiceConfig, now time.Time) {
@@ -55,6 +64,14 @@ func (pl *pool) configure(cfg ServiceConfig, now time.Time) {
 	defer pl.mu.Unlock()
 	pl.cfg.Store(&cfg)
 	pl.budget.set(cfg.RetryBudget)
+	switch a := pl.adaptive.Load(); {
+	case cfg.Adaptive.LatencyTarget == 0:
+		pl.adaptive.Store(nil)
+	case a == nil:
+		pl.adaptive.Store(newAdaptiveLimit(cfg.Adaptive, cfg.MaxInFlight))
+	default:
+		a.configure(cfg.Adaptive, cfg.MaxInFlight)
+	}
 	for _, in := range *pl.instances.Load() {
 		in.setProbing(!cfg.Probe.Disabled)
 	}

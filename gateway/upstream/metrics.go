@@ -17,7 +17,9 @@ import (
 //	                                                     | timeout | connect_error | error
 //	                                                     | canceled | aborted (body cut short)
 //	upstream_request_duration_seconds{service}           one attempt, until its body was sent
-//	upstream_shed_total{service}                         503: MaxInFlight reached (not a 429)
+//	upstream_shed_total{service}                         503: the concurrency limit reached
+//	                                                     (not a 429)
+//	upstream_concurrency_limit{service}                  that limit now, fixed or adaptive
 //	upstream_unavailable_total{service}                  503: no ready instance
 //	upstream_retries_total{service, outcome}             outcome: sent | budget_exhausted
 //	                                                     | no_other_instance
@@ -44,8 +46,9 @@ var outcomes = []string{"1xx", "2xx", "3xx", "4xx", "5xx", "timeout", "connect_e
 var retryOutcomes = []string{"sent", "budget_exhausted", "no_other_instance"}
 
 // newMetrics creates the instruments on mp; nil means no metrics. At each collection,
-// observe is called with every instance of every service, and panics with every service.
-func newMetrics(mp metric.MeterProvider, observe func(func(in *instance, routable bool)), panics func(func(pl *pool, panicking bool))) (*metrics, error) {
+// observe is called with every instance of every service, and panics and limits with every
+// service.
+func newMetrics(mp metric.MeterProvider, observe func(func(in *instance, routable bool)), panics func(func(pl *pool, panicking bool)), limits func(func(pl *pool, limit int))) (*metrics, error) {
 	if mp == nil {
 		mp = noop.NewMeterProvider()
 	}
@@ -71,6 +74,12 @@ func newMetrics(mp metric.MeterProvider, observe func(func(in *instance, routabl
 	_, e = m.Int64ObservableGauge("upstream.panic", metric.WithDescription("1 while a service has too few ready instances and also uses those whose probes time out."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			panics(func(pl *pool, panicking bool) { o.Observe(oneIf(panicking), pl.attrs) })
+			return nil
+		}))
+	err = errors.Join(err, e)
+	_, e = m.Int64ObservableGauge("upstream.concurrency_limit", metric.WithDescription("The concurrency limit in force for a service, fixed or adaptive; 0 = unlimited."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			limits(func(pl *pool, limit int) { o.Observe(int64(limit), pl.attrs) })
 			return nil
 		}))
 	err = errors.Join(err, e)
@@ -107,6 +116,14 @@ func (p *Pools) panics(f func(pl *pool, panicking bool)) {
 	now := p.now()
 	for _, pl := range *p.pools.Load() {
 		f(pl, p.evaluatePanic(pl, now))
+	}
+}
+
+// limits calls f with every service and its concurrency limit in force, for the gauge.
+func (p *Pools) limits(f func(pl *pool, limit int)) {
+	for _, pl := range *p.pools.Load() {
+		limit, _ := pl.concurrencyLimit(pl.cfg.Load())
+		f(pl, limit)
 	}
 }
 

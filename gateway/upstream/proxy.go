@@ -61,7 +61,7 @@ func (p *Pools) Forward(w http.ResponseWriter, r *http.Request, service string, 
 	}
 	ctx := r.Context()
 	cfg := pl.cfg.Load()
-	if !pl.shed.acquire(cfg.MaxInFlight) {
+	if limit, _ := pl.concurrencyLimit(cfg); !pl.shed.acquire(limit) {
 		p.metrics.shed.Add(ctx, 1, pl.attrs)
 		w.Header().Set("Retry-After", "1")
 		writeProblem(w, r, http.StatusServiceUnavailable, "service "+service+" is at its concurrency limit")
@@ -122,6 +122,7 @@ type attempt struct {
 	in      *instance
 	connect time.Duration
 	timer   *time.Timer // the response timeout; stopped when the headers arrive
+	headers time.Time   // when the response headers arrived
 	err     error       // what the reverse proxy reported, nil when the response was sent
 	status  int         // the status passed on, once the response headers arrived
 }
@@ -177,7 +178,17 @@ func (p *Pools) attempt(w http.ResponseWriter, r *http.Request, pl *pool, in *in
 		in.inFlight.Add(-1)
 		opt := in.outcomes[outcome]
 		p.metrics.requests.Add(ctx, 1, opt)
-		p.metrics.duration.Record(ctx, p.now().Sub(start).Seconds(), pl.attrs)
+		end := p.now()
+		p.metrics.duration.Record(ctx, end.Sub(start).Seconds(), pl.attrs)
+		if al := pl.adaptive.Load(); al != nil && outcome != "canceled" && outcome != "connect_error" {
+			// A dead instance is ejection's business, a client gone says nothing of the
+			// service; the rest is how loaded the service is.
+			latency := end.Sub(start)
+			if !a.headers.IsZero() {
+				latency = a.headers.Sub(start) // a slow client's download is not the service's
+			}
+			al.observe(end, latency, outcome == "timeout" || a.status == http.StatusServiceUnavailable, pl.shed.inFlight())
+		}
 	}()
 
 	p.proxy.ServeHTTP(w, out)
@@ -309,7 +320,7 @@ func (p *Pools) newReverseProxy() *httputil.ReverseProxy {
 				res.Body.Close()
 				return errResponseTimeout // the headers came as the timeout fired
 			}
-			a.status = res.StatusCode
+			a.status, a.headers = res.StatusCode, p.now()
 			a.in.succeeded()
 			res.Header.Set(HeaderUpstream, a.in.key)
 			return nil

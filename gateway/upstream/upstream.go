@@ -4,8 +4,9 @@
 // (re-resolved, so compose replicas and Kubernetes headless services work). For each request
 // Forward, in the order a reader of the blueprint expects:
 //
-//  1. sheds the request when the service already has MaxInFlight requests in flight
-//     (503 + Retry-After, counted apart from a client's 429s);
+//  1. sheds the request when the service already has as many requests in flight as its
+//     concurrency limit, MaxInFlight or an adaptive limit below it (503 + Retry-After,
+//     counted apart from a client's 429s);
 //  2. picks an instance: only ready ones (active /readyz probes) that are not ejected
 //     (passive ejection after consecutive failures, with back-off), the less busy of two
 //     chosen at random (power of two choices on in-flight requests); when too few are ready
@@ -17,7 +18,7 @@
 //     responding.
 //
 // The files follow those concerns: instances.go (static and DNS discovery), health.go (probes
-// and ejection), select.go, shed.go, budget.go, proxy.go and metrics.go.
+// and ejection), select.go, shed.go and adaptive.go, budget.go, proxy.go and metrics.go.
 package upstream
 
 import (
@@ -53,8 +54,13 @@ type ServiceConfig struct {
 	DNS string
 	// DNSInterval is how often DNS is re-resolved; 0 means 5s.
 	DNSInterval time.Duration
-	// MaxInFlight is the load-shedding limit for the whole service; 0 means unlimited.
+	// MaxInFlight is the load-shedding limit for the whole service; 0 means unlimited. With
+	// Adaptive on, it is the ceiling of the adaptive limit, and where it starts.
 	MaxInFlight int
+	// Adaptive lets the limit adapt to the service's answers below MaxInFlight; the zero
+	// value keeps MaxInFlight fixed. Update keeps the limit reached when only the knobs
+	// change.
+	Adaptive AdaptiveConcurrency
 	// Probe is the active readiness probe.
 	Probe ProbeConfig
 	// EjectAfter is how many consecutive failed requests eject an instance; 0 means 3.
@@ -207,7 +213,7 @@ func New(services []ServiceConfig, o Options) (*Pools, error) {
 	empty := map[string]*pool{}
 	p.pools.Store(&empty)
 	var err error
-	if p.metrics, err = newMetrics(o.MeterProvider, p.observe, p.panics); err != nil {
+	if p.metrics, err = newMetrics(o.MeterProvider, p.observe, p.panics, p.limits); err != nil {
 		return nil, err
 	}
 	if err := p.Update(services); err != nil {
@@ -304,13 +310,16 @@ func (p *Pools) stopLoop(pl *pool) {
 // ServiceStatus is one service as GET /admin/upstreams shows it. Panic says the service has
 // too few ready instances and its instances with PanicRoutable set receive traffic too.
 type ServiceStatus struct {
-	Name           string           `json:"name"`
-	DNS            string           `json:"dns,omitempty"`
-	MaxInFlight    int              `json:"maxInFlight"` // 0 = unlimited
-	InFlight       int64            `json:"inFlight"`
-	Panic          bool             `json:"panic"`
-	PanicThreshold float64          `json:"panicThreshold"` // 0 = panic mode off
-	Instances      []InstanceStatus `json:"instances"`
+	Name        string `json:"name"`
+	DNS         string `json:"dns,omitempty"`
+	MaxInFlight int    `json:"maxInFlight"` // 0 = unlimited
+	// ConcurrencyLimit is the limit in force: MaxInFlight, or the adaptive limit below it.
+	ConcurrencyLimit int              `json:"concurrencyLimit"`
+	Adaptive         bool             `json:"adaptive"`
+	InFlight         int64            `json:"inFlight"`
+	Panic            bool             `json:"panic"`
+	PanicThreshold   float64          `json:"panicThreshold"` // 0 = panic mode off
+	Instances        []InstanceStatus `json:"instances"`
 }
 
 // InstanceStatus is one instance as GET /admin/upstreams shows it. Routable is what the
@@ -340,6 +349,7 @@ func (p *Pools) Snapshot() []ServiceStatus {
 		cfg := pl.cfg.Load()
 		s := ServiceStatus{Name: pl.name, DNS: cfg.DNS, MaxInFlight: cfg.MaxInFlight, InFlight: pl.shed.inFlight(),
 			Panic: p.evaluatePanic(pl, now), PanicThreshold: max(cfg.PanicThreshold, 0)}
+		s.ConcurrencyLimit, s.Adaptive = pl.concurrencyLimit(cfg)
 		for _, in := range *pl.instances.Load() {
 			s.Instances = append(s.Instances, in.status(now))
 		}
@@ -397,6 +407,13 @@ func (s ServiceConfig) validate() error {
 	}
 	if s.RetryBudget.MinPerSecond < 0 {
 		return fmt.Errorf("retryBudget.minPerSecond: must not be negative")
+	}
+	if a := s.Adaptive; a.LatencyTarget < 0 || a.MinInFlight < 0 {
+		return errors.New("adaptive: latencyTarget and minInFlight must not be negative")
+	} else if a.LatencyTarget > 0 && s.MaxInFlight == 0 {
+		return errors.New("adaptive: needs maxInFlight, the ceiling the limit starts from")
+	} else if a.LatencyTarget > 0 && a.MinInFlight > s.MaxInFlight {
+		return fmt.Errorf("adaptive.minInFlight: %d: want at most maxInFlight (%d)", a.MinInFlight, s.MaxInFlight)
 	}
 	if s.Probe.Path != "" && s.Probe.Path[0] != '/' {
 		return fmt.Errorf("probe.path: %q must start with /", s.Probe.Path)

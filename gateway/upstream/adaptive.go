@@ -1,0 +1,98 @@
+package upstream
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// AdaptiveConcurrency lets a service's concurrency limit find itself below MaxInFlight
+// instead of being set by hand. A fixed limit is a guess: too high and an overloaded
+// service queues every request until all of them are slow; too low and a healthy one is
+// shed for nothing. The adaptive limit starts at MaxInFlight and follows the service's
+// answers, as TCP's window follows a network's: additive increase, multiplicative decrease
+// (Netflix's concurrency-limits calls it AIMDLimit; Envoy's adaptive concurrency filter does
+// the same job with a latency gradient).
+//
+//   - An answer slower than LatencyTarget, a response timeout, or a 503 from the service is
+//     a sign of overload: the limit drops by a tenth, at most once per LatencyTarget, so
+//     that the many slow answers of one episode count once, as TCP halves its window once per
+//     round trip.
+//   - An answer within the target while the service is busy (at least half the limit in
+//     flight) adds 1/limit: the limit grows by one for each limit's worth of good answers.
+//     An idle service gains nothing, since its limit is not what holds it back.
+//
+// The trade-off: the limit reacts only to what the answers say, so it lags a sudden change
+// by a few round trips, and a target set below the service's healthy latency keeps the
+// limit at MinInFlight. The zero value (LatencyTarget 0) is a fixed MaxInFlight.
+type AdaptiveConcurrency struct {
+	// LatencyTarget is the slowest answer (time to the response headers) that still counts
+	// as healthy; 0 turns adaptation off. It needs MaxInFlight, the ceiling.
+	LatencyTarget time.Duration
+	// MinInFlight is the floor of the limit, so that a service always gets some traffic to
+	// show it has recovered; 0 means 1. At most MaxInFlight.
+	MinInFlight int
+}
+
+// adaptiveBackoff is the share of the limit kept at a sign of overload (Netflix's default).
+const adaptiveBackoff = 0.9
+
+// adaptiveLimit is a service's adaptive concurrency limit. Safe for concurrent use; current
+// takes no lock.
+type adaptiveLimit struct {
+	cur atomic.Int64 // floor(limit), for the request path
+
+	mu     sync.Mutex
+	limit  float64
+	min    float64
+	max    float64
+	target time.Duration
+	cutAt  time.Time // the last decrease
+}
+
+// newAdaptiveLimit starts at max.
+func newAdaptiveLimit(c AdaptiveConcurrency, max int) *adaptiveLimit {
+	a := &adaptiveLimit{limit: float64(max)}
+	a.configure(c, max)
+	return a
+}
+
+// configure changes the bounds and target, keeping the limit reached within the new bounds.
+func (a *adaptiveLimit) configure(c AdaptiveConcurrency, max int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.min, a.max, a.target = float64(c.MinInFlight), float64(max), c.LatencyTarget
+	if a.min < 1 {
+		a.min = 1
+	}
+	a.setLocked(a.limit)
+}
+
+// current is the limit in force: at least MinInFlight, at most MaxInFlight.
+func (a *adaptiveLimit) current() int { return int(a.cur.Load()) }
+
+// observe adapts the limit to one answer: how long the headers took, whether the service
+// said it was overloaded (a 503, or no answer within the response timeout), and how many
+// requests were in flight to the service, this one included.
+func (a *adaptiveLimit) observe(now time.Time, latency time.Duration, overloaded bool, inFlight int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if overloaded || latency > a.target {
+		if now.Sub(a.cutAt) < a.target {
+			return // the same episode: cut once
+		}
+		a.cutAt = now
+		a.setLocked(a.limit * adaptiveBackoff)
+		return
+	}
+	if float64(inFlight)*2 >= a.limit {
+		a.setLocked(a.limit + 1/a.limit)
+	}
+}
+
+// setLocked sets the limit within the bounds. a.mu is held.
+func (a *adaptiveLimit) setLocked(limit float64) {
+	a.limit = min(max(limit, a.min), a.max)
+	a.cur.Store(int64(math.Floor(a.limit)))
+}
