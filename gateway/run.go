@@ -333,6 +333,9 @@ func serviceConfigs(snap *policy.Snapshot, overrides map[string][]string) []upst
 			Probe: upstream.ProbeConfig{Path: sv.Probe.Path, Interval: sv.Probe.Interval.D(), Timeout: sv.Probe.Timeout.D(),
 				HealthyAfter: sv.Probe.HealthyAfter, UnhealthyAfter: sv.Probe.UnhealthyAfter},
 		}
+		if a := sv.AdaptiveConcurrency; a != nil {
+			c.Adaptive = upstream.AdaptiveConcurrency{LatencyTarget: a.LatencyTarget.D(), MinInFlight: a.MinInFlight}
+		}
 		if t := sv.PanicThreshold; t != nil {
 			c.PanicThreshold = *t
 			if *t == 0 {

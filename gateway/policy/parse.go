@@ -231,6 +231,12 @@ func validateService(at string, sv Service) error {
 		return fieldErr(at+".max_in_flight", "%d: want 0 (unlimited) or more", sv.MaxInFlight)
 	case sv.EjectAfter < 0:
 		return fieldErr(at+".eject_after", "%d: want 1 or more", sv.EjectAfter)
+	case sv.AdaptiveConcurrency != nil && sv.AdaptiveConcurrency.LatencyTarget <= 0:
+		return fieldErr(at+".adaptive_concurrency.latency_target", "want a positive duration")
+	case sv.AdaptiveConcurrency != nil && sv.MaxInFlight == 0:
+		return fieldErr(at+".max_in_flight", "an adaptive concurrency limit needs max_in_flight, the ceiling it starts from")
+	case sv.AdaptiveConcurrency != nil && (sv.AdaptiveConcurrency.MinInFlight < 0 || sv.AdaptiveConcurrency.MinInFlight > sv.MaxInFlight):
+		return fieldErr(at+".adaptive_concurrency.min_in_flight", "%d: want 0 (meaning 1) to max_in_flight (%d)", sv.AdaptiveConcurrency.MinInFlight, sv.MaxInFlight)
 	case sv.RetryBudget.Ratio <= 0 || sv.RetryBudget.Ratio > 1:
 		return fieldErr(at+".retry_budget.ratio", "%g: want a share above 0 and at most 1", sv.RetryBudget.Ratio)
 	case sv.RetryBudget.MinPerSecond < 0:

@@ -113,6 +113,9 @@ func TestCompileNamesTheField(t *testing.T) {
 		{"negative retry window", `name: auth,`, `name: auth, retry_budget: {window: -1s},`, "services[auth].retry_budget.window"},
 		{"panic threshold above 1", `name: auth,`, `name: auth, panic_threshold: 1.5,`, "services[auth].panic_threshold"},
 		{"negative panic threshold", `name: auth,`, `name: auth, panic_threshold: -0.5,`, "services[auth].panic_threshold"},
+		{"adaptive without a target", `name: auth,`, `name: auth, max_in_flight: 10, adaptive_concurrency: {min_in_flight: 2},`, "services[auth].adaptive_concurrency.latency_target"},
+		{"adaptive without a ceiling", `name: auth,`, `name: auth, adaptive_concurrency: {latency_target: 200ms},`, "services[auth].max_in_flight"},
+		{"adaptive floor above the ceiling", `name: auth,`, `name: auth, max_in_flight: 10, adaptive_concurrency: {latency_target: 200ms, min_in_flight: 11},`, "services[auth].adaptive_concurrency.min_in_flight"},
 		{"bad strip prefix", "auth: none", "auth: none\n    strip_prefix: /partner", "routes[login].strip_prefix"},
 		{"negative lease", "burst: 5}", "burst: 5, lease: -1}", "limits[holds-per-account].lease"},
 		{"lease on a concurrency limit", "algorithm: gcra,", "algorithm: concurrency, lease: 2,", "limits[login-per-ip].lease"},
@@ -353,5 +356,18 @@ func TestParsePanicThreshold(t *testing.T) {
 				t.Errorf("Clone() panic_threshold = %v, want %g", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestParseAdaptiveConcurrency(t *testing.T) {
+	s := mustCompile(t, strings.Replace(base, "name: auth,", "name: auth, max_in_flight: 50, adaptive_concurrency: {latency_target: 250ms, min_in_flight: 5},", 1))
+	want := AdaptiveConcurrency{LatencyTarget: Duration(250 * time.Millisecond), MinInFlight: 5}
+	for _, p := range []*Policy{s.Policy, s.Policy.Clone()} {
+		if got := p.Services[1].AdaptiveConcurrency; got == nil || *got != want {
+			t.Errorf("adaptive_concurrency = %+v, want %+v", got, want)
+		}
+	}
+	if got := mustCompile(t, base).Policy.Services[1].AdaptiveConcurrency; got != nil {
+		t.Errorf("adaptive_concurrency unset = %+v, want nil (a fixed max_in_flight)", got)
 	}
 }

@@ -68,8 +68,11 @@ type Service struct {
 	DNS         string   `yaml:"dns" json:"dns,omitempty"`
 	DNSInterval Duration `yaml:"dns_interval" json:"dns_interval,omitempty"`
 	// MaxInFlight sheds requests above this many in flight to the service; 0 = unlimited.
-	MaxInFlight int   `yaml:"max_in_flight" json:"max_in_flight"`
-	Probe       Probe `yaml:"probe" json:"probe"`
+	MaxInFlight int `yaml:"max_in_flight" json:"max_in_flight"`
+	// AdaptiveConcurrency lets that limit adapt, at or below MaxInFlight, to how fast the
+	// service answers; unset keeps MaxInFlight fixed.
+	AdaptiveConcurrency *AdaptiveConcurrency `yaml:"adaptive_concurrency" json:"adaptive_concurrency,omitempty"`
+	Probe               Probe                `yaml:"probe" json:"probe"`
 	// EjectAfter consecutive failures take an instance out of rotation; 0 means 3.
 	EjectAfter int `yaml:"eject_after" json:"eject_after"`
 	// RetryBudget caps the gateway's retries to the service.
@@ -78,6 +81,17 @@ type Service struct {
 	// the instances whose readiness probes time out (panic mode), rather than answer 503 to
 	// everything while a service is overloaded. Unset means 0.5; 0 turns panic mode off.
 	PanicThreshold *float64 `yaml:"panic_threshold" json:"panic_threshold,omitempty"`
+}
+
+// AdaptiveConcurrency is an adaptive concurrency limit (upstream.AdaptiveConcurrency): it
+// starts at the service's max_in_flight, drops by a tenth when answers come slower than
+// LatencyTarget (or as 503s, or not at all), and climbs back by one per limit's worth of
+// good answers while the service is busy.
+type AdaptiveConcurrency struct {
+	// LatencyTarget is the slowest answer, to the response headers, that counts as healthy.
+	LatencyTarget Duration `yaml:"latency_target" json:"latency_target"`
+	// MinInFlight is the floor of the limit; 0 means 1.
+	MinInFlight int `yaml:"min_in_flight" json:"min_in_flight,omitempty"`
 }
 
 // RetryBudget caps a service's retries at a share of its recent requests, so that an outage
