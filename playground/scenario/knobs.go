@@ -26,6 +26,10 @@ import (
 //	gateway_retry                        the route's one budgeted retry at the gateway
 //	gateway_retry_budget                 the backend service's retry budget at the gateway:
 //	                                     off | <percent>% | <percent>%+<floor>/s (see parseRetryBudget)
+//	gateway_max_in_flight                the backend service's concurrency limit at the gateway
+//	                                     (0: as the policy has it); over it, 503 at once
+//	gateway_adaptive                     off | a latency target (200ms): that limit adapts,
+//	                                     at or below gateway_max_in_flight (see parseAdaptive)
 //	admit_rate                           the waiting room's admissions per second (flash-sale)
 //	ip_rate                              the gateway's per-IP limit (api-per-ip), per second
 //	holds_per_minute                     the gateway's holds-per-account limit
@@ -33,6 +37,7 @@ var knobVocabulary = []string{
 	"limit", "algorithm", "rate", "burst", "key",
 	"capacity", "service_time", "outage", "latency",
 	"retry", "retries", "jitter", "budget", "gateway_retry", "gateway_retry_budget",
+	"gateway_max_in_flight", "gateway_adaptive",
 	"admit_rate", "ip_rate", "holds_per_minute",
 }
 
@@ -69,6 +74,8 @@ func knobGroup(name string) string {
 		return "limit"
 	case "capacity", "service_time", "outage", "latency":
 		return "backend"
+	case "gateway_max_in_flight", "gateway_adaptive":
+		return "gateway_concurrency"
 	}
 	return name
 }
@@ -85,6 +92,8 @@ func (r *Run) apply(ctx context.Context, name string) error {
 		return r.applyGatewayRetry(ctx)
 	case "gateway_retry_budget":
 		return r.applyGatewayRetryBudget(ctx)
+	case "gateway_concurrency":
+		return r.applyGatewayConcurrency(ctx)
 	case "admit_rate":
 		if fs, ok := r.driver.(*flashSale); ok {
 			return fs.setAdmitRate(ctx, r)
@@ -320,37 +329,94 @@ func parseRetryBudget(v string, found retryBudget) (retryBudget, error) {
 	return b, nil
 }
 
-// applyGatewayRetryBudget sets the gateway's retry budget for the scenario's backend service.
-// The first time, it remembers the budget as it was, to put back when the run ends; every
-// value is read over that one, so turning the knob back undoes a floor set before.
+// applyGatewayRetryBudget sets the gateway's retry budget for the scenario's backend service,
+// read over the budget the run found, so turning the knob back undoes a floor set before.
 func (r *Run) applyGatewayRetryBudget(ctx context.Context) error {
-	svc := r.sc.Backend.Service
-	if svc == "" {
-		return errors.New("the scenario names no backend service")
+	svc, found, err := r.foundService(ctx)
+	if err != nil {
+		return err
 	}
-	r.mu.Lock()
-	orig := r.origBudget
-	r.mu.Unlock()
-	if orig == nil {
-		var found struct {
-			RetryBudget retryBudget `json:"retry_budget"`
-		}
-		if err := r.sys.admin(ctx, http.MethodGet, "/admin/services/"+svc, nil, &found); err != nil {
-			return err
-		}
-		orig = &found.RetryBudget
-		r.mu.Lock()
-		r.origBudget = orig
-		r.mu.Unlock()
-		if err := r.undoEdit(ctx, "service", svc); err != nil {
-			return err
-		}
-	}
-	b, err := parseRetryBudget(r.knob("gateway_retry_budget"), *orig)
+	b, err := parseRetryBudget(r.knob("gateway_retry_budget"), found.RetryBudget)
 	if err != nil {
 		return err
 	}
 	return r.sys.admin(ctx, http.MethodPatch, "/admin/services/"+svc, map[string]any{"retry_budget": b}, nil)
+}
+
+// serviceKnobs are the backend service's knobs at the gateway that scenarios turn.
+type serviceKnobs struct {
+	RetryBudget retryBudget `json:"retry_budget"`
+	concurrency
+}
+
+// foundService names the scenario's backend service and its knobs at the gateway as the run
+// found them. The first call reads them and registers putting the service back when the run
+// ends (by dropping the run's edit of it); later calls return what it read.
+func (r *Run) foundService(ctx context.Context) (string, *serviceKnobs, error) {
+	svc := r.sc.Backend.Service
+	if svc == "" {
+		return "", nil, errors.New("the scenario names no backend service")
+	}
+	r.mu.Lock()
+	found := r.origService
+	r.mu.Unlock()
+	if found != nil {
+		return svc, found, nil
+	}
+	found = &serviceKnobs{}
+	if err := r.sys.admin(ctx, http.MethodGet, "/admin/services/"+svc, nil, found); err != nil {
+		return "", nil, err
+	}
+	r.mu.Lock()
+	r.origService = found
+	r.mu.Unlock()
+	return svc, found, r.undoEdit(ctx, "service", svc)
+}
+
+// concurrency is a service's concurrency limit as the gateway's admin API shows it.
+type concurrency struct {
+	MaxInFlight int       `json:"max_in_flight"`
+	Adaptive    *adaptive `json:"adaptive_concurrency"` // nil: MaxInFlight is fixed
+}
+
+type adaptive struct {
+	LatencyTarget string `json:"latency_target"`
+	MinInFlight   int    `json:"min_in_flight,omitempty"`
+}
+
+// adaptiveFloor is the min_in_flight of the limit gateway_adaptive turns on: a backend
+// always gets a couple of requests to show it has recovered.
+const adaptiveFloor = 2
+
+// parseAdaptive reads a gateway_adaptive value: off (a fixed limit), or the latency target
+// of an adaptive one, a positive duration such as 200ms.
+func parseAdaptive(v string) (*adaptive, error) {
+	if v == "off" || v == "" {
+		return nil, nil
+	}
+	if d, err := time.ParseDuration(v); err != nil || d <= 0 {
+		return nil, fmt.Errorf("%q: want off, or a latency target such as 200ms", v)
+	}
+	return &adaptive{LatencyTarget: v, MinInFlight: adaptiveFloor}, nil
+}
+
+// applyGatewayConcurrency sets the concurrency limit of the scenario's backend service at the
+// gateway: its max_in_flight (0 keeps the one the run found) and whether it adapts.
+func (r *Run) applyGatewayConcurrency(ctx context.Context) error {
+	svc, found, err := r.foundService(ctx)
+	if err != nil {
+		return err
+	}
+	c := found.concurrency
+	if n := r.knobInt("gateway_max_in_flight"); n > 0 {
+		c.MaxInFlight = n
+	}
+	if v := r.knob("gateway_adaptive"); v != "" {
+		if c.Adaptive, err = parseAdaptive(v); err != nil {
+			return err
+		}
+	}
+	return r.sys.admin(ctx, http.MethodPatch, "/admin/services/"+svc, c, nil)
 }
 
 // checkKnobs reports knob names a scenario lists that the runner cannot turn.
@@ -373,6 +439,13 @@ func (s *Scenario) checkKnobs() error {
 			for _, v := range append([]string{k.Default}, k.Options...) {
 				if _, err := parseRetryBudget(v, retryBudget{}); err != nil {
 					errs = append(errs, fmt.Errorf("knobs[gateway_retry_budget]: %w", err))
+				}
+			}
+		}
+		if k.Name == "gateway_adaptive" {
+			for _, v := range append([]string{k.Default}, k.Options...) {
+				if _, err := parseAdaptive(v); err != nil {
+					errs = append(errs, fmt.Errorf("knobs[gateway_adaptive]: %w", err))
 				}
 			}
 		}

@@ -72,7 +72,7 @@ type Run struct {
 	origLimits  map[string]*adminLimit // nil value: the limit did not exist
 	origBackend *control.Knobs
 	retrySeen   bool
-	origBudget  *retryBudget // the backend service's gateway retry budget
+	origService *serviceKnobs // the backend service's knobs at the gateway, as found
 	// final are the driver's tallies after the load (seats sold, oversold), added to the
 	// run's counters.
 	final map[string]float64

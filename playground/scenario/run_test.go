@@ -255,6 +255,29 @@ func TestStopEndsTheRunEarly(t *testing.T) {
 	}
 }
 
+// runOnFakeSystem runs the one profile of the scenario doc against a fake system (gateway,
+// admin API and backend in one) and returns the system once the run is over, having checked
+// that every expectation was met.
+func runOnFakeSystem(t *testing.T, doc string) *fakeSystem {
+	t.Helper()
+	sys := newFakeSystem()
+	srv := httptest.NewServer(sys)
+	t.Cleanup(srv.Close)
+	sc, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := Start(context.Background(), sc, "", Target{Gateway: srv.URL, Admin: srv.URL, AdminToken: "t"}, Options{})
+	if err != nil {
+		t.Fatalf("Start = %v", err)
+	}
+	<-run.Done()
+	if res := run.Result(); !res.Passed() {
+		t.Errorf("result = %+v, want every expectation met", res.Expectations)
+	}
+	return sys
+}
+
 const budgetScenario = `
 name: budget
 title: Budget
@@ -279,21 +302,7 @@ profiles:
 // backend service's retry_budget, read over the budget the run found, and that the run puts
 // that budget back at the end by dropping its edit.
 func TestGatewayRetryBudgetKnob(t *testing.T) {
-	sys := newFakeSystem()
-	srv := httptest.NewServer(sys)
-	defer srv.Close()
-	sc, err := Parse([]byte(budgetScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := Start(context.Background(), sc, "", Target{Gateway: srv.URL, Admin: srv.URL, AdminToken: "t"}, Options{})
-	if err != nil {
-		t.Fatalf("Start = %v", err)
-	}
-	<-run.Done()
-	if res := run.Result(); !res.Passed() {
-		t.Errorf("result = %+v, want every expectation met", res.Expectations)
-	}
+	sys := runOnFakeSystem(t, budgetScenario)
 	want := []string{
 		// The first phase's value is in force from the start: no PATCH for the default.
 		`{"retry_budget":{"ratio":0.2,"min_per_second":10,"window":"10s","unlimited":true}}`,
@@ -341,5 +350,63 @@ func TestParseRetryBudget(t *testing.T) {
 				t.Errorf("parseRetryBudget(%q) = %+v, %v, want %+v", tt.in, got, err, tt.want)
 			}
 		})
+	}
+}
+
+const concurrencyScenario = `
+name: concurrency
+title: Concurrency
+explainer: E
+docs: docs/x.md
+driver: request
+request: {method: GET, path: /v1/events, route: events}
+backend: {service: catalog, max_concurrent: 4, service_time: 10ms}
+streams: [{name: clients, identity: ip, count: 5}]
+knobs:
+  - {name: gateway_max_in_flight, kind: int, default: "0"}
+  - {name: gateway_adaptive, kind: enum, options: ["off", 200ms], default: "off"}
+profiles:
+  - name: p
+    phases:
+      - {name: fixed, duration: 1s, rate: 10, knobs: {gateway_max_in_flight: "8"}}
+      - {name: adaptive, duration: 1s, rate: 10, knobs: {gateway_max_in_flight: "32", gateway_adaptive: 200ms}}
+    expect:
+      - {name: nothing refused, left: {metric: too_many, phase: fixed}, op: "==", value: 0}
+`
+
+// TestGatewayConcurrencyKnobs checks that the knobs become PATCHes of the backend service's
+// max_in_flight and adaptive_concurrency, and that the run puts the service back at the end
+// by dropping its edit.
+func TestGatewayConcurrencyKnobs(t *testing.T) {
+	sys := runOnFakeSystem(t, concurrencyScenario)
+	sys.mu.Lock()
+	defer sys.mu.Unlock()
+	want := []string{
+		`{"max_in_flight":8,"adaptive_concurrency":null}`,
+		// A phase's knobs are turned one after the other: the limit, then its adaptation.
+		`{"max_in_flight":32,"adaptive_concurrency":null}`,
+		`{"max_in_flight":32,"adaptive_concurrency":{"latency_target":"200ms","min_in_flight":2}}`,
+	}
+	if !slices.Equal(sys.budgets, want) {
+		t.Errorf("PATCH /admin/services/catalog bodies =\n%s\nwant\n%s", strings.Join(sys.budgets, "\n"), strings.Join(want, "\n"))
+	}
+	if !slices.Equal(sys.dropped, []string{"service/catalog"}) || len(sys.edits) != 0 {
+		t.Errorf("edits dropped = %v, left = %v; want the service's edit dropped, none left", sys.dropped, sys.edits)
+	}
+}
+
+func TestParseAdaptive(t *testing.T) {
+	for _, v := range []string{"off", "200ms", "1s"} {
+		if _, err := parseAdaptive(v); err != nil {
+			t.Errorf("parseAdaptive(%q) = %v, want nil", v, err)
+		}
+	}
+	if a, _ := parseAdaptive("250ms"); a == nil || a.LatencyTarget != "250ms" || a.MinInFlight != adaptiveFloor {
+		t.Errorf("parseAdaptive(250ms) = %+v, want target 250ms, floor %d", a, adaptiveFloor)
+	}
+	for _, v := range []string{"on", "0s", "-1s", "200"} {
+		if _, err := parseAdaptive(v); err == nil {
+			t.Errorf("parseAdaptive(%q) = nil error, want one", v)
+		}
 	}
 }

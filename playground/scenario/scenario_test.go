@@ -66,6 +66,7 @@ func TestParseRejectsWhatARunCannotDo(t *testing.T) {
 		{"bad operator", `op: "<="`, `op: "≈"`, "op"},
 		{"settle longer than the phase", "rate: 10}\n      - {name: two", "rate: 10, settle: 3s}\n      - {name: two", "settle shorter"},
 		{"bad gateway retry budget", "name: retry, kind", "name: gateway_retry_budget, kind: enum, options: [\"off\", \"20\"], default: \"off\"}\n  - {name: retry, kind", "knobs[gateway_retry_budget]"},
+		{"bad gateway adaptive", "name: retry, kind", "name: gateway_adaptive, kind: enum, options: [\"off\", fast], default: \"off\"}\n  - {name: retry, kind", "knobs[gateway_adaptive]"},
 		{"bad identity", "identity: ip", "identity: fingerprint", "identity"},
 	}
 	for _, tt := range tests {
