@@ -31,7 +31,7 @@ func TestScenarioListNamesEveryScenario(t *testing.T) {
 // every knob it turned.
 func TestScenarioRunMeetsEveryExpectation(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs every scenario for about two minutes")
+		t.Skip("runs every scenario for about three minutes")
 	}
 	ep := startUp(t)
 	dir := t.TempDir()
@@ -42,6 +42,7 @@ func TestScenarioRunMeetsEveryExpectation(t *testing.T) {
 	runs := []struct{ scenario, profile string }{
 		{"rate-limiter", "spike"},
 		{"rate-limiter", "noisy-neighbour"},
+		{"rate-limiter", "shedding"},
 		{"retry-storm", "outage"},
 		{"flash-sale", "on-sale"},
 	}
