@@ -92,6 +92,8 @@ func (f *fakeSystem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/admin/services/catalog" && r.Method == http.MethodPatch:
 		f.budgets = append(f.budgets, strings.TrimSpace(string(body)))
 		f.edits["service/catalog"] = string(body)
+	case r.URL.Path == "/admin/upstreams" && r.Method == http.MethodGet:
+		_, _ = io.WriteString(w, `{"services":[{"name":"auth","concurrencyLimit":200,"inFlight":0},{"name":"catalog","concurrencyLimit":8,"inFlight":3}]}`)
 	case r.URL.Path == "/control" && r.Method == http.MethodGet:
 		_, _ = io.WriteString(w, `{"latency_ms":0,"error_rate":0,"outage":false,"max_concurrent":0,"service_time_ms":0}`)
 	case r.URL.Path == "/control" && r.Method == http.MethodPut:
@@ -256,9 +258,9 @@ func TestStopEndsTheRunEarly(t *testing.T) {
 }
 
 // runOnFakeSystem runs the one profile of the scenario doc against a fake system (gateway,
-// admin API and backend in one) and returns the system once the run is over, having checked
-// that every expectation was met.
-func runOnFakeSystem(t *testing.T, doc string) *fakeSystem {
+// admin API and backend in one) and returns the system and the result once the run is over,
+// having checked that every expectation was met.
+func runOnFakeSystem(t *testing.T, doc string) (*fakeSystem, Result) {
 	t.Helper()
 	sys := newFakeSystem()
 	srv := httptest.NewServer(sys)
@@ -272,10 +274,11 @@ func runOnFakeSystem(t *testing.T, doc string) *fakeSystem {
 		t.Fatalf("Start = %v", err)
 	}
 	<-run.Done()
-	if res := run.Result(); !res.Passed() {
+	res := run.Result()
+	if !res.Passed() {
 		t.Errorf("result = %+v, want every expectation met", res.Expectations)
 	}
-	return sys
+	return sys, res
 }
 
 const budgetScenario = `
@@ -302,7 +305,7 @@ profiles:
 // backend service's retry_budget, read over the budget the run found, and that the run puts
 // that budget back at the end by dropping its edit.
 func TestGatewayRetryBudgetKnob(t *testing.T) {
-	sys := runOnFakeSystem(t, budgetScenario)
+	sys, _ := runOnFakeSystem(t, budgetScenario)
 	want := []string{
 		// The first phase's value is in force from the start: no PATCH for the default.
 		`{"retry_budget":{"ratio":0.2,"min_per_second":10,"window":"10s","unlimited":true}}`,
@@ -365,6 +368,9 @@ streams: [{name: clients, identity: ip, count: 5}]
 knobs:
   - {name: gateway_max_in_flight, kind: int, default: "0"}
   - {name: gateway_adaptive, kind: enum, options: ["off", 200ms], default: "off"}
+counters:
+  - {name: gateway_concurrency_limit, label: L, kind: gauge}
+  - {name: gateway_in_flight, label: F, kind: gauge}
 profiles:
   - name: p
     phases:
@@ -378,7 +384,16 @@ profiles:
 // max_in_flight and adaptive_concurrency, and that the run puts the service back at the end
 // by dropping its edit.
 func TestGatewayConcurrencyKnobs(t *testing.T) {
-	sys := runOnFakeSystem(t, concurrencyScenario)
+	sys, res := runOnFakeSystem(t, concurrencyScenario)
+	// Every second shows the backend service's limit and load at the gateway.
+	if len(res.Series) == 0 {
+		t.Fatal("the run recorded no second")
+	}
+	for _, smp := range res.Series {
+		if got := smp.Counters; got[counterGatewayLimit] != 8 || got[counterGatewayInFlight] != 3 {
+			t.Errorf("second %d: counters %v, want %s 8 and %s 3", smp.T, got, counterGatewayLimit, counterGatewayInFlight)
+		}
+	}
 	sys.mu.Lock()
 	defer sys.mu.Unlock()
 	want := []string{

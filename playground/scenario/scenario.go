@@ -212,6 +212,11 @@ func (s *Scenario) Profile(name string) (*Profile, error) {
 	return nil, fmt.Errorf("scenario %s has no profile %q (profiles: %s)", s.Name, name, strings.Join(names, ", "))
 }
 
+// hasCounter reports whether the scenario lists a counter with one of names.
+func (s *Scenario) hasCounter(names ...string) bool {
+	return slices.ContainsFunc(s.Counters, func(c CounterSpec) bool { return slices.Contains(names, c.Name) })
+}
+
 // Knob returns the knob named name, or nil.
 func (s *Scenario) Knob(name string) *KnobSpec {
 	for i := range s.Knobs {
