@@ -100,6 +100,10 @@ func TestAdaptiveConcurrency(t *testing.T) {
 			<-release
 		}
 		c.Add(time.Duration(latency.Load()))
+		if r.URL.Path == "/broken" {
+			hangUp(w, r)
+			return
+		}
 		io.WriteString(w, "ok")
 	})
 	svc := ServiceConfig{Name: "svc", Instances: []string{b.url}, MaxInFlight: 8, Probe: ProbeConfig{Disabled: true},
@@ -110,7 +114,17 @@ func TestAdaptiveConcurrency(t *testing.T) {
 		t.Fatalf("at start: concurrencyLimit %d, adaptive %v; want 8, true", s.ConcurrencyLimit, s.Adaptive)
 	}
 
+	// An instance that breaks off is ejection's business, however long it took: no cut.
 	latency.Store(int64(300 * time.Millisecond))
+	for range 2 {
+		if res := g.do(t, "GET", "/broken", nil, false); res.status != http.StatusBadGateway {
+			t.Fatalf("broken answer: status %d, want 502", res.status)
+		}
+	}
+	if got := limit(); got != 8 {
+		t.Errorf("after 2 slow broken answers, concurrency limit = %d, want 8: they say nothing of the load", got)
+	}
+
 	for range 20 {
 		if res := g.do(t, "GET", "/slow", nil, false); res.status != http.StatusOK {
 			t.Fatalf("slow answer: status %d, want 200", res.status)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"sync"
 	"time"
 
@@ -180,9 +181,9 @@ func (p *Pools) attempt(w http.ResponseWriter, r *http.Request, pl *pool, in *in
 		p.metrics.requests.Add(ctx, 1, opt)
 		end := p.now()
 		p.metrics.duration.Record(ctx, end.Sub(start).Seconds(), pl.attrs)
-		if al := pl.adaptive.Load(); al != nil && outcome != "canceled" && outcome != "connect_error" {
-			// A dead instance is ejection's business, a client gone says nothing of the
-			// service; the rest is how loaded the service is.
+		// A dead or broken instance is ejection's business and a client gone says nothing of
+		// the service: what is left tells how loaded the service is.
+		if al := pl.adaptive.Load(); al != nil && !slices.Contains([]string{"canceled", "connect_error", "error"}, outcome) {
 			latency := end.Sub(start)
 			if !a.headers.IsZero() {
 				latency = a.headers.Sub(start) // a slow client's download is not the service's
