@@ -184,21 +184,29 @@ func startGateway(t *testing.T, doc string, be *backend, env map[string]string) 
 			t.Errorf("Run() did not return within 15s of cancel")
 		}
 	})
-	testkit.Eventually(t, 20*time.Second, "gateway ready with every upstream routable", func() bool {
+	testkit.Eventually(t, 20*time.Second, "gateway listening and ready, every upstream routable", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("Run() ended early: %v\n%s", err, p.logs)
 		default:
 		}
+		// The admin API listens before the public listener does: a test that only waited for
+		// it could send its first requests to a port nobody listens on yet.
+		pub, err := http.Get(p.base + "/readyz")
+		if err != nil {
+			return false // not listening yet
+		}
+		pub.Body.Close()
 		req, _ := http.NewRequest("GET", p.admin+"/admin/upstreams", nil)
 		req.Header.Set("Authorization", "Bearer "+adminToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return false // not listening yet
+			return false
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode == http.StatusOK && !strings.Contains(string(b), `"routable":false`) && strings.Contains(string(b), `"routable":true`)
+		return pub.StatusCode == http.StatusOK && resp.StatusCode == http.StatusOK &&
+			!strings.Contains(string(b), `"routable":false`) && strings.Contains(string(b), `"routable":true`)
 	})
 	return p
 }
