@@ -71,4 +71,14 @@ func TestPolicyChangesWithoutRestart(t *testing.T) {
 	if code, body := gw.adminCall(t, "PATCH", "/admin/services/echo", `{"max_in_flight":-1}`); code != 400 || !strings.Contains(body, "max_in_flight") {
 		t.Errorf("PATCH a negative max_in_flight = %d %s, want 400 naming the field", code, body)
 	}
+	// An adaptive limit under that ceiling, and one without a ceiling refused.
+	if code, body := gw.adminCall(t, "PATCH", "/admin/services/echo", `{"adaptive_concurrency":{"latency_target":"100ms","min_in_flight":2}}`); code != 200 {
+		t.Fatalf("PATCH adaptive_concurrency = %d %s", code, body)
+	}
+	if _, body := gw.adminCall(t, "GET", "/admin/upstreams", ""); !strings.Contains(body, `"concurrencyLimit":5,"adaptive":true`) {
+		t.Errorf("GET /admin/upstreams = %s, want an adaptive limit starting at max_in_flight 5", body)
+	}
+	if code, body := gw.adminCall(t, "PATCH", "/admin/services/echo", `{"max_in_flight":0}`); code != 400 || !strings.Contains(body, "max_in_flight") {
+		t.Errorf("PATCH max_in_flight 0 under an adaptive limit = %d %s, want 400 naming max_in_flight", code, body)
+	}
 }
