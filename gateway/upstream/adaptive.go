@@ -16,9 +16,10 @@ import (
 // the same job with a latency gradient).
 //
 //   - An answer slower than LatencyTarget, a response timeout, or a 503 from the service is
-//     a sign of overload: the limit drops by a tenth, at most once per LatencyTarget, so
-//     that the many slow answers of one episode count once, as TCP halves its window once per
-//     round trip.
+//     a sign of overload: the limit drops by a tenth. Only an answer to a request sent after
+//     the last cut can cut again, as TCP cuts its window once per round trip: the requests
+//     admitted under the old limit answer slowly for a while, and that is one episode, not
+//     many.
 //   - An answer within the target while the service is busy (at least half the limit in
 //     flight) adds 1/limit: the limit grows by one for each limit's worth of good answers.
 //     An idle service gains nothing, since its limit is not what holds it back.
@@ -48,7 +49,7 @@ type adaptiveLimit struct {
 	min    float64
 	max    float64
 	target time.Duration
-	cutAt  time.Time // the last decrease
+	cutAt  time.Time // the last decrease: answers to requests sent before it cannot cut
 }
 
 // newAdaptiveLimit starts at max.
@@ -72,15 +73,23 @@ func (a *adaptiveLimit) configure(c AdaptiveConcurrency, max int) {
 // current is the limit in force: at least MinInFlight, at most MaxInFlight.
 func (a *adaptiveLimit) current() int { return int(a.cur.Load()) }
 
-// observe adapts the limit to one answer: how long the headers took, whether the service
-// said it was overloaded (a 503, or no answer within the response timeout), and how many
-// requests were in flight to the service, this one included.
-func (a *adaptiveLimit) observe(now time.Time, latency time.Duration, overloaded bool, inFlight int64) {
+// latencyTarget is LatencyTarget.
+func (a *adaptiveLimit) latencyTarget() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.target
+}
+
+// observe adapts the limit to the answer, at now, of a request sent at sent: how long its
+// headers took, whether the service said it was overloaded (a 503, or no answer within the
+// response timeout), and how many requests were in flight to the service, this one
+// included.
+func (a *adaptiveLimit) observe(sent, now time.Time, latency time.Duration, overloaded bool, inFlight int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if overloaded || latency > a.target {
-		if now.Sub(a.cutAt) < a.target {
-			return // the same episode: cut once
+		if sent.Before(a.cutAt) {
+			return // admitted under the limit already cut: the same episode
 		}
 		a.cutAt = now
 		a.setLocked(a.limit * adaptiveBackoff)

@@ -1,10 +1,14 @@
 package upstream
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,43 +24,49 @@ func TestAdaptiveLimit(t *testing.T) {
 	newLimit := func() *adaptiveLimit {
 		return newAdaptiveLimit(AdaptiveConcurrency{LatencyTarget: target, MinInFlight: 2}, 10)
 	}
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	// overload answers, at sent + slow, to requests sent one after the other: each sent after
+	// the cut the one before caused.
+	overload := func(a *adaptiveLimit, n int) {
+		for i := range n {
+			sent := at(time.Hour + time.Duration(i)*time.Second)
+			a.observe(sent, sent.Add(slow), slow, false, 1)
+		}
+	}
 
-	t.Run("overload cuts a tenth, once per target", func(t *testing.T) {
+	t.Run("overload cuts a tenth, once per round trip", func(t *testing.T) {
 		a := newLimit()
 		if got := a.current(); got != 10 {
 			t.Fatalf("current() at start = %d, want 10 (MaxInFlight)", got)
 		}
-		a.observe(t0, slow, false, 10)
-		a.observe(t0.Add(target/2), slow, false, 10) // the same episode
-		a.observe(t0.Add(target/2), fast, true, 10)  // a 503 or a timeout, still the same episode
+		a.observe(at(0), at(slow), slow, false, 10)
+		// Requests sent before that cut answer slowly too, or with a 503: the same episode.
+		a.observe(at(10*time.Millisecond), at(slow+10*time.Millisecond), slow, false, 10)
+		a.observe(at(20*time.Millisecond), at(slow+20*time.Millisecond), fast, true, 10)
 		if got := a.current(); got != 9 {
 			t.Errorf("after one episode of slow answers, current() = %d, want 9", got)
 		}
-		a.observe(t0.Add(target), fast, true, 10)
-		if got := a.current(); got != 8 { // 9 × 0.9 = 8.1
-			t.Errorf("after a 503 one target later, current() = %d, want 8", got)
+		a.observe(at(slow+time.Millisecond), at(slow+fast), fast, true, 10) // sent after the cut
+		if got := a.current(); got != 8 {                                   // 9 × 0.9 = 8.1
+			t.Errorf("after a 503 to a request sent after the cut, current() = %d, want 8", got)
 		}
-		for i := range 50 {
-			a.observe(t0.Add(time.Duration(i+2)*target), slow, false, 1)
-		}
+		overload(a, 50)
 		if got := a.current(); got != 2 {
-			t.Errorf("after 50 episodes, current() = %d, want 2 (MinInFlight)", got)
+			t.Errorf("after 50 more episodes, current() = %d, want 2 (MinInFlight)", got)
 		}
 	})
 
 	t.Run("good answers of a busy service add one per limit's worth", func(t *testing.T) {
 		a := newLimit()
-		for i := range 30 {
-			a.observe(t0.Add(time.Duration(i)*target), slow, false, 1)
-		}
+		overload(a, 30)
 		for range 3 {
-			a.observe(t0, fast, false, 2) // 2 → 2.5 → 2.9 → 3.24
+			a.observe(at(0), at(fast), fast, false, 2) // 2 → 2.5 → 2.9 → 3.24
 		}
 		if got := a.current(); got != 3 {
 			t.Errorf("after 3 good answers at the floor, current() = %d, want 3", got)
 		}
 		for range 200 {
-			a.observe(t0, fast, false, 10)
+			a.observe(at(0), at(fast), fast, false, 10)
 		}
 		if got := a.current(); got != 10 {
 			t.Errorf("after 200 good answers, current() = %d, want 10 (MaxInFlight)", got)
@@ -65,9 +75,9 @@ func TestAdaptiveLimit(t *testing.T) {
 
 	t.Run("an idle service does not grow", func(t *testing.T) {
 		a := newLimit()
-		a.observe(t0, slow, false, 1) // 9
+		overload(a, 1) // 9
 		for range 100 {
-			a.observe(t0, fast, false, 4) // 4 in flight: the limit of 9 holds nothing back
+			a.observe(at(0), at(fast), fast, false, 4) // 4 in flight: the limit of 9 holds nothing back
 		}
 		if got := a.current(); got != 9 {
 			t.Errorf("after 100 good answers with 4 in flight, current() = %d, want 9", got)
@@ -76,7 +86,7 @@ func TestAdaptiveLimit(t *testing.T) {
 
 	t.Run("new bounds keep the limit reached", func(t *testing.T) {
 		a := newLimit()
-		a.observe(t0, slow, false, 1) // 9
+		overload(a, 1) // 9
 		a.configure(AdaptiveConcurrency{LatencyTarget: target, MinInFlight: 2}, 5)
 		if got := a.current(); got != 5 {
 			t.Errorf("after MaxInFlight 10 → 5, current() = %d, want 5", got)
@@ -189,6 +199,65 @@ func TestAdaptiveConcurrencyValidation(t *testing.T) {
 			s.Adaptive, s.MaxInFlight = tt.adaptive, tt.max
 			if err := s.validate(); (err != nil) != tt.wantErr {
 				t.Errorf("validate(%+v, maxInFlight %d) = %v, want error %v", tt.adaptive, tt.max, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestAdaptiveConcurrencyClientGiveUps: a client that gives up says something of the service
+// only when it waited longer than the target. A service slower than its clients' patience
+// must cut its limit even though no answer ever reaches the response timeout.
+func TestAdaptiveConcurrencyClientGiveUps(t *testing.T) {
+	c := newClock()
+	var latency atomic.Int64
+	b := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		c.Add(time.Duration(latency.Load()))
+		<-r.Context().Done() // never answers: the client gives up first
+	})
+	svc := ServiceConfig{Name: "svc", Instances: []string{b.url}, MaxInFlight: 8, Probe: ProbeConfig{Disabled: true},
+		Adaptive: AdaptiveConcurrency{LatencyTarget: 100 * time.Millisecond}}
+	g := startGateway(t, []ServiceConfig{svc}, Options{Clock: c.Now}, RouteOptions{}, false)
+	giveUp := func(after time.Duration) {
+		t.Helper()
+		latency.Store(int64(after))
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.url+"/hang", nil)
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+			t.Fatalf("GET /hang answered %d, want the client to give up", res.StatusCode)
+		}
+		// The limit has seen the attempt once the gateway no longer counts it in flight.
+		testkit.Eventually(t, 5*time.Second, "the given-up request gone from the gateway", func() bool { return g.pools.Snapshot()[0].InFlight == 0 })
+	}
+
+	giveUp(50 * time.Millisecond)
+	if got := g.pools.Snapshot()[0].ConcurrencyLimit; got != 8 {
+		t.Errorf("after a client gave up within the target, concurrency limit = %d, want 8", got)
+	}
+	giveUp(300 * time.Millisecond)
+	if got := g.pools.Snapshot()[0].ConcurrencyLimit; got != 7 {
+		t.Errorf("after a client gave up past the target, concurrency limit = %d, want 7", got)
+	}
+}
+
+func TestDialFailed(t *testing.T) {
+	timeout := &net.OpError{Op: "dial", Net: "tcp", Err: context.DeadlineExceeded}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connect timeout, wrapped", fmt.Errorf("proxy: %w", timeout), true},
+		{"connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, true},
+		{"read timeout", &net.OpError{Op: "read", Net: "tcp", Err: context.DeadlineExceeded}, false},
+		{"response timeout", errResponseTimeout, false},
+		{"none", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := dialFailed(tt.err); got != tt.want {
+				t.Errorf("dialFailed(%v) = %v, want %v", tt.err, got, tt.want)
 			}
 		})
 	}

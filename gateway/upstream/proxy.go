@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"slices"
 	"sync"
 	"time"
 
@@ -45,7 +44,8 @@ var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceCont
 
 // Forward sends r to an instance of service and streams the response to w.
 //
-// It sheds first (503 + Retry-After when the service has MaxInFlight requests in flight),
+// It sheds first (503 + Retry-After when the service has as many requests in flight as its
+// concurrency limit, MaxInFlight or the adaptive limit below it),
 // then picks a ready instance, or in panic one whose probes only time out (503 + Retry-After
 // when there is none), proxies, and on a connection failure or a timeout retries once on
 // another instance when ro.Retry is set and the retry budget has room. A failure that is not retried answers 502 (or 504 for a timeout), as
@@ -181,14 +181,8 @@ func (p *Pools) attempt(w http.ResponseWriter, r *http.Request, pl *pool, in *in
 		p.metrics.requests.Add(ctx, 1, opt)
 		end := p.now()
 		p.metrics.duration.Record(ctx, end.Sub(start).Seconds(), pl.attrs)
-		// A dead or broken instance is ejection's business and a client gone says nothing of
-		// the service: what is left tells how loaded the service is.
-		if al := pl.adaptive.Load(); al != nil && !slices.Contains([]string{"canceled", "connect_error", "error"}, outcome) {
-			latency := end.Sub(start)
-			if !a.headers.IsZero() {
-				latency = a.headers.Sub(start) // a slow client's download is not the service's
-			}
-			al.observe(end, latency, outcome == "timeout" || a.status == http.StatusServiceUnavailable, pl.shed.inFlight())
+		if al := pl.adaptive.Load(); al != nil {
+			p.adapt(al, pl, a, outcome, start, end)
 		}
 	}()
 
@@ -222,6 +216,32 @@ func (p *Pools) attempt(w http.ResponseWriter, r *http.Request, pl *pool, in *in
 		p.log.Warn("upstream instance ejected", "service", pl.name, "instance", in.key, "for", d, "error", a.err)
 	}
 	return f
+}
+
+// adapt tells a service's adaptive limit how one attempt went. A dead or broken instance
+// (a connection that failed, timed out or broke off) is ejection's business, not the
+// service's load. A client that gave up says something only when it waited past the
+// target: a service slower than its clients' patience must still cut its limit, even if it
+// never reaches the response timeout.
+func (p *Pools) adapt(al *adaptiveLimit, pl *pool, a *attempt, outcome string, start, end time.Time) {
+	latency := end.Sub(start)
+	if !a.headers.IsZero() {
+		latency = a.headers.Sub(start) // a slow client's download is not the service's
+	}
+	switch {
+	case outcome == "connect_error", outcome == "error", dialFailed(a.err):
+		return
+	case outcome == "canceled" && latency <= al.latencyTarget():
+		return
+	}
+	overloaded := outcome == "timeout" || a.status == http.StatusServiceUnavailable
+	al.observe(start, end, latency, overloaded, pl.shed.inFlight())
+}
+
+// dialFailed reports whether err is a failure to connect, a connect timeout included.
+func dialFailed(err error) bool {
+	op, ok := errors.AsType[*net.OpError](err)
+	return ok && op.Op == "dial"
 }
 
 // classify names why an attempt failed: canceled (the client left), timeout, connect_error
