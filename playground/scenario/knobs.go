@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +29,8 @@ import (
 //	                                     off | <percent>% | <percent>%+<floor>/s (see parseRetryBudget)
 //	gateway_max_in_flight                the backend service's concurrency limit at the gateway
 //	                                     (0: as the policy has it); over it, 503 at once
-//	gateway_adaptive                     off | a latency target (200ms): that limit adapts,
-//	                                     at or below gateway_max_in_flight (see parseAdaptive)
+//	gateway_adaptive                     policy (as found) | off | a latency target (200ms):
+//	                                     that limit adapts, at or below gateway_max_in_flight
 //	admit_rate                           the waiting room's admissions per second (flash-sale)
 //	ip_rate                              the gateway's per-IP limit (api-per-ip), per second
 //	holds_per_minute                     the gateway's holds-per-account limit
@@ -367,10 +368,13 @@ func (r *Run) foundService(ctx context.Context) (string, *serviceKnobs, error) {
 	if err := r.sys.admin(ctx, http.MethodGet, "/admin/services/"+svc, nil, found); err != nil {
 		return "", nil, err
 	}
+	if err := r.undoEdit(ctx, "service", svc); err != nil {
+		return "", nil, err // not remembered: the next call registers the undo again
+	}
 	r.mu.Lock()
 	r.origService = found
 	r.mu.Unlock()
-	return svc, found, r.undoEdit(ctx, "service", svc)
+	return svc, found, nil
 }
 
 // concurrency is a service's concurrency limit as the gateway's admin API shows it.
@@ -381,17 +385,20 @@ type concurrency struct {
 
 type adaptive struct {
 	LatencyTarget string `json:"latency_target"`
-	MinInFlight   int    `json:"min_in_flight,omitempty"`
+	MinInFlight   int    `json:"min_in_flight"` // 0 too: a PATCH merges, so a field left out stays
 }
 
 // adaptiveFloor is the min_in_flight of the limit gateway_adaptive turns on: a backend
 // always gets a couple of requests to show it has recovered.
 const adaptiveFloor = 2
 
-// parseAdaptive reads a gateway_adaptive value: off (a fixed limit), or the latency target
-// of an adaptive one, a positive duration such as 200ms.
+// keepAdaptive is the gateway_adaptive value that leaves the adaptation as the run found it.
+const keepAdaptive = "policy"
+
+// parseAdaptive reads a gateway_adaptive value other than keepAdaptive: off (a fixed limit),
+// or the latency target of an adaptive one, a positive duration such as 200ms.
 func parseAdaptive(v string) (*adaptive, error) {
-	if v == "off" || v == "" {
+	if v == "off" {
 		return nil, nil
 	}
 	if d, err := time.ParseDuration(v); err != nil || d <= 0 {
@@ -401,7 +408,9 @@ func parseAdaptive(v string) (*adaptive, error) {
 }
 
 // applyGatewayConcurrency sets the concurrency limit of the scenario's backend service at the
-// gateway: its max_in_flight (0 keeps the one the run found) and whether it adapts.
+// gateway: its max_in_flight (0 keeps the one the run found) and whether it adapts (policy
+// keeps what the run found). Knobs that ask for the service as found change nothing until
+// another value has been put: a run that never turns them leaves no edit behind.
 func (r *Run) applyGatewayConcurrency(ctx context.Context) error {
 	svc, found, err := r.foundService(ctx)
 	if err != nil {
@@ -411,12 +420,24 @@ func (r *Run) applyGatewayConcurrency(ctx context.Context) error {
 	if n := r.knobInt("gateway_max_in_flight"); n > 0 {
 		c.MaxInFlight = n
 	}
-	if v := r.knob("gateway_adaptive"); v != "" {
+	if v := r.knob("gateway_adaptive"); v != "" && v != keepAdaptive {
 		if c.Adaptive, err = parseAdaptive(v); err != nil {
 			return err
 		}
 	}
-	return r.sys.admin(ctx, http.MethodPatch, "/admin/services/"+svc, c, nil)
+	r.mu.Lock()
+	edited := r.concurrencyEdited
+	r.mu.Unlock()
+	if !edited && reflect.DeepEqual(c, found.concurrency) {
+		return nil
+	}
+	if err := r.sys.admin(ctx, http.MethodPatch, "/admin/services/"+svc, c, nil); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.concurrencyEdited = true
+	r.mu.Unlock()
+	return nil
 }
 
 // checkKnobs reports knob names a scenario lists that the runner cannot turn.
@@ -444,6 +465,9 @@ func (s *Scenario) checkKnobs() error {
 		}
 		if k.Name == "gateway_adaptive" {
 			for _, v := range append([]string{k.Default}, k.Options...) {
+				if v == keepAdaptive {
+					continue
+				}
 				if _, err := parseAdaptive(v); err != nil {
 					errs = append(errs, fmt.Errorf("knobs[gateway_adaptive]: %w", err))
 				}

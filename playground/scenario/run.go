@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,6 +76,8 @@ type Run struct {
 	origBackend *control.Knobs
 	retrySeen   bool
 	origService *serviceKnobs // the backend service's knobs at the gateway, as found
+	// concurrencyEdited: the backend's concurrency limit at the gateway has been changed.
+	concurrencyEdited bool
 	// final are the driver's tallies after the load (seats sold, oversold), added to the
 	// run's counters.
 	final map[string]float64
@@ -293,10 +298,8 @@ func (r *Run) phases(ctx context.Context) {
 		if i == 0 {
 			continue // its knobs were set with the system
 		}
-		for name, v := range ph.Knobs {
-			if err := r.set(ctx, name, v, "phase "+ph.Name); err != nil {
-				r.event(r.rec.Elapsed(), "error", err.Error())
-			}
+		for _, err := range r.setAll(ctx, ph.Knobs, "phase "+ph.Name) {
+			r.event(r.rec.Elapsed(), "error", err.Error())
 		}
 	}
 }
@@ -394,26 +397,56 @@ func (r *Run) SetKnob(ctx context.Context, name, value string) error {
 }
 
 func (r *Run) set(ctx context.Context, name, value, who string) error {
-	k := r.sc.Knob(name)
-	if k == nil {
-		return fmt.Errorf("scenario %s has no knob %q", r.sc.Name, name)
-	}
-	if err := k.check(value); err != nil {
-		return fmt.Errorf("knob %s: %w", name, err)
-	}
+	return errors.Join(r.setAll(ctx, map[string]string{name: value}, who)...)
+}
+
+// setAll turns several knobs at once, as a phase does: every value is in place before any
+// is applied, and each group of knobs applied together (knobGroup) is applied once, so that
+// a group never goes through a mix of old and new values. A group that fails keeps its old
+// values; the errors are returned, one per knob or group that failed.
+func (r *Run) setAll(ctx context.Context, values map[string]string, who string) []error {
+	var errs []error
+	names := slices.Sorted(maps.Keys(values))
+	old := map[string]string{}
+	groups := map[string][]string{}
+	var order []string
 	r.knobMu.Lock()
-	old := r.knobs[name]
-	r.knobs[name] = value
-	r.knobMu.Unlock()
-	if err := r.apply(ctx, name); err != nil {
-		r.knobMu.Lock()
-		r.knobs[name] = old
-		r.knobMu.Unlock()
-		return fmt.Errorf("knob %s: %w", name, err)
+	for _, name := range names {
+		k := r.sc.Knob(name)
+		if k == nil {
+			errs = append(errs, fmt.Errorf("scenario %s has no knob %q", r.sc.Name, name))
+			continue
+		}
+		if err := k.check(values[name]); err != nil {
+			errs = append(errs, fmt.Errorf("knob %s: %w", name, err))
+			continue
+		}
+		old[name] = r.knobs[name]
+		r.knobs[name] = values[name]
+		g := knobGroup(name)
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], name)
 	}
-	r.event(r.elapsed(), "knob", fmt.Sprintf("%s = %s (%s)", name, value, who))
-	r.log.Info("knob", "name", name, "value", value, "by", who)
-	return nil
+	r.knobMu.Unlock()
+	for _, g := range order {
+		turned := groups[g]
+		if err := r.apply(ctx, turned[0]); err != nil {
+			r.knobMu.Lock()
+			for _, name := range turned {
+				r.knobs[name] = old[name]
+			}
+			r.knobMu.Unlock()
+			errs = append(errs, fmt.Errorf("knob %s: %w", strings.Join(turned, ", "), err))
+			continue
+		}
+		for _, name := range turned {
+			r.event(r.elapsed(), "knob", fmt.Sprintf("%s = %s (%s)", name, values[name], who))
+			r.log.Info("knob", "name", name, "value", values[name], "by", who)
+		}
+	}
+	return errs
 }
 
 // Subscribe returns a channel that receives every Sample recorded from now on, and a cancel

@@ -367,7 +367,7 @@ backend: {service: catalog, max_concurrent: 4, service_time: 10ms}
 streams: [{name: clients, identity: ip, count: 5}]
 knobs:
   - {name: gateway_max_in_flight, kind: int, default: "0"}
-  - {name: gateway_adaptive, kind: enum, options: ["off", 200ms], default: "off"}
+  - {name: gateway_adaptive, kind: enum, options: [policy, "off", 200ms], default: policy}
 counters:
   - {name: gateway_concurrency_limit, label: L, kind: gauge}
   - {name: gateway_in_flight, label: F, kind: gauge}
@@ -376,6 +376,7 @@ profiles:
     phases:
       - {name: fixed, duration: 1s, rate: 10, knobs: {gateway_max_in_flight: "8"}}
       - {name: adaptive, duration: 1s, rate: 10, knobs: {gateway_max_in_flight: "32", gateway_adaptive: 200ms}}
+      - {name: as-found, duration: 1s, rate: 10, knobs: {gateway_max_in_flight: "0", gateway_adaptive: policy}}
     expect:
       - {name: nothing refused, left: {metric: too_many, phase: fixed}, op: "==", value: 0}
 `
@@ -398,15 +399,25 @@ func TestGatewayConcurrencyKnobs(t *testing.T) {
 	defer sys.mu.Unlock()
 	want := []string{
 		`{"max_in_flight":8,"adaptive_concurrency":null}`,
-		// A phase's knobs are turned one after the other: the limit, then its adaptation.
-		`{"max_in_flight":32,"adaptive_concurrency":null}`,
+		// Both knobs of a phase in one PATCH: the limit never starts from the old ceiling.
 		`{"max_in_flight":32,"adaptive_concurrency":{"latency_target":"200ms","min_in_flight":2}}`,
+		`{"max_in_flight":400,"adaptive_concurrency":null}`, // as found
 	}
 	if !slices.Equal(sys.budgets, want) {
 		t.Errorf("PATCH /admin/services/catalog bodies =\n%s\nwant\n%s", strings.Join(sys.budgets, "\n"), strings.Join(want, "\n"))
 	}
 	if !slices.Equal(sys.dropped, []string{"service/catalog"}) || len(sys.edits) != 0 {
 		t.Errorf("edits dropped = %v, left = %v; want the service's edit dropped, none left", sys.dropped, sys.edits)
+	}
+
+	// Knobs left as found change nothing on the gateway.
+	untouched := strings.Replace(concurrencyScenario, `knobs: {gateway_max_in_flight: "8"}`, `knobs: {}`, 1)
+	untouched = untouched[:strings.Index(untouched, "      - {name: adaptive")] + untouched[strings.Index(untouched, "    expect:"):]
+	sys, _ = runOnFakeSystem(t, untouched)
+	sys.mu.Lock()
+	defer sys.mu.Unlock()
+	if len(sys.budgets) != 0 {
+		t.Errorf("knobs never turned: PATCH bodies %q, want none", sys.budgets)
 	}
 }
 
