@@ -90,9 +90,13 @@ func (a *api) resetEdits(w http.ResponseWriter, r *http.Request) {
 func (a *api) dropEdits(w http.ResponseWriter, r *http.Request, what string, drop func(policy.Edit) bool, unstore func(context.Context) error) {
 	var err error
 	if a.Edits == nil {
-		err = a.Live.ReplaceEdits(slices.DeleteFunc(a.Live.Edits(), drop))
+		err = a.Live.DropEdits(drop)
 	} else if err = unstore(r.Context()); err == nil {
+		a.Live.EditsStored() // a reload that read the table before this drop must not undo it
 		err = policy.SyncEdits(r.Context(), a.Edits.LoadEdits, a.Live)
+		if errors.Is(err, policy.ErrEditsBusy) {
+			err = nil // stored and announced below: this replica's own reload applies it
+		}
 	}
 	if err != nil {
 		a.fail(w, r, err)

@@ -295,8 +295,8 @@ func TestSyncEditsKeepsAnEditTakenMeanwhile(t *testing.T) {
 			}
 			return nil, nil
 		}
-		if err := SyncEdits(ctx, load, live); err != nil {
-			t.Fatalf("SyncEdits = %v, want nil", err)
+		if err := SyncEdits(ctx, load, live); !errors.Is(err, ErrEditsBusy) {
+			t.Fatalf("SyncEdits = %v, want ErrEditsBusy", err)
 		}
 		if reads != syncEditsReads || !holds(live) {
 			t.Errorf("after SyncEdits: %d reads, edits %s; want %d reads and the edits held kept", reads, jsonOf(t, live.Edits()), syncEditsReads)
@@ -325,6 +325,62 @@ func TestSyncEditsKeepsAnEditTakenMeanwhile(t *testing.T) {
 		err := SyncEdits(ctx, func(context.Context) ([]Edit, error) { return []Edit{shadow}, nil }, live)
 		if !errors.Is(err, ErrEditsRefused) || holds(live) {
 			t.Errorf("SyncEdits(refused rows) = %v, edits %s; want ErrEditsRefused and none applied", err, jsonOf(t, live.Edits()))
+		}
+	})
+}
+
+// TestStaleRowsNeverUndoAChange: rows read from the table before a change this replica made
+// (a drop it stored, or a newer reload) are refused, so the change is not undone.
+func TestStaleRowsNeverUndoAChange(t *testing.T) {
+	shadow := LimitEdit(Limit{ID: "holds-per-account", Key: "user", Rate: "2/1m", Mode: "shadow"})
+	payment := ServiceEdit(Service{Name: "payment", Instances: []string{"http://127.0.0.1:9"}})
+	ids := func(l *Live) []string {
+		var out []string
+		for _, e := range l.Edits() {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+
+	t.Run("a drop stored meanwhile", func(t *testing.T) {
+		live := newLive(t, base)
+		// A reload starts and reads the row of shadow, which another replica stored and this
+		// one does not hold yet. Then DELETE /admin/edits here takes the row off the table,
+		// and its own sync finds nothing to change on this replica.
+		v := live.EditsVersion()
+		live.EditsStored()
+		if ok, err := live.ReplaceEditsAt(live.EditsVersion(), nil); !ok || err != nil {
+			t.Fatalf("the drop's own sync: ReplaceEditsAt = %v, %v; want true, nil", ok, err)
+		}
+		if ok, _ := live.ReplaceEditsAt(v, []Edit{shadow}); ok || len(live.Edits()) != 0 {
+			t.Errorf("the reload's stale rows: replaced %v, edits %v; want refused, the deleted edit not applied", ok, ids(live))
+		}
+	})
+
+	t.Run("a newer reload", func(t *testing.T) {
+		live := newLive(t, base)
+		older, newer := live.EditsVersion(), live.EditsVersion() // two reloads read the table
+		if ok, _ := live.ReplaceEditsAt(newer, []Edit{shadow, payment}); !ok {
+			t.Fatal("the newer rows were refused")
+		}
+		if ok, _ := live.ReplaceEditsAt(older, []Edit{shadow}); ok || len(live.Edits()) != 2 {
+			t.Errorf("the older rows: replaced %v, edits %v; want refused, both edits kept", ok, ids(live))
+		}
+	})
+
+	t.Run("a drop without a table", func(t *testing.T) {
+		live := newLive(t, base)
+		for _, e := range []Edit{shadow, payment} {
+			if err := live.Apply(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v := live.EditsVersion()
+		if err := live.DropEdits(func(e Edit) bool { return e.Kind == EditLimit }); err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(live); !slices.Equal(got, []string{"payment"}) || live.EditsVersion() == v {
+			t.Errorf("after DropEdits(limits): edits %v, version moved %v; want [payment], moved", got, live.EditsVersion() != v)
 		}
 	})
 }

@@ -34,7 +34,7 @@ type Live struct {
 	file     *Policy
 	edits    edits
 	skipped  []string // why ReplaceEdits last left stored edits out
-	applied  uint64   // Apply calls so far: see EditsVersion
+	version  uint64   // changes to the edits held: see EditsVersion
 	tenants  []TenantRule
 	onChange []func(*Snapshot) error
 	rejected error
@@ -129,32 +129,67 @@ func (l *Live) Check(e Edit) error {
 // Apply layers e over the file, in place of any edit of the same element.
 func (l *Live) Apply(e Edit) error {
 	return l.change("admin", func() (func(), error) {
-		l.applied++
+		l.version++
 		return l.edits.apply(e)
 	})
 }
 
-// EditsVersion counts the edits applied on this replica (Apply). A reader of the
-// policy_edit table takes it before reading, so that ReplaceEditsAt can tell rows that may
-// predate an edit this replica took meanwhile.
+// DropEdits takes the edits drop selects off this replica, at once: the change a replica
+// without a policy_edit table makes for DELETE /admin/edits.
+func (l *Live) DropEdits(drop func(Edit) bool) error {
+	return l.change("admin", func() (func(), error) {
+		l.version++
+		next := newEdits()
+		for _, e := range l.edits.list() {
+			if !drop(e) {
+				_, _ = next.apply(e) // it applied before, alone
+			}
+		}
+		if next.equal(l.edits) {
+			return nil, nil
+		}
+		old := l.edits
+		l.edits = next
+		return func() { l.edits = old }, nil
+	})
+}
+
+// EditsVersion counts the changes to the admin edits this replica has made or taken: an
+// Apply, a drop it wrote to the table (EditsStored), a replacement by the table's rows. A
+// reader of the policy_edit table takes it before reading, so that ReplaceEditsAt can tell
+// rows that may predate a change made meanwhile.
 func (l *Live) EditsVersion() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.applied
+	return l.version
+}
+
+// EditsStored records that this replica has just changed the policy_edit table (dropped
+// rows): a reload that read the table before is stale and must read it again.
+func (l *Live) EditsStored() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.version++
 }
 
 // ReplaceEditsAt is ReplaceEdits for rows read from the table when EditsVersion was version.
-// If an edit was applied here since, the rows may have been read before it was stored, and
-// replacing the edits with them would drop it until the next reload: nothing changes, it
-// reports false, and the caller reads the table again.
+// If the edits changed here since, the rows may have been read before the change was stored
+// (an edit taken, a drop, a newer reload), and replacing the edits with them would undo it
+// until the next reload: nothing changes, it reports false, and the caller reads the table
+// again.
 func (l *Live) ReplaceEditsAt(version uint64, es []Edit) (bool, error) {
 	replaced := true
 	err := l.change("policy_edit", func() (func(), error) {
-		if l.applied != version {
+		if l.version != version {
 			replaced = false
 			return nil, nil
 		}
-		return l.replaceEdits(es)
+		undo, err := l.replaceEdits(es)
+		if err != nil || undo == nil {
+			return undo, err
+		}
+		l.version++
+		return func() { undo(); l.version-- }, nil
 	})
 	return replaced, err
 }

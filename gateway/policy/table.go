@@ -116,14 +116,18 @@ func (t *Table) Reload(ctx context.Context, live *Live) error {
 // table was read, and reading it again will not help.
 var ErrEditsRefused = errors.New("stored edits refused")
 
-// syncEditsReads bounds how often SyncEdits reads the table while edits keep landing on this
-// replica: each of them is announced, and the reload it brings reads the table again.
+// ErrEditsBusy is SyncEdits's error when the edits kept changing on this replica while it
+// read the table: live keeps what it holds, and the next reload reads again.
+var ErrEditsBusy = errors.New("admin edits kept changing while the table was read")
+
+// syncEditsReads bounds how often SyncEdits reads the table while edits keep changing on this
+// replica: each change is announced, and the reload it brings reads the table again.
 const syncEditsReads = 3
 
 // SyncEdits makes live's admin edits the stored ones, read with load (a Table's LoadEdits).
-// An edit this replica applies while the table is being read is not dropped: the rows read
+// A change this replica makes while the table is being read is not undone: the rows read
 // may predate it, so they are read again (see Live.ReplaceEditsAt), at most syncEditsReads
-// times, after which live keeps what it holds until the next reload.
+// times, after which live keeps what it holds and ErrEditsBusy says so.
 func SyncEdits(ctx context.Context, load func(context.Context) ([]Edit, error), live *Live) error {
 	for range syncEditsReads {
 		version := live.EditsVersion()
@@ -139,7 +143,7 @@ func SyncEdits(ctx context.Context, load func(context.Context) ([]Edit, error), 
 			return nil
 		}
 	}
-	return nil
+	return ErrEditsBusy
 }
 
 // FollowTable reloads both tables into live (Reload) now, then every refresh
