@@ -55,8 +55,8 @@ func ForEachDB(t *testing.T, service string, fn func(t *testing.T, db *sqldb.DB)
 }
 
 // ForEachDatabaseURL runs fn as one subtest per database a test of real processes runs
-// against, named by its dialect: "sqlite" with url "" (each process opens its own SQLite
-// file, in its DATA_DIR), and "postgres" with the URL of a fresh database, dropped when the
+// against, named by its dialect: "sqlite" with url "" (each process opens the SQLite file
+// of its DATA_DIR; processes given one DATA_DIR share it), and "postgres" with the URL of a fresh database, dropped when the
 // test ends, when PostgresEnv is set. As with OpenDBs, PostgreSQL is skipped locally without
 // PostgresEnv and missing in CI.
 func ForEachDatabaseURL(t *testing.T, service string, fn func(t *testing.T, url string)) {

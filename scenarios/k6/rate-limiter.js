@@ -7,8 +7,8 @@
 // Turn the gateway's limit on and off while it runs (the playground's knobs, or the admin
 // API) and watch the 429 counter and the latency of accepted requests. Or shed instead: give
 // the catalog a concurrency limit at the gateway and watch the 503 counter, e.g.
-//   PATCH /admin/services/catalog {"max_in_flight": 64, "adaptive_concurrency": {"latency_target": "200ms"}} Fake client IPs go in
-// X-Forwarded-For, which the gateway believes only from its TRUSTED_PROXIES (the local
+//   PATCH /admin/services/catalog {"max_in_flight": 64, "adaptive_concurrency": {"latency_target": "200ms"}}
+// Fake client IPs go in X-Forwarded-For, which the gateway believes only from its TRUSTED_PROXIES (the local
 // `boxoffice up` trusts 127.0.0.1).
 import http from 'k6/http';
 import { check } from 'k6';
