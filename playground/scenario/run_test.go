@@ -281,15 +281,19 @@ func runOnFakeSystem(t *testing.T, doc string) (*fakeSystem, Result) {
 	return sys, res
 }
 
-const budgetScenario = `
-name: budget
-title: Budget
+// catalogScenario is the start of a scenario against the fake system's catalog: name, title
+// and knobs follow.
+const catalogScenario = `
 explainer: E
 docs: docs/x.md
 driver: request
 request: {method: GET, path: /v1/events, route: events}
 backend: {service: catalog, max_concurrent: 4, service_time: 10ms}
 streams: [{name: clients, identity: ip, count: 5}]
+`
+
+const budgetScenario = catalogScenario + `name: budget
+title: Budget
 knobs:
   - {name: gateway_retry_budget, kind: enum, options: ["off", "20%", "10%+1/s"], default: "20%"}
 profiles:
@@ -356,15 +360,8 @@ func TestParseRetryBudget(t *testing.T) {
 	}
 }
 
-const concurrencyScenario = `
-name: concurrency
+const concurrencyScenario = catalogScenario + `name: concurrency
 title: Concurrency
-explainer: E
-docs: docs/x.md
-driver: request
-request: {method: GET, path: /v1/events, route: events}
-backend: {service: catalog, max_concurrent: 4, service_time: 10ms}
-streams: [{name: clients, identity: ip, count: 5}]
 knobs:
   - {name: gateway_max_in_flight, kind: int, default: "0"}
   - {name: gateway_adaptive, kind: enum, options: [policy, "off", 200ms], default: policy}
