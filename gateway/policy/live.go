@@ -184,12 +184,7 @@ func (l *Live) ReplaceEditsAt(version uint64, es []Edit) (bool, error) {
 			replaced = false
 			return nil, nil
 		}
-		undo, err := l.replaceEdits(es)
-		if err != nil || undo == nil {
-			return undo, err
-		}
-		l.version++
-		return func() { undo(); l.version-- }, nil
+		return l.replaceEdits(es)
 	})
 	return replaced, err
 }
@@ -234,7 +229,8 @@ func (l *Live) replaceEdits(es []Edit) (func(), error) {
 	}
 	old := l.edits
 	l.edits = next
-	return func() { l.edits = old }, nil
+	l.version++
+	return func() { l.edits, l.version = old, l.version-1 }, nil
 }
 
 // fit returns the edits of es that apply over the file, and why the others do not. The whole
