@@ -210,8 +210,10 @@ func TestAdaptiveConcurrencyValidation(t *testing.T) {
 func TestAdaptiveConcurrencyClientGiveUps(t *testing.T) {
 	c := newClock()
 	var latency atomic.Int64
+	arrived := make(chan struct{}, 1)
 	b := newBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		c.Add(time.Duration(latency.Load()))
+		arrived <- struct{}{}
 		<-r.Context().Done() // never answers: the client gives up first
 	})
 	svc := ServiceConfig{Name: "svc", Instances: []string{b.url}, MaxInFlight: 8, Probe: ProbeConfig{Disabled: true},
@@ -220,8 +222,12 @@ func TestAdaptiveConcurrencyClientGiveUps(t *testing.T) {
 	giveUp := func(after time.Duration) {
 		t.Helper()
 		latency.Store(int64(after))
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
+		go func() {
+			<-arrived // the service has taken its time: now the client gives up
+			cancel()
+		}()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.url+"/hang", nil)
 		if res, err := http.DefaultClient.Do(req); err == nil {
 			res.Body.Close()
