@@ -209,10 +209,11 @@ type Limit struct {
 	// Shards, when above 1, splits the budget over this many Redis keys, each its own hash
 	// tag, so that a Redis Cluster spreads a key too hot for one node over its nodes; each
 	// request spends from one shard picked at random. The limit is never exceeded, but a
-	// request may be denied by its shard while another has budget left, and the RateLimit
-	// headers show its shard's share. At most the limit (and the burst): every shard needs a
-	// budget of one. 0 or 1, the default, keeps one key. Switching shards on or off starts
-	// from fresh keys: the budget already spent is forgotten once.
+	// request may be denied by its shard while another has budget left; the RateLimit
+	// headers show the whole limit, and the shard's remaining scaled to all shards. At most
+	// the limit (and the burst): every shard needs a budget of one. 0 or 1, the default,
+	// keeps one key. Switching shards on or off starts from fresh keys: the budget already
+	// spent is forgotten once.
 	Shards int `yaml:"shards" json:"shards,omitempty"`
 }
 

@@ -38,10 +38,25 @@ type Leases struct {
 	calls int // since the last sweep
 }
 
-// inHand is what a replica holds of one rule and key.
+// inHand is what a replica holds of one rule and key, and what the store said when it was
+// taken, so that a decision made in hand reports the budget as the replica last knew it.
 type inHand struct {
 	tokens  int64
 	expires time.Time
+	// stored is what the store had left after the batch was taken; resetAt is when, as it
+	// said then, its budget would be full again.
+	stored  int64
+	resetAt time.Time
+}
+
+// decision is a leased request's decision as this replica knows the budget: what the store
+// had left at the last batch plus the tokens still in hand. Other replicas may have spent
+// from the store since, so Remaining is an upper estimate, never more than the limit.
+func (h *inHand) decision(q Request, now time.Time, path Path) Decision {
+	d := verdict{allowed: true, remaining: h.stored + h.tokens}.decision(q, path)
+	d.Remaining = min(d.Remaining, q.Rule.capacity())
+	d.Reset = max(0, h.resetAt.Sub(now))
+	return d
 }
 
 // NewLeases wraps inner, usually a Failsafe or a Redis; now nil means time.Now.
@@ -135,6 +150,8 @@ func (l *Leases) Allow(ctx context.Context, reqs []Request) (Result, error) {
 		}
 		h.tokens = min(int64(q.Rule.Lease), h.tokens+max(0, int64(q.Rule.Lease)-q.cost()))
 		h.expires = now.Add(q.Rule.Window)
+		h.stored, h.resetAt = int64(ds[i].Remaining), now.Add(ds[i].Reset)
+		ds[i] = h.decision(q, now, ds[i].Path)
 	}
 	return combine(ds), nil
 }
@@ -161,7 +178,7 @@ func (l *Leases) spendInHand(reqs []Request, now time.Time, ds []Decision) []boo
 		}
 		h.tokens -= q.cost()
 		spent[i] = true
-		ds[i] = verdict{allowed: true, remaining: h.tokens}.decision(q, PathLease)
+		ds[i] = h.decision(q, now, PathLease)
 	}
 	return spent
 }

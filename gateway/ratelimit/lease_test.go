@@ -75,8 +75,8 @@ func TestLeasesCarryOverIsTheOvershoot(t *testing.T) {
 	req := []Request{{Rule: rule, Key: "event:final"}}
 
 	clk.Set(epoch.Add(900 * time.Millisecond))
-	if res := mustAllow(t, ls[0], req); !res.Allowed || res.Remaining != 90 {
-		t.Fatalf("first request: allowed %v, store remaining %d; want true 90 (a batch of 10 taken)", res.Allowed, res.Remaining)
+	if res := mustAllow(t, ls[0], req); !res.Allowed || res.Remaining != 99 {
+		t.Fatalf("first request: allowed %v, remaining %d; want true 99 (90 in the store, 9 in hand)", res.Allowed, res.Remaining)
 	}
 	clk.Set(epoch.Add(time.Second)) // next window: replica 1 drains the store
 	n := 0
@@ -268,6 +268,62 @@ func TestHotKeyWrappersPassThrough(t *testing.T) {
 	mustAllow(t, wrapped, reqs)
 	if &inner.got[0] == &reqs[0] {
 		t.Error("a request with a leased rule reached the inner limiter as it was, want its batch request")
+	}
+}
+
+// A leased decision reports the budget as the replica knows it, as a client reads its
+// headers: what the store had left at the last batch plus the tokens in hand, and the
+// store's reset counting down, whether the store or the hand decided.
+func TestLeasesReportTheBudgetAsKnown(t *testing.T) {
+	clk := newClock(epoch)
+	l := NewLeases(NewMemory(clk.Now), clk.Now)
+	rule := Rule{ID: "hot", Algorithm: TokenBucket, Limit: 100, Window: 100 * time.Second, Lease: 10} // a token a second
+	req := []Request{{Rule: rule, Key: "k"}}
+	tests := []struct {
+		name          string
+		advance       time.Duration
+		wantRemaining int
+		wantReset     time.Duration
+	}{
+		{"batch taken from the store", 0, 99, 10 * time.Second}, // 90 stored, 9 in hand
+		{"spent in hand", 4 * time.Second, 98, 6 * time.Second},
+		{"spent in hand later", 3 * time.Second, 97, 3 * time.Second},
+	}
+	for _, tt := range tests {
+		clk.Add(tt.advance)
+		res := mustAllow(t, l, req)
+		if !res.Allowed || res.Remaining != tt.wantRemaining || res.Reset != tt.wantReset || res.Limit != 100 {
+			t.Errorf("%s: allowed %v, limit %d, remaining %d, reset %v; want true, 100, %d, %v",
+				tt.name, res.Allowed, res.Limit, res.Remaining, res.Reset, tt.wantRemaining, tt.wantReset)
+		}
+	}
+}
+
+// A sharded decision speaks of the whole rule: its limit, and its shard's remaining scaled
+// to all shards, never above the capacity.
+func TestShardedReportsTheWholeRule(t *testing.T) {
+	clk := newClock(epoch)
+	shardOf := 0
+	s := NewSharded(NewMemory(clk.Now), func(int) int { return shardOf })
+	rule := Rule{ID: "hot", Algorithm: TokenBucket, Limit: 100, Window: time.Minute, Burst: 10, Shards: 4}
+	other := Request{Rule: Rule{ID: "per-ip", Algorithm: FixedWindow, Limit: 1000, Window: time.Minute}, Key: "ip:1"}
+	req := []Request{{Rule: rule, Key: "k"}, other}
+	// Shard 0 holds 3 of the burst of 10 (10/4 rounded up); 2 are left after a request.
+	res := mustAllow(t, s, req)
+	if d := res.Rules[0]; d.Limit != 100 || d.Remaining != 8 {
+		t.Errorf("first request: limit %d, remaining %d; want 100 (the rule's), 8 (2 left × 4 shards)", d.Limit, d.Remaining)
+	}
+	if res.Rule != "hot" || res.Remaining != 8 {
+		t.Errorf("effective decision: rule %s, remaining %d; want hot, 8 (the closest to exhaustion, recomputed)", res.Rule, res.Remaining)
+	}
+	mustAllow(t, s, req)
+	mustAllow(t, s, req)
+	res = mustAllow(t, s, req)
+	if d := res.Rules[0]; d.Allowed || d.Remaining != 0 || d.RetryAfter <= 0 || d.Limit != 100 {
+		t.Errorf("shard drained: allowed %v, limit %d, remaining %d, retry after %v; want false, 100, 0, > 0", d.Allowed, d.Limit, d.Remaining, d.RetryAfter)
+	}
+	if res.Allowed || res.Rule != "hot" {
+		t.Errorf("effective decision: allowed %v by %s, want denied by hot", res.Allowed, res.Rule)
 	}
 }
 

@@ -79,7 +79,7 @@ func TestMemoryRetryAfterAndReset(t *testing.T) {
 			steps := randomTrace(rng, rule, 60)
 			for i, s := range steps {
 				d := probe(t, rule, steps[:i], s)
-				if !d.Allowed && d.RetryAfter < rule.Window && s.cost <= capacity(rule) {
+				if !d.Allowed && d.RetryAfter < rule.Window && s.cost <= rule.capacity() {
 					if got := probe(t, rule, steps[:i], step{at: s.at + d.RetryAfter, key: s.key, cost: s.cost}); !got.Allowed {
 						t.Errorf("step %d denied with RetryAfter %v; retried then: allowed = false, want true", i, d.RetryAfter)
 					}
@@ -87,7 +87,7 @@ func TestMemoryRetryAfterAndReset(t *testing.T) {
 						t.Errorf("step %d denied with RetryAfter %v; retried 1µs sooner: allowed = true, want false", i, d.RetryAfter)
 					}
 				}
-				full := capacity(rule) - 1
+				full := rule.capacity() - 1
 				if got := probe(t, rule, steps[:i+1], step{at: s.at + d.Reset, key: s.key, cost: 1}); got.Remaining != full {
 					t.Errorf("step %d: Reset %v; probed then: remaining = %d, want %d", i, d.Reset, got.Remaining, full)
 				}

@@ -175,6 +175,14 @@ func (r Rule) params() params {
 	return p
 }
 
+// capacity is the most a fresh key can spend at once under r.
+func (r Rule) capacity() int {
+	if (r.Algorithm == TokenBucket || r.Algorithm == GCRA) && r.Burst > 0 {
+		return r.Burst
+	}
+	return r.Limit
+}
+
 func (r Rule) enforced() bool { return r.Mode != Shadow }
 
 // Request asks one rule about one key.

@@ -17,8 +17,11 @@ import (
 // when traffic falls unevenly: a request may be denied by its shard while another shard
 // still has budget. With random picks and many requests the shards drain evenly.
 //
-// The decision a sharded rule returns is its shard's: Limit and Remaining are the shard's.
-// Sharded is safe for concurrent use if pick is.
+// The decision a sharded rule returns speaks of the whole rule, as a client reads its
+// headers: Limit is the rule's, Remaining its shard's remaining times the shards (what is
+// left overall if the shards drained evenly, as random picks make them), at most the
+// capacity; Reset and RetryAfter are the shard's. Sharded is safe for concurrent use if pick
+// is.
 type Sharded struct {
 	inner Limiter
 	pick  func(n int) int
@@ -47,7 +50,18 @@ func (s *Sharded) Allow(ctx context.Context, reqs []Request) (Result, error) {
 		}
 		out[i] = q
 	}
-	return s.inner.Allow(ctx, out)
+	res, err := s.inner.Allow(ctx, out)
+	if err != nil {
+		return res, err
+	}
+	for i, q := range reqs {
+		if q.Rule.Shards > 1 && i < len(res.Rules) {
+			d := &res.Rules[i]
+			d.Limit = q.Rule.Limit
+			d.Remaining = min(q.Rule.capacity(), d.Remaining*q.Rule.Shards)
+		}
+	}
+	return combine(res.Rules), nil
 }
 
 // Release passes leases to the inner limiter; they name their shard already.

@@ -98,11 +98,3 @@ func testRules() []Rule {
 	}
 	return rules
 }
-
-// capacity is the most a fresh key can spend at once under rule.
-func capacity(r Rule) int {
-	if (r.Algorithm == TokenBucket || r.Algorithm == GCRA) && r.Burst > 0 {
-		return r.Burst
-	}
-	return r.Limit
-}
