@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -33,9 +34,9 @@ type Leases struct {
 	now       func() time.Time
 	decisions *decisionCounter // nil: no metrics
 
-	mu    sync.Mutex
-	held  map[string]*inHand
-	calls int // since the last sweep
+	mu     sync.Mutex
+	held   map[string]*inHand
+	sweeps sweeper
 }
 
 // inHand is what a replica holds of one rule and key, and what the store said when it was
@@ -213,15 +214,8 @@ func (l *Leases) count(ctx context.Context, reqs []Request, spent []bool) {
 // least), so its cost per call stays constant however many keys are held. Call it with mu
 // held.
 func (l *Leases) sweep(now time.Time) {
-	l.calls++
-	if l.calls < max(64, len(l.held)) {
-		return
-	}
-	l.calls = 0
-	for k, h := range l.held {
-		if !now.Before(h.expires) {
-			delete(l.held, k)
-		}
+	if l.sweeps.due(len(l.held)) {
+		maps.DeleteFunc(l.held, func(_ string, h *inHand) bool { return !now.Before(h.expires) })
 	}
 }
 

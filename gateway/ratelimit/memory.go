@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -18,7 +19,7 @@ type Memory struct {
 
 	mu     sync.Mutex
 	keys   map[string]*entry
-	calls  int // decisions since the last sweep of idle keys
+	sweeps sweeper
 	leases uint64
 	last   int64 // µs; the latest time decided at, so time never runs backwards
 }
@@ -136,14 +137,22 @@ func (m *Memory) lookup(q Request, now int64) *entry {
 // sweep drops expired keys once every len(keys) decisions, so its cost per decision stays
 // constant however many keys there are.
 func (m *Memory) sweep(now int64) {
-	m.calls++
-	if m.calls < max(64, len(m.keys)) {
-		return
+	if m.sweeps.due(len(m.keys)) {
+		maps.DeleteFunc(m.keys, func(_ string, e *entry) bool { return e.expires <= now })
 	}
-	m.calls = 0
-	for k, e := range m.keys {
-		if e.expires <= now {
-			delete(m.keys, k)
-		}
+}
+
+// sweeper spaces out full passes over a map of expiring entries: one every len(map) calls,
+// 64 at least, so that a call costs a constant amount on average however many keys there
+// are. Memory and Leases each keep one, guarded by their own mutex.
+type sweeper struct{ calls int }
+
+// due counts a call and reports whether a pass over n entries is due now.
+func (s *sweeper) due(n int) bool {
+	s.calls++
+	if s.calls < max(64, n) {
+		return false
 	}
+	s.calls = 0
+	return true
 }
