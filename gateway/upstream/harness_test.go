@@ -136,12 +136,14 @@ func (c *clock) Add(d time.Duration) {
 }
 
 // gateway is a real HTTP server whose only handler is Forward to service "svc". Requests
-// carrying "X-Retry: 1" may be retried.
+// carrying "X-Retry: 1" may be retried. When maxBody is set, request bodies are capped at
+// it with http.MaxBytesReader, as the gateway's max_body_bytes does.
 type gateway struct {
-	pools  *Pools
-	url    string
-	reader *sdkmetric.ManualReader
-	ro     RouteOptions
+	pools   *Pools
+	url     string
+	reader  *sdkmetric.ManualReader
+	ro      RouteOptions
+	maxBody int64
 }
 
 // startGateway builds Pools for services (o's MeterProvider is set to a manual reader) and
@@ -164,6 +166,9 @@ func startGateway(t *testing.T, services []ServiceConfig, o Options, ro RouteOpt
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ro := g.ro
 		ro.Retry = r.Header.Get("X-Retry") == "1"
+		if g.maxBody > 0 {
+			r.Body = http.MaxBytesReader(w, r.Body, g.maxBody)
+		}
 		p.Forward(w, r, "svc", ro)
 	}))
 	t.Cleanup(srv.Close)

@@ -23,7 +23,9 @@ import (
 //     32 times, back to the first length after a request succeeds. It catches a dead
 //     instance between two probes, or when probes are disabled. Statuses from the upstream,
 //     5xx included, are not failures: a broken endpoint or an injected error rate must not
-//     eject healthy instances, and an overloaded service sheds with 503 on purpose.
+//     eject healthy instances, and an overloaded service sheds with 503 on purpose. Nor is
+//     a failure of the client's own body (over the cap, stalled, cut off): otherwise any
+//     client could eject instances at will (clientbody.go).
 //
 // A failed probe also says why, and the reasons are not worth the same:
 //

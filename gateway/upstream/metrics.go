@@ -16,6 +16,8 @@ import (
 //	upstream_requests_total{service, instance, outcome}  one per attempt; outcome: 1xx … 5xx
 //	                                                     | timeout | connect_error | error
 //	                                                     | canceled | aborted (body cut short)
+//	                                                     | client_body (the client's body:
+//	                                                     over the cap, too slow, cut off)
 //	upstream_request_duration_seconds{service}           one attempt, until its body was sent
 //	upstream_shed_total{service}                         503: the concurrency limit reached
 //	                                                     (not a 429)
@@ -40,7 +42,7 @@ type metrics struct {
 }
 
 // outcomes are the values of upstream_requests_total's outcome label.
-var outcomes = []string{"1xx", "2xx", "3xx", "4xx", "5xx", "timeout", "connect_error", "error", "canceled", "aborted"}
+var outcomes = []string{"1xx", "2xx", "3xx", "4xx", "5xx", "timeout", "connect_error", "error", "canceled", "aborted", outcomeClientBody}
 
 // retryOutcomes are the values of upstream_retries_total's outcome label.
 var retryOutcomes = []string{"sent", "budget_exhausted", "no_other_instance"}

@@ -45,13 +45,20 @@ var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceCont
 // Forward sends r to an instance of service and streams the response to w.
 //
 // It sheds first (503 + Retry-After when the service has as many requests in flight as its
-// concurrency limit, MaxInFlight or the adaptive limit below it),
-// then picks a ready instance, or in panic one whose probes only time out (503 + Retry-After
-// when there is none), proxies, and on a connection failure or a timeout retries once on
-// another instance when ro.Retry is set and the retry budget has room. A failure that is not retried answers 502 (or 504 for a timeout), as
-// application/problem+json. Once the upstream's response headers have arrived, Forward
-// never writes anything of its own: an upstream that breaks off its body aborts the client's
-// connection (http.ErrAbortHandler, as httputil.ReverseProxy does).
+// concurrency limit, MaxInFlight or the adaptive limit below it), then picks a ready
+// instance, or in panic one whose probes only time out (503 + Retry-After when there is
+// none), proxies, and on a connection failure or a timeout retries once on another instance
+// when ro.Retry is set and the retry budget has room. A failure that is not retried answers
+// 502 (or 504 for a timeout), as application/problem+json.
+//
+// A failure of the client's own body is the client's: 413 over its cap (r.Body an
+// http.MaxBytesReader), 408 when the client stopped sending until the response timeout, 499
+// when it went away, 400 when malformed. It is not retried, and counts neither toward
+// ejecting the instance nor in the adaptive limit.
+//
+// Once the upstream's response headers have arrived, Forward never writes anything of its
+// own: an upstream that breaks off its body aborts the client's connection
+// (http.ErrAbortHandler, as httputil.ReverseProxy does).
 //
 // The response carries HeaderUpstream. Forward reads r's body at most twice and closes it.
 func (p *Pools) Forward(w http.ResponseWriter, r *http.Request, service string, ro RouteOptions) {
@@ -161,13 +168,23 @@ func (p *Pools) attempt(w http.ResponseWriter, r *http.Request, pl *pool, in *in
 	}
 
 	a := &attempt{in: in, connect: ro.ConnectTimeout}
-	a.timer = time.AfterFunc(ro.ResponseTimeout, func() { cancel(errResponseTimeout) })
-	defer a.timer.Stop()
 	out := r.WithContext(context.WithValue(ctx, attemptKey{}, a))
-	if body != nil {
+	var cb *clientBody // the client's body, streamed: its failures are the client's
+	switch {
+	case body != nil:
 		// Sent again from memory, with its length now known.
 		out.Body, out.ContentLength, out.TransferEncoding = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
+	case r.Body != nil && r.Body != http.NoBody:
+		cb = &clientBody{body: r.Body, ctx: ctx}
+		out.Body = cb
 	}
+	a.timer = time.AfterFunc(ro.ResponseTimeout, func() {
+		if cb != nil && cb.stall() {
+			unblock(w)
+		}
+		cancel(errResponseTimeout)
+	})
+	defer a.timer.Stop()
 
 	start := p.now()
 	if !in.routable(start.UnixNano()) {
@@ -194,10 +211,19 @@ func (p *Pools) attempt(w http.ResponseWriter, r *http.Request, pl *pool, in *in
 		return nil
 	}
 	f := &failure{instance: in.key}
+	if err := cb.failure(); err != nil {
+		// The client's body failed, not the instance: no ejection, no retry, no word to
+		// the adaptive limit.
+		f.status, f.detail = clientBodyAnswer(r.Context(), err, cb.stalled.Load())
+		outcome = outcomeClientBody
+		span.RecordError(err)
+		span.SetStatus(codes.Error, outcome)
+		return f
+	}
 	switch kind := classify(r.Context(), ctx, a.err); kind {
 	case "canceled":
 		// The client went away: not the instance's fault, and nobody to answer.
-		f.status, f.detail = 499, "client closed the request"
+		f.status, f.detail = statusClientClosed, "client closed the request"
 		outcome = kind
 		span.SetStatus(codes.Error, kind)
 		return f
@@ -222,14 +248,15 @@ func (p *Pools) attempt(w http.ResponseWriter, r *http.Request, pl *pool, in *in
 // (a connection that failed, timed out or broke off) is ejection's business, not the
 // service's load. A client that gave up says something only when it waited past the
 // target: a service slower than its clients' patience must still cut its limit, even if it
-// never reaches the response timeout.
+// never reaches the response timeout. A client whose body failed (over the cap, too slow,
+// cut off) says nothing: the service never had the whole request to answer.
 func (p *Pools) adapt(al *adaptiveLimit, pl *pool, a *attempt, outcome string, start, end time.Time) {
 	latency := end.Sub(start)
 	if !a.headers.IsZero() {
 		latency = a.headers.Sub(start) // a slow client's download is not the service's
 	}
 	switch {
-	case outcome == "connect_error", outcome == "error", dialFailed(a.err):
+	case outcome == "connect_error", outcome == "error", outcome == outcomeClientBody, dialFailed(a.err):
 		return
 	case outcome == "canceled" && latency <= al.latencyTarget():
 		return
@@ -265,18 +292,23 @@ func classify(client, attemptCtx context.Context, err error) string {
 // write answers the client for a failure no retry repaired.
 func (f *failure) write(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderUpstream, f.instance)
-	if f.status == 499 {
+	if f.status == statusClientClosed {
 		w.WriteHeader(f.status) // nginx's "client closed request", for the access log
 		return
 	}
 	writeProblem(w, r, f.status, f.detail)
 }
 
-// writeProblem answers with an application/problem+json body that names the trace.
+// writeProblem answers with an application/problem+json body that names the trace. A 4xx
+// (the client's body) has code invalid, as the gateway's own 413 has; a 5xx unavailable.
 func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail string) {
+	code := problem.Unavailable
+	if status < http.StatusInternalServerError {
+		code = problem.Invalid
+	}
 	d := problem.Details{
 		Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail,
-		Instance: r.URL.Path, Code: problem.Unavailable,
+		Instance: r.URL.Path, Code: code,
 	}
 	if sc := trace.SpanContextFromContext(r.Context()); sc.HasTraceID() {
 		d.TraceID = sc.TraceID().String()
@@ -284,15 +316,15 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail str
 	problem.WriteDetails(w, status, d)
 }
 
+// writeBodyError answers a request whose body could not be read into memory for a retry,
+// as an attempt answers one whose streamed body failed.
 func writeBodyError(w http.ResponseWriter, r *http.Request, err error) {
-	if maxErr, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		d := problem.Details{Type: "about:blank", Title: http.StatusText(http.StatusRequestEntityTooLarge),
-			Status: http.StatusRequestEntityTooLarge, Code: problem.Invalid, Instance: r.URL.Path,
-			Detail: fmt.Sprintf("request body is larger than %d bytes", maxErr.Limit)}
-		problem.WriteDetails(w, d.Status, d)
+	status, detail := clientBodyAnswer(r.Context(), err, false)
+	if status == statusClientClosed {
+		w.WriteHeader(status)
 		return
 	}
-	problem.Write(w, r, nil, problem.New(problem.Invalid, "request body could not be read"))
+	writeProblem(w, r, status, detail)
 }
 
 // replayBody reads r's body into memory when a retry may have to send it again. It returns
