@@ -55,62 +55,112 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 // access log line with the route, status, duration, upstream instance, the rule that decided
 // and the trace id (the logger adds trace_id from the context). Credentials never reach the
 // log: only ids (user, tenant, API key id).
+//
+// A request whose handler panics is recorded too, then the panic goes on to net/http. The
+// usual one is http.ErrAbortHandler, from the reverse proxy when the client hangs up
+// mid-body (outcome client_closed) or the upstream breaks its body off (upstream_aborted);
+// any other is outcome panic. The status logged is the one the client already got, else
+// 499 for a client that left and 500 for the rest.
 func (g *gateway) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				g.record(w, r, rec, panicOutcome(r, p))
+				panic(p) // net/http aborts the connection, and logs any panic but ErrAbortHandler
+			}
+		}()
 		next.ServeHTTP(rec, r)
-		ex := exchangeOf(r)
-		took := g.now().Sub(ex.start)
-		status := rec.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		route, outcome := "none", ex.outcome
-		if ex.route != nil {
-			route = ex.route.ID
-		}
-		if outcome == "" {
-			outcome = "upstream"
-		}
-		ctx := r.Context()
-		m := g.metrics
-		m.requests.Add(ctx, 1, m.attrs.get(attrKey{route, "method", method(r.Method), "code", status}))
-		m.duration.Record(ctx, took.Seconds(), m.attrs.get(attrKey{route, "outcome", outcome, "", 0}))
-		if ex.outcome != "" {
-			m.rejections.Add(ctx, 1, m.attrs.get(attrKey{route, "reason", ex.outcome, "", 0}))
-		}
-		if !g.log.Enabled(ctx, slog.LevelInfo) {
-			return // the attributes below cost a dozen allocations for a line nobody reads
-		}
-		attrs := []slog.Attr{
-			slog.String("request_id", ex.id),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.String("route", route),
-			slog.Int("status", status),
-			slog.Float64("duration_ms", float64(took.Microseconds())/1000),
-			slog.Int64("bytes", rec.bytes),
-			slog.String("outcome", outcome),
-			slog.String("ip", ex.ip.String()),
-		}
-		if u := w.Header().Get(upstream.HeaderUpstream); u != "" {
-			attrs = append(attrs, slog.String("upstream", u))
-		}
-		if ex.caller.User != "" {
-			attrs = append(attrs, slog.String("user", ex.caller.User))
-		}
-		if ex.caller.Tenant != "" {
-			attrs = append(attrs, slog.String("tenant", ex.caller.Tenant), slog.String("api_key_id", ex.caller.KeyID))
-		}
-		if len(ex.reqs) > 0 {
-			attrs = append(attrs, slog.String("rule", ex.result.Rule), slog.String("decision", string(ex.result.Path)), slog.Int("remaining", ex.result.Remaining))
-		}
-		if len(ex.shadow) > 0 {
-			attrs = append(attrs, slog.Any("shadow_denied", ex.shadow))
-		}
-		g.log.LogAttrs(ctx, slog.LevelInfo, "access", attrs...)
+		g.record(w, r, rec, "")
 	})
 }
+
+// Outcomes of requests whose handler panicked, for the access log and the duration metric.
+// They are not rejections: the gateway did not answer these itself.
+const (
+	outcomeClientClosed    = "client_closed"
+	outcomeUpstreamAborted = "upstream_aborted"
+	outcomePanic           = "panic"
+)
+
+// panicOutcome names why r's handler panicked with p.
+func panicOutcome(r *http.Request, p any) string {
+	switch {
+	case p != http.ErrAbortHandler:
+		return outcomePanic
+	case r.Context().Err() != nil: // net/http cancels the context when the connection closes
+		return outcomeClientClosed
+	}
+	return outcomeUpstreamAborted
+}
+
+// record writes r's metrics and access log line. ended is why the handler panicked, ""
+// when it returned.
+func (g *gateway) record(w http.ResponseWriter, r *http.Request, rec *recorder, ended string) {
+	ex := exchangeOf(r)
+	took := g.now().Sub(ex.start)
+	status := rec.status
+	switch {
+	case status != 0:
+	case ended == outcomeClientClosed:
+		status = statusClientClosed
+	case ended != "":
+		status = http.StatusInternalServerError
+	default:
+		status = http.StatusOK
+	}
+	route, outcome := "none", ex.outcome
+	if ex.route != nil {
+		route = ex.route.ID
+	}
+	if ended != "" && outcome == "" {
+		outcome = ended
+	}
+	if outcome == "" {
+		outcome = "upstream"
+	}
+	ctx := r.Context()
+	m := g.metrics
+	m.requests.Add(ctx, 1, m.attrs.get(attrKey{route, "method", method(r.Method), "code", status}))
+	m.duration.Record(ctx, took.Seconds(), m.attrs.get(attrKey{route, "outcome", outcome, "", 0}))
+	if ex.outcome != "" {
+		m.rejections.Add(ctx, 1, m.attrs.get(attrKey{route, "reason", ex.outcome, "", 0}))
+	}
+	if !g.log.Enabled(ctx, slog.LevelInfo) {
+		return // the attributes below cost a dozen allocations for a line nobody reads
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", ex.id),
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.String("route", route),
+		slog.Int("status", status),
+		slog.Float64("duration_ms", float64(took.Microseconds())/1000),
+		slog.Int64("bytes", rec.bytes),
+		slog.String("outcome", outcome),
+		slog.String("ip", ex.ip.String()),
+	}
+	if u := w.Header().Get(upstream.HeaderUpstream); u != "" {
+		attrs = append(attrs, slog.String("upstream", u))
+	}
+	if ex.caller.User != "" {
+		attrs = append(attrs, slog.String("user", ex.caller.User))
+	}
+	if ex.caller.Tenant != "" {
+		attrs = append(attrs, slog.String("tenant", ex.caller.Tenant), slog.String("api_key_id", ex.caller.KeyID))
+	}
+	if len(ex.reqs) > 0 {
+		attrs = append(attrs, slog.String("rule", ex.result.Rule), slog.String("decision", string(ex.result.Path)), slog.Int("remaining", ex.result.Remaining))
+	}
+	if len(ex.shadow) > 0 {
+		attrs = append(attrs, slog.Any("shadow_denied", ex.shadow))
+	}
+	g.log.LogAttrs(ctx, slog.LevelInfo, "access", attrs...)
+}
+
+// statusClientClosed is nginx's "client closed request", logged for a request that ended
+// before any status was written.
+const statusClientClosed = 499
 
 // attrSets keeps the attribute sets of the metrics' label combinations, built once each:
 // building a set sorts and hashes its attributes and allocates, several times per request

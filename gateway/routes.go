@@ -192,7 +192,8 @@ func challenge(mode policy.AuthMode) string {
 // rateLimit decides every limit of the request in one limiter call. Denied: 429 with the
 // RateLimit fields, or 503 when a fail-closed rule cannot reach the store. Allowed: the
 // budget fields on the response, and after it the slots released and response costs
-// charged. Shadow rules that would have denied are only noted for the access log.
+// charged, even when the response ends in a panic. Shadow rules that would have denied are
+// only noted for the access log.
 func (g *gateway) rateLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ex := exchangeOf(r)
@@ -220,8 +221,10 @@ func (g *gateway) rateLimit(next http.Handler) http.Handler {
 			return
 		}
 		limits.SetHeaders(w.Header(), reqs, res)
+		// Deferred: a client that hangs up mid-body makes the reverse proxy panic
+		// (http.ErrAbortHandler), and its slots and costs must be settled all the same.
+		defer g.enforcer.Settle(r.Context(), res, charges, w.Header(), nil)
 		next.ServeHTTP(w, r)
-		g.enforcer.Settle(r.Context(), res, charges, w.Header(), nil)
 	})
 }
 
