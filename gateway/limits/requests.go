@@ -149,13 +149,13 @@ func hashed(v string) string {
 
 // lazyBody reads a request's JSON body once, on first need, and puts it back for the upstream.
 type lazyBody struct {
-	r      *http.Request
-	read   bool
-	fields map[string]json.RawMessage
+	r       *http.Request
+	read    bool
+	members []member
 }
 
-// field returns a top-level string field of the body, "" when the body is not a JSON object
-// holding one.
+// field returns the top-level string field name of the body as the service behind the
+// gateway reads it (see stringField); "" when the body holds none.
 func (b *lazyBody) field(name string) string {
 	if !b.read {
 		b.read = true
@@ -167,14 +167,74 @@ func (b *lazyBody) field(name string) string {
 				return ""
 			}
 			b.r.Body = io.NopCloser(bytes.NewReader(data))
-			_ = json.Unmarshal(data, &b.fields) // not an object: no fields, no key
+			b.members = topLevel(data)
 		}
 	}
-	var s string
-	if json.Unmarshal(b.fields[name], &s) != nil {
-		return ""
+	return stringField(b.members, name)
+}
+
+// member is one name and value of a JSON object, the name unescaped.
+type member struct {
+	name  string
+	value json.RawMessage
+}
+
+// topLevel returns the members of the first JSON value in data, in order, when that value is
+// an object; nil when it is not, or is not valid JSON. Only the first value counts, as it does
+// for a service that decodes its body with a json.Decoder: what follows it is the service's
+// to refuse or ignore, and the key must name what the service reads.
+func topLevel(data []byte) []member {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var first json.RawMessage
+	if dec.Decode(&first) != nil { // checks the whole value, so the walk below cannot fail
+		return nil
 	}
-	return s
+	dec = json.NewDecoder(bytes.NewReader(first))
+	if t, _ := dec.Token(); t != json.Delim('{') {
+		return nil
+	}
+	var ms []member
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		name, ok := t.(string) // inside an object a name comes before each value
+		m := member{name: name}
+		if !ok || dec.Decode(&m.value) != nil {
+			return nil
+		}
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// stringField returns what encoding/json (v1, which the services decode with) leaves in a
+// string struct field tagged name after decoding an object of members into it:
+//
+//   - a member matches when its name equals name exactly or under encoding/json's case
+//     folding, which is strings.EqualFold's: "Email" and "EMAIL" match "email", and so do
+//     non-ASCII folds such as the Kelvin sign K for k and the long s ſ for s;
+//   - every matching member is decoded in order, so the last string wins;
+//   - null leaves the field as it was, and so does any other non-string value (a number, a
+//     bool, an object, an array): encoding/json reports a type error and goes on.
+//
+// A body that names the field only with values that are not strings therefore builds no key:
+// the service's field is empty, no account or other subject is named, and the route's other
+// limits (per IP) still apply. The key never differs from what the service reads, whatever
+// mix of spellings and duplicates a client sends.
+func stringField(members []member, name string) string {
+	var v string
+	for _, m := range members {
+		if !strings.EqualFold(m.name, name) {
+			continue
+		}
+		var s string
+		if m.value[0] == '"' && json.Unmarshal(m.value, &s) == nil {
+			v = s
+		}
+	}
+	return v
 }
 
 // failingReader returns err once the bytes before it are read.
