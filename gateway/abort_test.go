@@ -211,11 +211,15 @@ limits:
 		{"a bug after the status", bug, 100, false, outcomePanic, http.StatusOK},
 		{"a bug before any answer", bug, 0, false, outcomePanic, http.StatusInternalServerError},
 	}
-	for _, tt := range tests {
+	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// A client of its own: the slot of the previous case's last request may still
+			// be being released.
+			client := "192.0.2." + strconv.Itoa(i+1) + ":1234"
 			*fw = panickingForwarder{panicWith: tt.panicWith, wrote: tt.wrote}
 			before, counted := len(accessLines(t, logs.String())), durationCount(t, reader, tt.wantOutcome)
 			r := httptest.NewRequest("GET", "/v1/stream", nil)
+			r.RemoteAddr = client
 			if tt.clientGone {
 				ctx, cancel := context.WithCancel(r.Context())
 				cancel()
@@ -239,8 +243,9 @@ limits:
 
 			fw.panicWith = nil
 			testkit.Eventually(t, 2*time.Second, "the slot of the panicked request is released", func() bool {
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, httptest.NewRequest("GET", "/v1/stream", nil))
+				w, r := httptest.NewRecorder(), httptest.NewRequest("GET", "/v1/stream", nil)
+				r.RemoteAddr = client
+				h.ServeHTTP(w, r)
 				return w.Code == http.StatusNoContent
 			})
 		})
