@@ -85,6 +85,22 @@ func (s goService) httpPort() string {
 	return fmt.Sprint(s.d.HTTPPort)
 }
 
+// metricsPort is the port where the service serves /metrics: its HTTP port, or for an edge
+// deployable, whose HTTP port is public, its admin listener's (ADMIN_ADDR, or its default).
+func (s goService) metricsPort() string {
+	if !s.d.Edge {
+		return s.httpPort()
+	}
+	addr, ok := s.env("ADMIN_ADDR")
+	if !ok {
+		if i := slices.IndexFunc(s.d.Env, func(v EnvVar) bool { return v.Name == "ADMIN_ADDR" }); i >= 0 {
+			addr = s.d.Env[i].Default
+		}
+	}
+	_, p, _ := net.SplitHostPort(addr)
+	return p
+}
+
 // grpcPort is the port of the service's gRPC listener, "" when it has none.
 func (s goService) grpcPort() string {
 	if v, ok := s.env("GRPC_ADDR"); ok {

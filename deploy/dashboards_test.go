@@ -138,10 +138,11 @@ limits:
 	if err := os.WriteFile(policyFile, []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	gw := testkit.RunProcess(t, gateway.Run, map[string]string{
 		"POLICY_FILE": policyFile,
 		"REDIS_URL":   rd.URL(),
-		"ADMIN_ADDR":  fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)),
+		"ADMIN_ADDR":  adminAddr,
 		"ADMIN_TOKEN": "test",
 		"AUTH_URL":    backend.URL,
 	})
@@ -177,7 +178,7 @@ limits:
 	testkit.Eventually(t, 10*time.Second, "POST /closed answers 503 (fail closed)", func() bool { return status("POST", "/closed") == http.StatusServiceUnavailable })
 	status("GET", "/open")
 
-	return scrape(t, gw.HTTPURL)
+	return scrape(t, "http://"+adminAddr) // the gateway serves /metrics on its admin listener
 }
 
 // scrapeBusyService returns the sample names and label names of a service's /metrics after

@@ -165,8 +165,9 @@ type prometheusConfig struct {
 	} `yaml:"scrape_configs"`
 }
 
-// checkPrometheus: Prometheus scrapes every container of every deployable, at its HTTP port,
-// under a job named after the deployable, and nothing that is not a service.
+// checkPrometheus: Prometheus scrapes every container of every deployable, where it serves
+// /metrics (its HTTP port; an edge deployable's admin port), under a job named after the
+// deployable, and nothing that is not a service.
 func checkPrometheus(gs []goService, p *types.Project) []error {
 	prom, ok := p.Services["prometheus"]
 	if !ok {
@@ -194,7 +195,7 @@ func checkPrometheus(gs []goService, p *types.Project) []error {
 	var errs []error
 	hosts := projectHosts(p)
 	for _, s := range gs {
-		target := s.Name + ":" + s.httpPort()
+		target := s.Name + ":" + s.metricsPort()
 		switch job, ok := jobOf[target]; {
 		case !ok:
 			errs = append(errs, fmt.Errorf("service prometheus: does not scrape %s (/metrics of %s)", target, s.d.Name))

@@ -35,6 +35,9 @@ type Deployable struct {
 	Main     string // its main package as `go build` takes it, e.g. "./services/catalog/cmd/catalog"
 	HTTPPort int    // the port of its Spec's default HTTP_ADDR
 	GRPCPort int    // the port of its Spec's default GRPC_ADDR; 0 = no gRPC listener
+	// Edge is its Spec's Edge: its HTTP port is public and serves no /metrics, which it
+	// serves on its ADMIN_ADDR instead.
+	Edge bool
 
 	// Env is every environment variable its code reads through a config.Reader with a
 	// literal name, in the order found, including the platform's (platform/config/process.go).
@@ -131,7 +134,7 @@ func deployablesIn(root, mod string) ([]Deployable, error) {
 		}
 		name := filepath.Base(filepath.Dir(m))
 		d := Deployable{Name: name, Module: mod, Main: "./" + path.Join(mod, "cmd", name)}
-		if d.HTTPPort, d.GRPCPort, err = specPorts(filepath.Join(root, filepath.FromSlash(mod))); err != nil {
+		if d.HTTPPort, d.GRPCPort, d.Edge, err = specPorts(filepath.Join(root, filepath.FromSlash(mod))); err != nil {
 			return nil, fmt.Errorf("workspace: %s: %w", d.Main, err)
 		}
 		out = append(out, d)
@@ -153,11 +156,11 @@ func callsExec(f *ast.File) bool {
 }
 
 // specPorts reads the ports of `var Spec = server.Spec{HTTPAddr: ":8102", GRPCAddr: ":9102"}`
-// in the package at dir.
-func specPorts(dir string) (httpPort, grpcPort int, err error) {
+// in the package at dir, and whether it says `Edge: true`.
+func specPorts(dir string) (httpPort, grpcPort int, edge bool, err error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	fields := map[string]string{}
 	for _, name := range files {
@@ -166,7 +169,7 @@ func specPorts(dir string) (httpPort, grpcPort int, err error) {
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.SkipObjectResolution)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, false, err
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			vs, ok := n.(*ast.ValueSpec)
@@ -181,6 +184,9 @@ func specPorts(dir string) (httpPort, grpcPort int, err error) {
 				if kv, ok := e.(*ast.KeyValueExpr); ok {
 					if k, ok := kv.Key.(*ast.Ident); ok {
 						fields[k.Name], _ = stringLit(kv.Value)
+						if v, ok := kv.Value.(*ast.Ident); ok && v.Name == "true" {
+							fields[k.Name] = "true"
+						}
 					}
 				}
 			}
@@ -188,17 +194,17 @@ func specPorts(dir string) (httpPort, grpcPort int, err error) {
 		})
 	}
 	if fields["HTTPAddr"] == "" {
-		return 0, 0, fmt.Errorf("no `var Spec = server.Spec{HTTPAddr: ...}` with a literal address in %s", dir)
+		return 0, 0, false, fmt.Errorf("no `var Spec = server.Spec{HTTPAddr: ...}` with a literal address in %s", dir)
 	}
 	if httpPort, err = addrPort(fields["HTTPAddr"]); err != nil {
-		return 0, 0, err
+		return 0, 0, false, err
 	}
 	if fields["GRPCAddr"] != "" {
 		if grpcPort, err = addrPort(fields["GRPCAddr"]); err != nil {
-			return 0, 0, err
+			return 0, 0, false, err
 		}
 	}
-	return httpPort, grpcPort, nil
+	return httpPort, grpcPort, fields["Edge"] == "true", nil
 }
 
 func addrPort(addr string) (int, error) {

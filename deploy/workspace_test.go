@@ -37,10 +37,11 @@ func TestLoadWorkspace(t *testing.T) {
 		http      int
 		grpc      int
 		db, redis bool
+		edge      bool
 		reads     string // a variable it reads
 		def       string // and that variable's literal default
 	}{
-		{name: "gateway", module: "gateway", main: "./gateway/cmd/gateway", http: 8080, db: true, redis: true, reads: "AUTH_URL", def: "http://127.0.0.1:8101"},
+		{name: "gateway", module: "gateway", main: "./gateway/cmd/gateway", http: 8080, db: true, redis: true, edge: true, reads: "AUTH_URL", def: "http://127.0.0.1:8101"},
 		{name: "order", module: "services/order", main: "./services/order/cmd/order", http: 8106, grpc: 9106, db: true, reads: "PAYMENT_GRPC_ADDR", def: "127.0.0.1:9107"},
 		{name: "waitroom", module: "services/waitroom", main: "./services/waitroom/cmd/waitroom", http: 8105, grpc: 9105, redis: true, reads: "WAITROOM_SIGNING_KEY"},
 		{name: "bff-web", module: "bff-web", main: "./bff-web/cmd/bff-web", http: 8112, reads: "NATS_URL"},
@@ -53,6 +54,9 @@ func TestLoadWorkspace(t *testing.T) {
 			}
 			if d.Module != tt.module || d.Main != tt.main || d.HTTPPort != tt.http || d.GRPCPort != tt.grpc {
 				t.Errorf("Deployable(%q) = %s %s http %d grpc %d, want %s %s http %d grpc %d", tt.name, d.Module, d.Main, d.HTTPPort, d.GRPCPort, tt.module, tt.main, tt.http, tt.grpc)
+			}
+			if d.Edge != tt.edge {
+				t.Errorf("Deployable(%q).Edge = %v, want %v", tt.name, d.Edge, tt.edge)
 			}
 			if d.UsesDB != tt.db || d.UsesRedis != tt.redis {
 				t.Errorf("Deployable(%q) uses db %v redis %v, want %v %v", tt.name, d.UsesDB, d.UsesRedis, tt.db, tt.redis)

@@ -171,7 +171,7 @@ func TestTooManyRequestsContract(t *testing.T) {
 		t.Errorf("backend hits = %d, want 5", n)
 	}
 	// The limiter counts decisions by rule and outcome, on the gateway's /metrics.
-	metrics := string(gw.call(t, "GET", "/metrics", "").body)
+	metrics := gw.metrics(t)
 	found := false
 	for _, line := range strings.Split(metrics, "\n") {
 		found = found || strings.HasPrefix(line, "ratelimit_decisions_total{") &&
@@ -266,6 +266,9 @@ func TestEdgeSecurity(t *testing.T) {
 		{"no route", "GET", "/v1/nothing", "", nil, 404, ""},
 		{"wrong method", "DELETE", "/v1/public", "", nil, 405, ""},
 		{"admin API is not public", "GET", "/admin/limits", "", []string{"Authorization", "Bearer " + adminToken}, 404, ""},
+		{"metrics are not public", "GET", "/metrics", "", nil, 404, ""},
+		{"fault injection is not public", "PUT", "/control", `{"outage":true}`, nil, 404, ""},
+		{"dot-dot is cleaned, not redirected", "GET", "/v1/nothing/../public", "", nil, 200, "/v1/public"},
 		{"body over the limit", "POST", "/v1/auth/login", strings.Repeat("x", 2<<20), nil, 413, ""},
 		{"headers over the limit", "GET", "/v1/public", "", []string{"X-Big", strings.Repeat("x", 100<<10)}, 431, ""},
 	}
@@ -283,10 +286,55 @@ func TestEdgeSecurity(t *testing.T) {
 		})
 	}
 	// The gateway's own metrics count routes by id.
-	metrics := gw.call(t, "GET", "/metrics", "")
+	metrics := gw.metrics(t)
 	for _, want := range []string{`gateway_requests_total{code="200",method="GET",route="public"}`, `gateway_rejections_total{reason="unauthorized",route="internal"}`} {
-		if !strings.Contains(string(metrics.body), want) {
+		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// The gateway's own limit on bodies is the policy's, above the platform's 1 MiB as well as
+// below it: a body under max_body_bytes reaches the service whole, one over it is a 413.
+func TestBodyLimitIsThePolicys(t *testing.T) {
+	be := newBackend(t)
+	gw := startGateway(t, `
+settings: {max_body_bytes: 3145728}
+services:
+  - {name: echo, instances: ["BACKEND"], probe: {interval: 50ms, timeout: 500ms, healthy_after: 1}}
+routes:
+  - {id: upload, match: {method: POST, path: /v1/upload}, service: echo, auth: none}
+`, be, nil)
+	res := gw.call(t, "POST", "/v1/upload", strings.Repeat("x", 2<<20))
+	var got seen
+	if err := json.Unmarshal(res.body, &got); res.status != 200 || err != nil || len(got.Body) != 2<<20 {
+		t.Errorf("2 MiB under a 3 MiB limit = %d, %d bytes upstream (%v); want 200, %d", res.status, len(got.Body), err, 2<<20)
+	}
+	res = gw.call(t, "POST", "/v1/upload", strings.Repeat("x", 4<<20))
+	if res.status != 413 || res.header.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("4 MiB over a 3 MiB limit = %d %s, want 413 application/problem+json", res.status, res.header.Get("Content-Type"))
+	}
+}
+
+// What the public listener does not serve, the admin listener does: the metrics without the
+// token (a scraper reads them), the fault-injection hook only with it.
+func TestAdminListenerServesMetricsAndControl(t *testing.T) {
+	be := newBackend(t)
+	gw := startGateway(t, testPolicy, be, nil)
+	if res := do(t, "PUT", gw.admin+"/control", `{"outage":true}`); res.status != 401 {
+		t.Errorf("PUT admin /control without the token = %d, want 401", res.status)
+	}
+	if res := gw.call(t, "GET", "/v1/public", ""); res.status != 200 {
+		t.Fatalf("GET /v1/public = %d, want 200 (no outage injected)", res.status)
+	}
+	want := `gateway_requests_total{code="200",method="GET",route="public"} 1`
+	if res := do(t, "GET", gw.admin+"/metrics", ""); res.status != 200 || !strings.Contains(string(res.body), want) {
+		t.Errorf("GET admin /metrics without the token = %d, want 200 with %s", res.status, want)
+	}
+	if res := do(t, "PUT", gw.admin+"/control", `{"outage":true}`, "Authorization", "Bearer "+adminToken); res.status != 200 {
+		t.Errorf("PUT admin /control with the token = %d, want 200", res.status)
+	}
+	if res := gw.call(t, "GET", "/v1/public", ""); res.status != 503 {
+		t.Errorf("GET /v1/public during an injected outage = %d, want 503", res.status)
 	}
 }

@@ -236,6 +236,15 @@ func (p *process) call(t *testing.T, method, path, body string, header ...string
 	return do(t, method, p.base+path, body, header...)
 }
 
+// metrics is the gateway's /metrics, served on its admin listener, not the public one.
+func (p *process) metrics(t *testing.T) string {
+	t.Helper()
+	return string(do(t, "GET", p.admin+"/metrics", "").body)
+}
+
+// noRedirects shows a test the gateway's own answer: a redirect is followed by nobody.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
 func do(t *testing.T, method, url, body string, header ...string) response {
 	t.Helper()
 	var rd io.Reader
@@ -249,7 +258,7 @@ func do(t *testing.T, method, url, body string, header ...string) response {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Add(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}

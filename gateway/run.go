@@ -35,7 +35,7 @@ import (
 )
 
 // Spec names the process and its default listen addresses.
-var Spec = server.Spec{Name: "gateway", HTTPAddr: ":8080", OwnHTTPMetrics: true}
+var Spec = server.Spec{Name: "gateway", HTTPAddr: ":8080", OwnHTTPMetrics: true, Edge: true}
 
 // defaultPolicy is the policy `boxoffice up` runs with when POLICY_FILE is not set.
 //
@@ -302,7 +302,8 @@ func serveAdmin(ctx context.Context, s *server.Server, cfg Config, live *policy.
 	if err != nil {
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	srv := httpserver.New(admin.New(admin.Options{Live: live, Upstreams: pools, Tenants: table, Edits: table, Announce: announce, Token: token, Log: s.Log}))
+	srv := httpserver.New(admin.New(admin.Options{Live: live, Upstreams: pools, Tenants: table, Edits: table, Announce: announce, Token: token, Log: s.Log,
+		Metrics: s.Telemetry.MetricsHandler(), Control: s.Control.Handler()}))
 	s.Log.InfoContext(ctx, "admin API", "addr", l.Addr().String())
 	background.Go(func() {
 		if err := httpserver.Serve(ctx, srv, l, s.Config.ShutdownTimeout); err != nil && !errors.Is(err, http.ErrServerClosed) {

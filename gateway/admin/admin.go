@@ -4,7 +4,8 @@
 //
 // It is served on a listener of its own (127.0.0.1:9080 by default), never on the public
 // one, and every request needs "Authorization: Bearer <ADMIN_TOKEN>", compared in constant
-// time. Changes go through policy.Live like a file reload: validated whole, rejected with a
+// time, but GET /metrics, which a scraper reads. The same listener serves the process's
+// /control hook, so that neither reaches clients outside. Changes go through policy.Live like a file reload: validated whole, rejected with a
 // 400 naming the field, the running policy untouched.
 //
 // Every replica applies a change, whichever one took it, and keeps it across a restart: an
@@ -28,6 +29,8 @@
 //	GET          /admin/tenant-limits
 //	PUT, DELETE  /admin/tenant-limits/{tenant}/{route}   route * for every route
 //	GET          /admin/upstreams                        every instance's readiness and load
+//	GET, PUT     /control                                the playground's fault-injection knobs
+//	GET          /metrics                                Prometheus metrics, no token
 package admin
 
 import (
@@ -41,6 +44,7 @@ import (
 
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/platform/control"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/problem"
 )
@@ -85,8 +89,15 @@ type Options struct {
 	// policy.PolicyChangedSubject or policy.RulesChangedSubject. nil means they learn it at
 	// their next refresh.
 	Announce func(ctx context.Context, subject string) error
-	// Token is the bearer token every request must carry.
+	// Token is the bearer token every request must carry, but for GET /metrics.
 	Token string
+	// Metrics, the process's Prometheus metrics, is served at GET /metrics without the
+	// token, for a scraper: the public listener does not serve it (server.Spec.Edge). nil
+	// means 404.
+	Metrics http.Handler
+	// Control, the playground's fault-injection hook (platform/control), is served at
+	// /control behind the token, off the public listener like Metrics. nil means 404.
+	Control http.Handler
 	// Log records every change; nil discards. Tokens are never logged.
 	Log *slog.Logger
 }
@@ -119,7 +130,16 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("GET /admin/tenant-limits", a.listTenantLimits)
 	mux.HandleFunc("PUT /admin/tenant-limits/{tenant}/{route}", a.putTenantLimit)
 	mux.HandleFunc("DELETE /admin/tenant-limits/{tenant}/{route}", a.deleteTenantLimit)
-	return requireToken(o.Token, mux)
+	if o.Control != nil {
+		mux.Handle(control.Path, o.Control)
+	}
+	if o.Metrics == nil {
+		return requireToken(o.Token, mux)
+	}
+	open := http.NewServeMux()
+	open.Handle("GET /metrics", o.Metrics)
+	open.Handle("/", requireToken(o.Token, mux))
+	return open
 }
 
 type api struct{ Options }

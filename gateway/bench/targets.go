@@ -35,8 +35,8 @@ type running struct {
 	stop   func()
 	// redisPID is the Redis among pids, whose share of the CPU time is shown apart; 0 if none.
 	redisPID int
-	// metrics is the gateway's /metrics, where its rule decisions are counted by path
-	// (Redis, or the local fallback); "" for the other targets.
+	// metrics is the gateway's /metrics, on its admin listener, where its rule decisions are
+	// counted by path (Redis, or the local fallback); "" for the other targets.
 	metrics string
 }
 
@@ -127,7 +127,7 @@ func startGateway(name, policy string, withToken bool) func(context.Context, *be
 		}
 		r.pids = append(r.pids, b.redisPID)
 		r.redisPID = b.redisPID
-		r.metrics = "http://" + addr + "/metrics"
+		r.metrics = "http://" + admin + "/metrics" // the admin listener's: the public one does not serve it
 		return r, nil
 	}
 }

@@ -10,7 +10,8 @@
 // where LoadConfig reads the component's settings from a config.Reader and build wires it on
 // the ready Server (server.Main when there are no settings).
 //
-// The process serves its own routes next to /healthz, /readyz, /metrics and /control, and
+// The process serves its own routes next to /healthz, /readyz, /metrics and /control (an
+// edge component, the one clients reach from outside, only next to the first two), and
 // runs its background loops as workers (Server.Go). On SIGTERM (ctx cancelled) it marks
 // itself not ready, stops accepting connections, lets in-flight requests finish, stops its
 // workers, all within SHUTDOWN_TIMEOUT, and closes what it opened, in reverse order.
@@ -56,6 +57,15 @@ type Spec struct {
 	// does): its routes are then traced without the platform's http.server.* metrics, which
 	// would count each request twice at a cost on the hottest path (telemetry.HTTPTracing).
 	OwnHTTPMetrics bool
+	// Edge says the component is the system's front door, its HTTP listener open to clients
+	// from anywhere (the gateway). Of the platform's endpoints only /healthz and /readyz are
+	// served there: /metrics describes the system and /control injects faults, so an edge
+	// component serves Telemetry.MetricsHandler and Control.Handler on an internal listener
+	// of its own. Its routes get requests as they came: no ServeMux cleans their paths with
+	// a redirect (the component normalises paths itself, and answers the ones it refuses
+	// with its own problem body and access log line), and the platform sets no body limit
+	// (the component sets its own, per route).
+	Edge bool
 }
 
 // Build wires a component's own parts on a ready Server and returns its HTTP routes
@@ -94,7 +104,7 @@ func MainWith[C any](ctx context.Context, spec Spec, getenv func(string) string,
 		return err
 	}
 	defer s.Close()
-	s.ownHTTPMetrics = spec.OwnHTTPMetrics
+	s.ownHTTPMetrics, s.edge = spec.OwnHTTPMetrics, spec.Edge
 	h, err := build(ctx, s, own)
 	if err != nil {
 		return fmt.Errorf("%s: start: %w", spec.Name, err)
@@ -114,8 +124,8 @@ type Server struct {
 
 	grpc *grpcserver.Server
 	work *workers
-	// ownHTTPMetrics: see Spec.OwnHTTPMetrics.
-	ownHTTPMetrics bool
+	// ownHTTPMetrics and edge: see Spec.OwnHTTPMetrics and Spec.Edge.
+	ownHTTPMetrics, edge bool
 
 	mu      sync.Mutex
 	closers []func() error
@@ -260,22 +270,39 @@ func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener)
 }
 
 // Handler is the process's whole HTTP surface: platform endpoints plus h. The control hook
-// wraps only h, so injected faults never make a health probe lie.
+// wraps only h, so injected faults never make a health probe lie. An edge component's
+// surface is h and the health endpoints alone (Spec.Edge).
 func (s *Server) Handler(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", s.Health.LiveHandler())
 	mux.Handle("GET /readyz", s.Health.ReadyHandler())
-	mux.Handle("GET /metrics", s.Telemetry.MetricsHandler())
-	mux.Handle(control.Path, s.Control.Handler())
-	if h != nil {
-		app := httpserver.LimitBody(0)(s.Control.Middleware(h))
-		instrument := s.Telemetry.HTTPMiddleware
-		if s.ownHTTPMetrics {
-			instrument = s.Telemetry.HTTPTracing
-		}
-		mux.Handle("/", instrument(s.Config.Name)(app))
+	if !s.edge {
+		mux.Handle("GET /metrics", s.Telemetry.MetricsHandler())
+		mux.Handle(control.Path, s.Control.Handler())
 	}
-	return mux
+	if h == nil {
+		return mux
+	}
+	app := s.Control.Middleware(h)
+	if !s.edge {
+		app = httpserver.LimitBody(0)(app)
+	}
+	instrument := s.Telemetry.HTTPMiddleware
+	if s.ownHTTPMetrics {
+		instrument = s.Telemetry.HTTPTracing
+	}
+	app = instrument(s.Config.Name)(app)
+	if !s.edge {
+		mux.Handle("/", app)
+		return mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == "/healthz" || p == "/readyz" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		app.ServeHTTP(w, r)
+	})
 }
 
 // OnClose registers f to run when the process closes, after its listeners and workers have

@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -221,6 +223,54 @@ func TestMainOwnHTTPMetrics(t *testing.T) {
 	resp.Body.Close()
 	if strings.Contains(string(b), "http_server_request_duration_seconds") {
 		t.Errorf("/metrics has http.server series, want none for a component with its own")
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Main after cancel = %v, want nil", err)
+	}
+}
+
+// An edge component's public listener serves the health endpoints and its own routes,
+// nothing else of the platform's: /metrics and /control reach its handler (which has no such
+// route), paths arrive uncleaned instead of redirected, and bodies are not capped at the
+// platform's 1 MiB.
+func TestMainEdge(t *testing.T) {
+	url, stop := startSpec(t, server.Spec{Name: "gateway", HTTPAddr: ":0", OwnHTTPMetrics: true, Edge: true}, nil,
+		func(ctx context.Context, s *server.Server) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n, err := io.Copy(io.Discard, r.Body)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				fmt.Fprintf(w, "%s %s %d", r.Method, r.URL.Path, n)
+			}), nil
+		})
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	tests := []struct {
+		method, path string
+		body         int
+		status       int
+		want         string // the body's start; "" = not checked
+	}{
+		{"GET", "/healthz", 0, 200, ""},
+		{"GET", "/readyz", 0, 200, ""},
+		{"GET", "/metrics", 0, 200, "GET /metrics 0"},
+		{"PUT", "/control", 0, 200, "PUT /control 0"},
+		{"GET", "/v1/a/../b", 0, 200, "GET /v1/a/../b 0"},
+		{"GET", "//v1//b", 0, 200, "GET //v1//b 0"},
+		{"POST", "/v1/upload", 3 << 20, 200, "POST /v1/upload 3145728"},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(tt.method, url+tt.path, bytes.NewReader(make([]byte, tt.body)))
+		resp, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status || !strings.HasPrefix(string(b), tt.want) {
+			t.Errorf("%s %s = %d %q, want %d %q", tt.method, tt.path, resp.StatusCode, b, tt.status, tt.want)
+		}
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("Main after cancel = %v, want nil", err)
