@@ -138,15 +138,25 @@ func limitRule(l Limit, alg ratelimit.Algorithm, limit int, window time.Duration
 	}
 }
 
+// The ids of the rules a policy makes rather than lists: a plan's rates are
+// plan-<plan>-api and plan-<plan>-quota, a tenant override tenant-api or
+// tenant-api.<route>. No limit id may start with either (ValidateLimit): a limit sharing an
+// id with one of them would name one rule and key twice in a partner's request, which the
+// limiter refuses, and every such request would fail.
+const (
+	planRulePrefix = "plan-"
+	tenantRuleID   = "tenant-api"
+)
+
 func compilePlan(name string, pl Plan) *CompiledPlan {
 	cp := &CompiledPlan{Name: name, Unlimited: pl.Unlimited}
 	if pl.API != "" {
 		limit, window, _ := ParseRate(pl.API)
-		cp.API = &ratelimit.Rule{ID: "plan-" + name + "-api", Algorithm: ratelimit.TokenBucket, Limit: limit, Window: window}
+		cp.API = &ratelimit.Rule{ID: planRulePrefix + name + "-api", Algorithm: ratelimit.TokenBucket, Limit: limit, Window: window}
 	}
 	if pl.Quota != "" {
 		limit, window, _ := ParseRate(pl.Quota)
-		cp.Quota = &ratelimit.Rule{ID: "plan-" + name + "-quota", Algorithm: ratelimit.FixedWindow, Limit: limit, Window: window}
+		cp.Quota = &ratelimit.Rule{ID: planRulePrefix + name + "-quota", Algorithm: ratelimit.FixedWindow, Limit: limit, Window: window}
 	}
 	return cp
 }
@@ -158,7 +168,7 @@ func (s *Snapshot) tenantRule(t TenantRule) (ratelimit.Rule, error) {
 	if t.Tenant == "" {
 		return ratelimit.Rule{}, fmt.Errorf("empty tenant")
 	}
-	id := "tenant-api"
+	id := tenantRuleID
 	if t.Route != AllRoutes {
 		if s.byID[t.Route] == nil {
 			return ratelimit.Rule{}, fmt.Errorf("route %q is not in the policy", t.Route)

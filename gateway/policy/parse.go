@@ -292,6 +292,11 @@ func ValidateLimit(at string, l Limit) error {
 	if err := checkName(field("id"), l.ID); err != nil {
 		return err
 	}
+	for _, reserved := range []string{planRulePrefix, tenantRuleID} {
+		if strings.HasPrefix(l.ID, reserved) {
+			return fieldErr(field("id"), "%q: ids starting with %q are reserved for the rules of plans and tenant overrides", l.ID, reserved)
+		}
+	}
 	if _, err := ParseKey(l.Key); err != nil {
 		return fieldErr(field("key"), "%v", err)
 	}
