@@ -13,6 +13,7 @@ import (
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -154,11 +155,13 @@ func normalise(r *http.Request) (string, bool) {
 	return path.Clean(p), true
 }
 
-// authenticate strips identity headers the client sent, verifies the route's credentials,
-// checks the route's plans and sets the verified identity for the upstream.
+// authenticate strips identity headers the client sent, and any mention of the gateway's
+// own headers in Connection, verifies the route's credentials, checks the route's plans and
+// sets the verified identity for the upstream.
 func (g *gateway) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ex := exchangeOf(r)
+		keepGatewayHeaders(r.Header)
 		c, err := g.auth.Authenticate(r.Context(), r, ex.route.Auth)
 		if err != nil {
 			switch problem.CodeOf(err) {
@@ -180,6 +183,44 @@ func (g *gateway) authenticate(next http.Handler) http.Handler {
 		c.Identity.Set(r.Header)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// setByGateway holds, lower-cased, the request headers the gateway sets for the upstream
+// itself: the verified identity, the request id, the trace context (W3C traceparent,
+// tracestate and baggage) and the forwarding headers.
+var setByGateway = func() map[string]bool {
+	m := map[string]bool{"x-request-id": true, "traceparent": true, "tracestate": true, "baggage": true,
+		"forwarded": true, "x-forwarded-for": true, "x-forwarded-host": true, "x-forwarded-proto": true}
+	for _, h := range identity.Headers {
+		m[strings.ToLower(h)] = true
+	}
+	return m
+}()
+
+// keepGatewayHeaders drops from the Connection header every name of a header the gateway
+// sets. The reverse proxy removes the headers Connection names, as hop-by-hop ones, after
+// the gateway has set them: "Connection: X-Boxoffice-User" would otherwise let a client
+// send its request upstream without the identity the gateway verified. The other names
+// stay, so the client's own hop-by-hop headers are still not forwarded.
+func keepGatewayHeaders(h http.Header) {
+	lines := h["Connection"]
+	if len(lines) == 0 {
+		return
+	}
+	var kept []string
+	for _, line := range lines {
+		for name := range strings.SplitSeq(line, ",") {
+			name = strings.TrimSpace(name)
+			if name != "" && !setByGateway[strings.ToLower(name)] {
+				kept = append(kept, name)
+			}
+		}
+	}
+	if len(kept) == 0 {
+		h.Del("Connection")
+		return
+	}
+	h["Connection"] = []string{strings.Join(kept, ", ")}
 }
 
 func challenge(mode policy.AuthMode) string {
