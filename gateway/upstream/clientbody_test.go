@@ -99,17 +99,22 @@ func TestOversizedBodyIsTheClients(t *testing.T) {
 	}
 }
 
-// TestStalledBodyIsTheClients starts a body and never finishes it. The instance cannot
-// answer a request it has not received whole, so neither its ejection count nor the
-// service's adaptive limit hears of it. The backend moves the fake clock past the latency
-// target, so that an attempt taken for the service's answer would cut the limit.
-func TestStalledBodyIsTheClients(t *testing.T) {
+// TestBrokenBodyIsTheClients starts a body and never finishes it properly: the client stops
+// sending, sends a malformed chunk, or hangs up. The instance cannot answer a request it has
+// not received whole, so neither its ejection count nor the service's adaptive limit hears
+// of it. The backend moves the fake clock past the latency target, so that an attempt taken
+// for the service's answer would cut the limit.
+func TestBrokenBodyIsTheClients(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		hangUp bool // the client leaves instead of waiting for an answer
+		name       string
+		then       string // what the client sends once the backend has the request
+		hangUp     bool   // the client leaves instead of waiting for an answer
+		wantStatus int
+		wantDetail string
 	}{
-		{"stops sending until the response timeout", false},
-		{"hangs up mid-body", true},
+		{"stops sending until the response timeout", "", false, http.StatusRequestTimeout, "request body did not arrive in time"},
+		{"sends a malformed chunk", "zz\r\n", false, http.StatusBadRequest, "request body could not be read"},
+		{"hangs up mid-body", "", true, 0, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clk := newClock()
@@ -136,26 +141,27 @@ func TestStalledBodyIsTheClients(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("the request did not reach the backend within 5s")
 			}
+			fmt.Fprint(conn, c.then)
 			if c.hangUp {
 				conn.Close()
 			} else {
 				conn.SetReadDeadline(time.Now().Add(5 * time.Second)) // the old code waited for the client
 				res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 				if err != nil {
-					t.Fatalf("stalled body: no answer after the 300ms response timeout: %v", err)
+					t.Fatalf("no answer within 5s (response timeout 300ms): %v", err)
 				}
 				body, _ := io.ReadAll(res.Body)
-				wantProblem(t, "stalled body", response{status: res.StatusCode, header: res.Header, body: string(body)},
-					http.StatusRequestTimeout, "request body did not arrive in time")
+				wantProblem(t, "broken body", response{status: res.StatusCode, header: res.Header, body: string(body)},
+					c.wantStatus, c.wantDetail)
 				conn.Close()
 			}
 			testkit.Eventually(t, 5*time.Second, "the attempt over", func() bool { return g.service(t).InFlight == 0 })
 
 			if s := g.status(t, b.url); s.Ejected || s.Failures != 0 {
-				t.Errorf("after a stalled body: ejected %v, failures %d; want false, 0 (EjectAfter 1)", s.Ejected, s.Failures)
+				t.Errorf("after a broken body: ejected %v, failures %d; want false, 0 (EjectAfter 1)", s.Ejected, s.Failures)
 			}
 			if got := g.service(t).ConcurrencyLimit; got != 4 {
-				t.Errorf("after a stalled body the backend took 300ms to get, concurrency limit = %d, want 4 (not cut)", got)
+				t.Errorf("after a broken body the backend took 300ms to get, concurrency limit = %d, want 4 (not cut)", got)
 			}
 			for _, outcome := range []string{outcomeClientBody, "timeout", "canceled"} {
 				want := int64(0)
