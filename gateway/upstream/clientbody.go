@@ -89,6 +89,9 @@ var aLongTimeAgo = time.Unix(1, 0)
 // deadline in the past. The connection is not reused afterwards, which suits a client that
 // stopped sending. Where the ResponseWriter cannot set deadlines, the Read ends when the
 // client sends, leaves or the server's read timeout fires, and the attempt waits for it.
+// A body whose last bytes arrive in the very instant the deadline is set loses its
+// connection too, and the request ends as canceled (499): rare, and still not held
+// against the instance.
 func unblock(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(aLongTimeAgo)
 }

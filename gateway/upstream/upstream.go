@@ -18,7 +18,8 @@
 //     responding.
 //
 // The files follow those concerns: instances.go (static and DNS discovery), health.go (probes
-// and ejection), select.go, shed.go and adaptive.go, budget.go, proxy.go and metrics.go.
+// and ejection), select.go, shed.go and adaptive.go, budget.go, proxy.go (with
+// clientbody.go: a failure of the client's own body is the client's) and metrics.go.
 package upstream
 
 import (
