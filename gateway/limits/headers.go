@@ -2,6 +2,8 @@ package limits
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"net/http"
 	"strconv"
 	"time"
@@ -26,15 +28,19 @@ const QuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exc
 // Fields lists of strings with parameters: q the quota, w the window in whole seconds (none
 // for a concurrency limit, whose unit qu is "concurrent-requests"), r what remains and t the
 // seconds until more is available (until this request would pass, for a rule that denied
-// it). The legacy X-RateLimit-* fields describe the effective rule alone: the one that denied
-// with the longest wait, or, when allowed, the one closest to exhaustion. Shadow rules are
-// never shown: they do not bind the client. Nothing is written when no enforced rule applies.
-// reqs are the requests res decided, in the same order.
+// it). q and w are the rule's limit and window, except for a bucket that holds more than its
+// rate (see quota). r never exceeds q. The legacy X-RateLimit-* fields describe the effective
+// rule alone, X-RateLimit-Limit being its q: the one that denied with the longest wait, or,
+// when allowed, the one closest to exhaustion. Shadow rules are never shown: they do not
+// bind the client. Nothing is written when no enforced rule applies. reqs are the requests
+// res decided, in the same order.
 func SetHeaders(h http.Header, reqs []ratelimit.Request, res ratelimit.Result) {
 	// Every request that passes a limit writes these fields, so they are built by hand, on
 	// the stack, rather than through fmt and a string per policy.
 	var pbuf, lbuf [256]byte
 	policies, limits := pbuf[:0], lbuf[:0]
+	eff := res.Decision
+	effQuota := eff.Limit
 	for i, d := range res.Rules {
 		if d.Mode == ratelimit.Shadow {
 			continue
@@ -42,12 +48,19 @@ func SetHeaders(h http.Header, reqs []ratelimit.Request, res ratelimit.Result) {
 		if len(policies) > 0 {
 			policies, limits = append(policies, ", "...), append(limits, ", "...)
 		}
+		q, w := d.Limit, d.Window
+		if i < len(reqs) {
+			q, w = quota(d, reqs[i].Rule)
+		}
+		if d.Rule == eff.Rule && d.Remaining == eff.Remaining && d.Reset == eff.Reset {
+			effQuota = q
+		}
 		policies = appendSFString(policies, d.Rule)
 		policies = append(policies, ";q="...)
-		policies = strconv.AppendInt(policies, int64(d.Limit), 10)
+		policies = strconv.AppendInt(policies, int64(q), 10)
 		if i >= len(reqs) || reqs[i].Rule.Algorithm != ratelimit.Concurrency {
 			policies = append(policies, ";w="...)
-			policies = strconv.AppendInt(policies, seconds(d.Window), 10)
+			policies = strconv.AppendInt(policies, seconds(w), 10)
 		} else {
 			policies = append(policies, `;qu="concurrent-requests"`...)
 		}
@@ -60,13 +73,12 @@ func SetHeaders(h http.Header, reqs []ratelimit.Request, res ratelimit.Result) {
 	if len(policies) == 0 {
 		return
 	}
-	eff := res.Decision
 	// One backing array for the five values; the keys are written in canonical form, as
 	// Header.Set would, without Set canonicalising them again on every request.
 	v := []string{
 		string(policies),
 		string(limits),
-		strconv.Itoa(eff.Limit),
+		strconv.Itoa(effQuota),
 		strconv.Itoa(max(0, eff.Remaining)),
 		strconv.FormatInt(reset(eff), 10),
 	}
@@ -83,6 +95,39 @@ const (
 	headerXRemaining = "X-Ratelimit-Remaining"
 	headerXReset     = "X-Ratelimit-Reset"
 )
+
+// quota is the q and w that d, decided under rule, advertises: the decision's limit and
+// window, or, for a token bucket or GCRA whose burst is larger than its limit, the burst and
+// the time the bucket takes to refill it (burst × window / limit). A bucket counts its
+// remaining in tokens up to the burst, so a quota of the rate alone would show r above q —
+// "wide";q=100;w=1 beside "wide";r=199 — which a client reads as a budget it cannot have.
+// A burst smaller than the limit keeps the rate: r stays under q, and the rate is what the
+// client can sustain.
+func quota(d ratelimit.Decision, rule ratelimit.Rule) (int, time.Duration) {
+	bucket := rule.Algorithm == ratelimit.TokenBucket || rule.Algorithm == ratelimit.GCRA
+	if !bucket || rule.Burst <= rule.Limit || rule.Limit < 1 {
+		return d.Limit, d.Window
+	}
+	return rule.Burst, refillTime(rule.Window, rule.Burst, rule.Limit)
+}
+
+// refillTime is burst × window / limit rounded up to the nanosecond, computed in 128 bits:
+// a 30-day window times a burst in the millions overflows 64. It saturates at the longest
+// Duration.
+func refillTime(window time.Duration, burst, limit int) time.Duration {
+	hi, lo := bits.Mul64(uint64(window), uint64(burst))
+	if hi >= uint64(limit) { // the quotient needs more than 64 bits
+		return math.MaxInt64
+	}
+	quo, rem := bits.Div64(hi, lo, uint64(limit))
+	if rem > 0 {
+		quo++
+	}
+	if quo > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(quo)
+}
 
 // reset is t: the seconds until the request would pass when denied, else until the budget is
 // whole again.

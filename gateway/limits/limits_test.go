@@ -133,7 +133,7 @@ func TestTooManyContract(t *testing.T) {
 	WriteTooMany(w, reqs, res, "4bf92f3577b34da6a3ce929d0e0e4736")
 	want := map[string]string{
 		"Retry-After":           "12",
-		"RateLimit-Policy":      `"holds-per-account";q=5;w=60, "api-per-ip";q=100;w=1`,
+		"RateLimit-Policy":      `"holds-per-account";q=5;w=60, "api-per-ip";q=200;w=2`, // 100/s, a burst of 200
 		"RateLimit":             `"holds-per-account";r=0;t=12, "api-per-ip";r=195;t=1`,
 		"X-RateLimit-Limit":     "5",
 		"X-RateLimit-Remaining": "0",
