@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,25 +99,47 @@ func TestAPIKeysCacheIsBounded(t *testing.T) {
 }
 
 func TestClientIP(t *testing.T) {
-	trusted, err := ParseTrusted([]string{"10.0.0.0/8", "192.168.1.1"})
+	trusted, err := ParseTrusted([]string{"10.0.0.0/8", "192.168.1.1", "2001:db8:f::/48"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapped, err := ParseTrusted([]string{"::ffff:10.0.0.0/104"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name    string
-		trusted []netip.Prefix
-		peer    string
-		xff     []string
-		want    string
+		name      string
+		trusted   []netip.Prefix
+		peer      string
+		xff       []string // one header line each
+		want      string
+		wantChain []string
 	}{
-		{"no proxies: the header is ignored", nil, "203.0.113.9:5000", []string{"1.2.3.4"}, "203.0.113.9"},
-		{"untrusted peer: the header is ignored", trusted, "203.0.113.9:5000", []string{"1.2.3.4"}, "203.0.113.9"},
-		{"trusted peer: the hop before it", trusted, "10.0.0.5:5000", []string{"198.51.100.7"}, "198.51.100.7"},
-		{"a spoofed leftmost entry is skipped", trusted, "10.0.0.5:5000", []string{"6.6.6.6, 198.51.100.7, 10.1.1.1"}, "198.51.100.7"},
-		{"several header lines", trusted, "192.168.1.1:80", []string{"6.6.6.6", "198.51.100.7"}, "198.51.100.7"},
-		{"garbage stops the walk", trusted, "10.0.0.5:5000", []string{"198.51.100.7, nonsense"}, "10.0.0.5"},
-		{"all hops trusted: the leftmost", trusted, "10.0.0.5:5000", []string{"10.0.0.9"}, "10.0.0.9"},
-		{"IPv6 peer", nil, "[2001:db8::1]:443", nil, "2001:db8::1"},
+		{"no proxies: the header is ignored", nil, "203.0.113.9:5000", []string{"1.2.3.4"}, "203.0.113.9", nil},
+		{"untrusted peer: the header is ignored", trusted, "203.0.113.9:5000", []string{"1.2.3.4"}, "203.0.113.9", nil},
+		{"trusted peer without the header: the peer", trusted, "10.0.0.5:5000", nil, "10.0.0.5", nil},
+		{"trusted peer: the hop before it", trusted, "10.0.0.5:5000", []string{"198.51.100.7"}, "198.51.100.7", []string{"198.51.100.7"}},
+		{"a spoofed leftmost entry is skipped", trusted, "10.0.0.5:5000", []string{"6.6.6.6, 198.51.100.7, 10.1.1.1"}, "198.51.100.7", []string{"198.51.100.7", "10.1.1.1"}},
+		{"several header lines, in order", trusted, "192.168.1.1:80", []string{"6.6.6.6", "198.51.100.7, 10.0.0.2", "10.0.0.3"}, "198.51.100.7", []string{"198.51.100.7", "10.0.0.2", "10.0.0.3"}},
+		{"all hops trusted: the leftmost", trusted, "10.0.0.5:5000", []string{"10.0.0.9, 10.0.0.8"}, "10.0.0.9", []string{"10.0.0.9", "10.0.0.8"}},
+		{"address with a port", trusted, "10.0.0.1:1", []string{"203.0.113.7:5555"}, "203.0.113.7", []string{"203.0.113.7"}},
+		{"bracketed IPv6", trusted, "10.0.0.1:1", []string{"[2001:db8::7]"}, "2001:db8::7", []string{"2001:db8::7"}},
+		{"bracketed IPv6 with a port", trusted, "10.0.0.1:1", []string{"[2001:db8::7]:443"}, "2001:db8::7", []string{"2001:db8::7"}},
+		{"bare IPv6", trusted, "10.0.0.1:1", []string{"2001:db8::7"}, "2001:db8::7", []string{"2001:db8::7"}},
+		{"IPv6 with a zone", trusted, "10.0.0.1:1", []string{"fe80::7%eth0"}, "fe80::7", []string{"fe80::7"}},
+		{"spaces and empty elements", trusted, "10.0.0.1:1", []string{" ,  203.0.113.7 ,, 10.0.0.2 ,"}, "203.0.113.7", []string{"203.0.113.7", "10.0.0.2"}},
+		{"an IPv4-mapped hop is IPv4", trusted, "10.0.0.1:1", []string{"203.0.113.7, ::ffff:10.0.0.2"}, "203.0.113.7", []string{"203.0.113.7", "10.0.0.2"}},
+		{"an IPv4-mapped peer is IPv4", trusted, "[::ffff:10.0.0.1]:1", []string{"203.0.113.7"}, "203.0.113.7", []string{"203.0.113.7"}},
+		{"an IPv4-mapped trusted prefix is IPv4", mapped, "10.0.0.1:1", []string{"203.0.113.7"}, "203.0.113.7", []string{"203.0.113.7"}},
+		{"a trusted IPv6 proxy", trusted, "[2001:db8:f::1]:443", []string{"203.0.113.7, 2001:db8:f::2"}, "203.0.113.7", []string{"203.0.113.7", "2001:db8:f::2"}},
+		// A trusted proxy wrote what is not an address: the client is one it could not name,
+		// neither the proxy (all its clients would share its bucket) nor anyone further left
+		// (whom the client may have made up).
+		{"unknown: not the proxy", trusted, "10.0.0.1:1", []string{"203.0.113.7, unknown"}, Unknown.String(), []string{"unknown"}},
+		{"garbage behind trusted hops", trusted, "10.0.0.5:5000", []string{"198.51.100.7, nonsense, 10.0.0.2"}, Unknown.String(), []string{"nonsense", "10.0.0.2"}},
+		{"garbage left of the client is never read", trusted, "10.0.0.5:5000", []string{"nonsense, 198.51.100.7"}, "198.51.100.7", []string{"198.51.100.7"}},
+		{"a port on a trusted hop does not hide it", trusted, "10.0.0.1:1", []string{"203.0.113.7, 10.0.0.2:8080"}, "203.0.113.7", []string{"203.0.113.7", "10.0.0.2"}},
+		{"IPv6 peer", nil, "[2001:db8::1]:443", nil, "2001:db8::1", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,13 +148,41 @@ func TestClientIP(t *testing.T) {
 			for _, v := range tt.xff {
 				r.Header.Add("X-Forwarded-For", v)
 			}
-			if got := (ClientIP{Trusted: tt.trusted}).Of(r).String(); got != tt.want {
-				t.Errorf("Of(peer %s, XFF %q) = %s, want %s", tt.peer, tt.xff, got, tt.want)
+			c := ClientIP{Trusted: tt.trusted}
+			got, chain := c.Resolve(r)
+			if got.String() != tt.want || !slices.Equal(chain, tt.wantChain) {
+				t.Errorf("Resolve(peer %s, XFF %q) = %s, %q, want %s, %q", tt.peer, tt.xff, got, chain, tt.want, tt.wantChain)
+			}
+			if of := c.Of(r); of != got {
+				t.Errorf("Of(peer %s, XFF %q) = %s, want %s as Resolve", tt.peer, tt.xff, of, got)
 			}
 		})
 	}
-	if _, err := ParseTrusted([]string{"not-an-ip"}); err == nil {
-		t.Errorf("ParseTrusted(not-an-ip) = nil error, want one")
+}
+
+func TestParseTrusted(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string
+		wantErr bool
+	}{
+		{"10.0.0.0/8", "10.0.0.0/8", false},
+		{"10.1.2.3/8", "10.0.0.0/8", false},
+		{"192.168.1.1", "192.168.1.1/32", false},
+		{"::ffff:10.0.0.0/104", "10.0.0.0/8", false},
+		{"::ffff:192.168.1.1", "192.168.1.1/32", false},
+		{"2001:db8::/32", "2001:db8::/32", false},
+		{"fe80::1%eth0", "fe80::1/128", false},
+		{"not-an-ip", "", true},
+	}
+	for _, tt := range tests {
+		got, err := ParseTrusted([]string{tt.in})
+		switch {
+		case tt.wantErr && err == nil:
+			t.Errorf("ParseTrusted(%q) = %v, want an error", tt.in, got)
+		case !tt.wantErr && (err != nil || len(got) != 1 || got[0].String() != tt.want):
+			t.Errorf("ParseTrusted(%q) = %v, %v, want [%s]", tt.in, got, err, tt.want)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -16,59 +17,122 @@ import (
 // client itself and prove nothing: trusting the leftmost one would let anyone pick the IP
 // their per-IP limit counts. With no trusted proxies the header is ignored entirely.
 //
+// Every header line counts, in order, as one list. A hop may be an address, an address with
+// a port ("203.0.113.7:5555", "[2001:db8::7]:443") or a bracketed IPv6 address; spaces
+// and empty elements are ignored, zones dropped and IPv4-mapped IPv6 addresses read as
+// IPv4, in peers and in Trusted alike. A hop that is none of these ("unknown", an
+// obfuscated name, garbage) ends the walk: a trusted proxy wrote it, so the client is one
+// the proxy could not name, and the answer is Unknown.
+//
 // The zero value trusts nobody. Read-only after construction, so safe for concurrent use.
 type ClientIP struct {
 	Trusted []netip.Prefix
 }
 
-// ParseTrusted reads TRUSTED_PROXIES: CIDRs or single addresses.
+// Unknown is the client address of a request whose trusted proxies could not name its
+// client: the unspecified address, which no connection comes from. Such clients share one
+// per-IP bucket of their own. The alternatives are worse: the proxy's address would put
+// them in the bucket of every client of that proxy, and no address at all would exempt
+// them from per-IP limits.
+var Unknown = netip.IPv4Unspecified()
+
+// ParseTrusted reads TRUSTED_PROXIES: CIDRs or single addresses. An IPv4-mapped prefix
+// (::ffff:10.0.0.0/104) is the IPv4 one (10.0.0.0/8).
 func ParseTrusted(list []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, s := range list {
 		if p, err := netip.ParsePrefix(s); err == nil {
-			out = append(out, p.Masked())
+			out = append(out, unmapPrefix(p).Masked())
 			continue
 		}
 		a, err := netip.ParseAddr(s)
 		if err != nil {
 			return nil, fmt.Errorf("trusted proxy %q: want a CIDR such as 10.0.0.0/8 or an address", s)
 		}
-		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		a = a.Unmap().WithZone("")
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
 	}
 	return out, nil
 }
 
 // Of returns r's client address; the zero Addr if even the peer address is unreadable.
 func (c ClientIP) Of(r *http.Request) netip.Addr {
+	client, _ := c.Resolve(r)
+	return client
+}
+
+// Resolve returns r's client address, as Of does, and the part of r's X-Forwarded-For the
+// trusted proxies vouch for: from the client's hop to the last one, each as a canonical
+// address (an unreadable hop as it was sent). The chain is nil when the peer is not trusted
+// or sent no X-Forwarded-For: then the peer is all there is.
+func (c ClientIP) Resolve(r *http.Request) (netip.Addr, []string) {
 	peer := parseHostPort(r.RemoteAddr)
 	if !c.trusted(peer) {
-		return peer
+		return peer, nil
 	}
 	client := peer
-	hops := r.Header.Values("X-Forwarded-For")
-	for i := len(hops) - 1; i >= 0; i-- {
-		parts := strings.Split(hops[i], ",")
-		for j := len(parts) - 1; j >= 0; j-- {
-			a, err := netip.ParseAddr(strings.TrimSpace(parts[j]))
-			if err != nil {
-				return client // a trusted hop wrote garbage, or the client did: stop here
+	var chain []string // right to left
+	lines := r.Header.Values("X-Forwarded-For")
+walk:
+	for i := len(lines) - 1; i >= 0; i-- {
+		for rest := lines[i]; rest != ""; {
+			var hop string
+			if k := strings.LastIndexByte(rest, ','); k >= 0 {
+				rest, hop = rest[:k], rest[k+1:]
+			} else {
+				rest, hop = "", rest
 			}
-			client = a.Unmap()
-			if !c.trusted(client) {
-				return client
+			hop = strings.TrimSpace(hop)
+			if hop == "" {
+				continue // an empty list element, which HTTP says to ignore
+			}
+			a, ok := parseHop(hop)
+			if !ok {
+				client, chain = Unknown, append(chain, hop)
+				break walk
+			}
+			client, chain = a, append(chain, a.String())
+			if !c.trusted(a) {
+				break walk
 			}
 		}
 	}
-	return client
+	slices.Reverse(chain)
+	return client, chain // every hop trusted: the leftmost is the client
 }
 
 func (c ClientIP) trusted(a netip.Addr) bool {
 	for _, p := range c.Trusted {
-		if p.Contains(a) {
+		if unmapPrefix(p).Contains(a) {
 			return true
 		}
 	}
 	return false
+}
+
+// unmapPrefix turns an IPv4-mapped IPv6 prefix of /96 or longer into the IPv4 prefix it
+// stands for, since addresses are compared unmapped. Shorter IPv6 prefixes stay IPv6.
+func unmapPrefix(p netip.Prefix) netip.Prefix {
+	if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+		return netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+	}
+	return p
+}
+
+// parseHop reads one X-Forwarded-For element: an address, maybe bracketed, maybe with a port.
+func parseHop(s string) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		if ap, perr := netip.ParseAddrPort(s); perr == nil {
+			a, err = ap.Addr(), nil
+		} else if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
+			a, err = netip.ParseAddr(s[1 : len(s)-1])
+		}
+	}
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap().WithZone(""), true
 }
 
 func parseHostPort(s string) netip.Addr {
@@ -77,5 +141,5 @@ func parseHostPort(s string) netip.Addr {
 		host = s
 	}
 	a, _ := netip.ParseAddr(host)
-	return a.Unmap()
+	return a.Unmap().WithZone("")
 }
