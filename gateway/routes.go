@@ -100,9 +100,19 @@ func (g *gateway) limitBody(next http.Handler) http.Handler {
 	})
 }
 
+// findClientIP finds the client's address, and leaves in X-Forwarded-For only the hops the
+// gateway trusts, from the client to the last trusted proxy; none when the peer is not one.
+// The upstream layer forwards that and appends the peer, so a service reads the client the
+// gateway's per-IP limits counted, never a chain the client made up.
 func (g *gateway) findClientIP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		exchangeOf(r).ip = g.clientIP.Of(r)
+		ip, chain := g.clientIP.Resolve(r)
+		exchangeOf(r).ip = ip
+		if len(chain) == 0 {
+			r.Header.Del("X-Forwarded-For")
+		} else {
+			r.Header["X-Forwarded-For"] = []string{strings.Join(chain, ", ")}
+		}
 		next.ServeHTTP(w, r)
 	})
 }
