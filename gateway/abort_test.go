@@ -43,12 +43,7 @@ limits:
 // rest back until the gateway gives up on it; other requests get a short answer at once.
 func newHoldingBackend(t *testing.T) *backend {
 	t.Helper()
-	b := &backend{}
-	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/readyz" {
-			return
-		}
-		b.hits.Add(1)
+	return serveBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		if tokens := r.Header.Get("X-Test-Tokens"); tokens != "" {
 			w.Header().Set("X-Boxoffice-Tokens", tokens)
 		}
@@ -62,9 +57,7 @@ func newHoldingBackend(t *testing.T) *backend {
 		case <-r.Context().Done():
 		case <-time.After(10 * time.Second): // bounds the test, should the gateway never give up
 		}
-	}))
-	t.Cleanup(b.Close)
-	return b
+	})
 }
 
 // hangUpMidBody sends a request the backend answers slowly, reads its headers and the

@@ -14,14 +14,23 @@ import (
 // newHeaderBackend is an upstream that answers with the headers it received, as JSON.
 func newHeaderBackend(t *testing.T) *backend {
 	t.Helper()
+	return serveBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(r.Header)
+	})
+}
+
+// serveBackend is an upstream instance answering its probes, and every other request with
+// h, which it counts; closed when the test ends.
+func serveBackend(t *testing.T, h http.HandlerFunc) *backend {
+	t.Helper()
 	b := &backend{}
 	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/readyz" {
 			return
 		}
 		b.hits.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(r.Header)
+		h(w, r)
 	}))
 	t.Cleanup(b.Close)
 	return b
