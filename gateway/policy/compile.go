@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -161,26 +162,44 @@ func compilePlan(name string, pl Plan) *CompiledPlan {
 	return cp
 }
 
+// CheckTenantRule reports whether the table row t would apply over s, as a *FieldError
+// naming tenant, route, capacity or refill_per_second: a row that does not is left out by
+// Compile (Snapshot.Skipped), so whoever writes rows checks them first.
+func (s *Snapshot) CheckTenantRule(t TenantRule) error {
+	_, err := s.tenantRule(t)
+	return err
+}
+
 // tenantRule turns a table row into the token bucket it stands for. Its id names the scope
 // ("tenant-api" everywhere, "tenant-api.holds" on one route), as the plan rule it replaces
 // does in the RateLimit headers.
 func (s *Snapshot) tenantRule(t TenantRule) (ratelimit.Rule, error) {
 	if t.Tenant == "" {
-		return ratelimit.Rule{}, fmt.Errorf("empty tenant")
+		return ratelimit.Rule{}, fieldErr("tenant", "empty tenant")
 	}
 	id := tenantRuleID
 	if t.Route != AllRoutes {
 		if s.byID[t.Route] == nil {
-			return ratelimit.Rule{}, fmt.Errorf("route %q is not in the policy", t.Route)
+			return ratelimit.Rule{}, fieldErr("route", "%q is not in the policy", t.Route)
 		}
 		id += "." + t.Route
 	}
-	if t.Capacity < 1 || !(t.RefillPerSecond > 0) || t.RefillPerSecond > 1e6 {
-		return ratelimit.Rule{}, fmt.Errorf("capacity %d, refill %g/s: want capacity ≥ 1 and 0 < refill ≤ 1e6", t.Capacity, t.RefillPerSecond)
+	switch {
+	case t.Capacity < 1:
+		return ratelimit.Rule{}, fieldErr("capacity", "%d: want 1 or more", t.Capacity)
+	case !(t.RefillPerSecond > 0) || t.RefillPerSecond > 1e6:
+		return ratelimit.Rule{}, fieldErr("refill_per_second", "%g: want more than 0, at most 1e6", t.RefillPerSecond)
 	}
 	limit, window := refillRate(t.RefillPerSecond)
 	r := ratelimit.Rule{ID: id, Algorithm: ratelimit.TokenBucket, Limit: limit, Window: window, Burst: t.Capacity}
-	return r, r.Validate()
+	if err := r.Validate(); err != nil {
+		f := "refill_per_second"
+		if re, ok := errors.AsType[*ratelimit.RuleError](err); ok && re.Field == "burst" {
+			f = "capacity"
+		}
+		return ratelimit.Rule{}, fieldErr(f, "%v", err)
+	}
+	return r, nil
 }
 
 // refillRate writes a refill rate as limit per window with a whole limit: per second, minute

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -333,9 +334,21 @@ func ValidateLimit(at string, l Limit) error {
 	}
 	rule := limitRule(l, alg, limit, window)
 	if err := rule.Validate(); err != nil {
-		return fieldErr(field("rate"), "%v", err)
+		return fieldErr(field(limitField(err)), "%v", err)
 	}
 	return nil
+}
+
+// limitField names the field of a limit that the rate limiter's validation refused: rate
+// holds the rule's limit and window.
+func limitField(err error) string {
+	if re, ok := errors.AsType[*ratelimit.RuleError](err); ok {
+		switch re.Field {
+		case "burst", "cost", "lease", "shards", "algorithm", "mode", "on_store_failure", "id":
+			return re.Field
+		}
+	}
+	return "rate"
 }
 
 // validateHotKey checks a limit's lease and shards against its algorithm and budget, as
@@ -456,6 +469,9 @@ func parseWindow(w string) (time.Duration, error) {
 		n, err := strconv.Atoi(days)
 		if err != nil {
 			return 0, err
+		}
+		if n > int(math.MaxInt64/int64(24*time.Hour)) { // would wrap around, perhaps to a positive window
+			return 0, fmt.Errorf("%s: more days than a duration holds", w)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}

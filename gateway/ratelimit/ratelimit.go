@@ -19,9 +19,9 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"time"
 )
 
@@ -117,47 +117,120 @@ type Rule struct {
 	Shards int
 }
 
-// maxExact is 2^53: Lua numbers are doubles, exact for integers below it.
-const maxExact = 1 << 53
+// The bounds Validate keeps a rule within, so that every number the Lua scripts compute is
+// an exact integer: Lua numbers are doubles, exact below 2^53, and the scripts add spans of
+// time to now, about 2^50.7 µs since 1970 in 2026. The in-memory twin computes in int64 and
+// is exact within them too.
+const (
+	// maxExact is 2^53: Lua numbers are doubles, exact for integers below it.
+	maxExact = 1 << 53
+	// MaxCount bounds a rule's limit, burst, cost and lease (about 10^15): a sum of a few
+	// stays exact.
+	MaxCount = 1 << 50
+	// MaxWindow bounds a window (about 71 years): the counters reach now + 2 × window.
+	MaxWindow = (1 << 51) * time.Microsecond
+	// maxSpan bounds how far past now, in µs, a bucket's state may reach (about 142 years):
+	// burst plus cost intervals. now + maxSpan stays below 2^53 until the year 2112.
+	maxSpan = 1 << 52
+)
 
-// Validate reports a rule that cannot be decided, such as a zero limit or a window shorter
-// than one microsecond per unit.
+// RuleError is a rule Validate refuses, naming the field at fault as a policy spells it:
+// limit, window, burst, cost, lease, shards, algorithm, mode, on_store_failure or id.
+type RuleError struct {
+	Rule, Field, Problem string
+}
+
+func (e *RuleError) Error() string { return "rule " + e.Rule + ": " + e.Field + ": " + e.Problem }
+
+func ruleErr(r Rule, field, format string, args ...any) error {
+	return &RuleError{Rule: r.ID, Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
+// Validate reports a rule that cannot be decided, or not exactly, as a *RuleError: a zero
+// limit, a window shorter than one microsecond per unit, or numbers beyond the bounds above
+// (MaxCount, MaxWindow, and for the buckets and the sliding counter the products their
+// scripts compute). A sharded rule's every shard must validate too.
 func (r Rule) Validate() error {
 	if r.ID == "" {
-		return errors.New("rule has no id")
+		return &RuleError{Field: "id", Problem: "rule has no id"}
 	}
 	if _, err := ParseAlgorithm(string(r.Algorithm)); err != nil {
-		return fmt.Errorf("rule %s: %w", r.ID, err)
+		return ruleErr(r, "algorithm", "%v", err)
+	}
+	for _, c := range []struct {
+		field string
+		n     int
+	}{{"limit", r.Limit}, {"burst", r.Burst}, {"cost", r.Cost}, {"lease", r.Lease}, {"shards", r.Shards}} {
+		switch {
+		case c.n < 0:
+			return ruleErr(r, c.field, "%d: want 0 or more", c.n)
+		case c.n > MaxCount:
+			return ruleErr(r, c.field, "%d: want at most %d, so that the limiter counts it exactly", c.n, MaxCount)
+		}
 	}
 	if r.Limit < 1 {
-		return fmt.Errorf("rule %s: limit %d, want at least 1", r.ID, r.Limit)
+		return ruleErr(r, "limit", "%d: want at least 1", r.Limit)
 	}
 	w := r.Window.Microseconds()
-	if w < 1 {
-		return fmt.Errorf("rule %s: window %v, want at least 1µs", r.ID, r.Window)
-	}
-	if r.Burst < 0 || r.Cost < 0 || r.Lease < 0 || r.Shards < 0 {
-		return fmt.Errorf("rule %s: negative burst, cost, lease or shards", r.ID)
+	switch {
+	case w < 1:
+		return ruleErr(r, "window", "%v: want at least 1µs", r.Window)
+	case r.Window > MaxWindow:
+		return ruleErr(r, "window", "%v: want at most %v", r.Window, MaxWindow)
 	}
 	switch r.Mode {
 	case "", Enforce, Shadow:
 	default:
-		return fmt.Errorf("rule %s: unknown mode %q", r.ID, r.Mode)
+		return ruleErr(r, "mode", "unknown mode %q", r.Mode)
 	}
 	switch r.OnStoreFailure {
 	case "", FailOpen, FailClosed:
 	default:
-		return fmt.Errorf("rule %s: unknown on_store_failure %q", r.ID, r.OnStoreFailure)
+		return ruleErr(r, "on_store_failure", "unknown on_store_failure %q", r.OnStoreFailure)
 	}
-	// The buckets refill one token per interval; a zero interval would be an infinite rate.
-	if (r.Algorithm == TokenBucket || r.Algorithm == GCRA) && w/int64(r.Limit) < 1 {
-		return fmt.Errorf("rule %s: %d per %v is more than one per microsecond", r.ID, r.Limit, r.Window)
+	switch r.Algorithm {
+	case TokenBucket, GCRA:
+		// The buckets refill one token per interval; a zero interval would be an infinite rate.
+		if w/int64(r.Limit) < 1 {
+			return ruleErr(r, "limit", "%d per %v is more than one per microsecond", r.Limit, r.Window)
+		}
+		if err := r.checkSpan(); err != nil {
+			return err
+		}
+	case SlidingCounter:
+		// The estimate and its wait compute up to (limit + 1) × window + limit.
+		if hi, lo := bits.Mul64(uint64(r.Limit)+1, uint64(w)); hi != 0 || lo >= maxExact-uint64(r.Limit) {
+			return ruleErr(r, "limit", "%d per %v: limit × window too large for sliding_counter; use fixed_window", r.Limit, r.Window)
+		}
 	}
-	// The sliding counter compares limit × window; both implementations keep it exact.
-	if r.Algorithm == SlidingCounter && float64(r.Limit+1)*float64(w) >= maxExact {
-		return fmt.Errorf("rule %s: limit × window too large for sliding_counter; use fixed_window", r.ID)
+	if r.Shards > 1 { // each shard is a rule of its own, with a share of the limit and burst
+		if err := shard(Request{Rule: r}, r.Shards-1).Rule.Validate(); err != nil {
+			return ruleErr(r, "shards", "%d: a shard does not validate: %v", r.Shards, err)
+		}
 	}
 	return nil
+}
+
+// checkSpan bounds how far ahead of now a bucket's state reaches: its burst, plus the most
+// one request asks (its cost, or a whole lease), times the refill interval. The field named
+// is the largest of the three.
+func (r Rule) checkSpan() error {
+	p := r.params()
+	ask := max(1, int64(r.Cost), int64(r.Lease))
+	if hi, lo := bits.Mul64(uint64(p.burst+ask), uint64(p.interval)); hi == 0 && lo <= maxSpan {
+		return nil
+	}
+	field := "burst"
+	switch {
+	case ask > p.burst && int64(r.Lease) == ask:
+		field = "lease"
+	case ask > p.burst:
+		field = "cost"
+	case r.Burst == 0:
+		field = "limit"
+	}
+	return ruleErr(r, field, "a burst of %d and a request of %d, at one token per %v, reach more than %v ahead",
+		p.burst, ask, time.Duration(p.interval)*time.Microsecond, time.Duration(maxSpan)*time.Microsecond)
 }
 
 // params are a rule's numbers in the units the algorithms compute with.
