@@ -17,7 +17,9 @@ import (
 // metrics are the gateway's RED metrics per route. Exported in Prometheus format they read:
 //
 //	gateway_requests_total{route, method, code}          every answer, the gateway's own included
-//	gateway_request_duration_seconds{route, outcome}     outcome: upstream, or why the gateway answered
+//	gateway_request_duration_seconds{route, outcome}     outcome: upstream, why the gateway answered,
+//	                                                     or how a response was cut off (client_closed,
+//	                                                     upstream_aborted, panic)
 //	gateway_rejections_total{route, reason}              401, 403, 404, 405, 413, 429, 503 by reason
 //
 // Per-rule decisions are the rate limiter's (ratelimit_decisions_total{rule, outcome, path});
