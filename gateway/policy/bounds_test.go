@@ -24,15 +24,7 @@ func TestCompileBoundsNameTheField(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc := strings.Replace(base, tt.old, tt.new, 1)
-			if doc == base {
-				t.Fatalf("case does not change the policy: %q not found", tt.old)
-			}
-			p, err := Parse([]byte(doc))
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			_, err = Compile(p, nil)
+			p, err := compileChanged(t, tt.old, tt.new)
 			want := "limits[holds-per-account]." + tt.wantField
 			if fe, ok := errors.AsType[*FieldError](err); !ok || fe.Field != want {
 				t.Errorf("Compile() = %v, want an error naming %s", err, want)
@@ -85,4 +77,19 @@ func TestCheckTenantRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// compileChanged parses base with old replaced by new, which must change it, and compiles it.
+func compileChanged(t *testing.T, old, new string) (*Policy, error) {
+	t.Helper()
+	doc := strings.Replace(base, old, new, 1)
+	if doc == base {
+		t.Fatalf("case does not change the policy: %q not found", old)
+	}
+	p, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	_, err = Compile(p, nil)
+	return p, err
 }
