@@ -117,6 +117,8 @@ func TestAdminAPI(t *testing.T) {
 		{"delete it again", "DELETE", "/admin/limits/per-ip", "", 404, ""},
 		{"tenant limit", "PUT", "/admin/tenant-limits/ten_a/holds", `{"capacity":3,"refill_per_second":0.5}`, 200, `"capacity":3`},
 		{"tenant limit on no route", "PUT", "/admin/tenant-limits/ten_a/ghost", `{"capacity":3,"refill_per_second":1}`, 400, `"field":"route"`},
+		{"tenant limit beyond exact arithmetic", "PUT", "/admin/tenant-limits/ten_a/holds", `{"capacity":9223372036854775807,"refill_per_second":1}`, 400, `"field":"capacity"`},
+		{"tenant limit refilling never", "PUT", "/admin/tenant-limits/ten_a/holds", `{"capacity":3,"refill_per_second":0}`, 400, `"field":"refill_per_second"`},
 		{"tenant limits", "GET", "/admin/tenant-limits", "", 200, `"tenant":"ten_a"`},
 		{"policy", "GET", "/admin/policy", "", 200, `"tenant_limits":[{"tenant":"ten_a"`},
 	}

@@ -192,15 +192,9 @@ func (a *api) putTenantLimit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rule := policy.TenantRule{Tenant: r.PathValue("tenant"), Route: r.PathValue("route"), Capacity: body.Capacity, RefillPerSecond: body.RefillPerSecond}
-	switch {
-	case rule.Capacity < 1:
-		problem.Write(w, r, nil, problem.InvalidField("capacity", "%d: want 1 or more", rule.Capacity))
-		return
-	case !(rule.RefillPerSecond > 0) || rule.RefillPerSecond > 1e6:
-		problem.Write(w, r, nil, problem.InvalidField("refill_per_second", "%g: want more than 0, at most 1e6", rule.RefillPerSecond))
-		return
-	case rule.Route != policy.AllRoutes && a.Live.Current().Route(rule.Route) == nil:
-		problem.Write(w, r, nil, problem.InvalidField("route", "%q is not a route of the policy, nor *", rule.Route))
+	// Checked as every replica will compile the row: a row they would all skip is refused.
+	if err := a.Live.Current().CheckTenantRule(rule); err != nil {
+		a.fail(w, r, err)
 		return
 	}
 	if err := a.Tenants.Put(r.Context(), rule); err != nil {
