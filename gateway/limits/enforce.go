@@ -89,6 +89,9 @@ func (e *Enforcer) Settle(ctx context.Context, res ratelimit.Result, charges []C
 		if err != nil || n <= 0 {
 			continue
 		}
+		// A charge spends at most what is left, so a cost past any budget drains it like the
+		// largest one a rule may have; left unbounded, the limiter's arithmetic would wrap.
+		n = min(n, ratelimit.MaxCount)
 		spent := c.Request.Cost
 		if spent == 0 {
 			spent = max(1, c.Request.Rule.Cost)

@@ -231,6 +231,33 @@ func TestSettleChargesResponseCost(t *testing.T) {
 	}
 }
 
+// A service's cost header is a number like any other from the network: however large, the
+// budget ends up drained, never wrapped round to a fresh one. Two answers worth the most an
+// int64 holds, to requests allowed before either was charged, add up past it.
+func TestSettleBoundsAHugeCost(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	m := ratelimit.NewMemory(func() time.Time { return now })
+	e := NewEnforcer(m, nil, nil)
+	q := ratelimit.Request{Rule: snapshot(t).Limit("tokens").Rule, Key: "ip:x"} // 1000 per day
+	ctx := context.Background()
+	var allowed []ratelimit.Result
+	for range 2 {
+		res, err := e.Decide(ctx, []ratelimit.Request{q})
+		if err != nil || !res.Allowed {
+			t.Fatalf("Decide = %+v, %v; want allowed", res, err)
+		}
+		allowed = append(allowed, res)
+	}
+	for _, res := range allowed {
+		done := make(chan struct{})
+		e.Settle(ctx, res, []Charge{{Request: q, Header: "X-Boxoffice-Tokens"}}, http.Header{"X-Boxoffice-Tokens": {"9223372036854775807"}}, func() { close(done) })
+		<-done
+	}
+	if res, _ := m.Allow(ctx, []ratelimit.Request{q}); res.Allowed {
+		t.Errorf("after two answers worth 2^63-1 tokens each of 1000, the next request is allowed with %d left, want denied", res.Remaining)
+	}
+}
+
 // TestSetHeadersFieldSyntax checks the Structured Fields SetHeaders writes for what the
 // policies above do not show: a concurrency limit has a unit and no window, shadow rules are
 // left out, and a name is a quoted, escaped string.

@@ -81,10 +81,10 @@ func TestRedisExactAtTheBounds(t *testing.T) {
 			most := rule.capacity()
 			steps := []step{
 				{at: 0, key: "a", cost: 1},
-				{at: 0, key: "a", cost: most - 1}, // the rest of the budget
-				{at: 1, key: "a", cost: 1},        // denied: the longest wait
-				{at: 2, key: "a", cost: most},     // denied: a whole budget
-				{at: 3, key: "a", cost: most + 1}, // never fits
+				{at: 0, key: "a", cost: most - 1},              // the rest of the budget
+				{at: 1, key: "a", cost: 1},                     // denied: the longest wait
+				{at: 2, key: "a", cost: most},                  // denied: a whole budget
+				{at: 3, key: "a", cost: min(most+1, MaxCount)}, // never fits (a request costs MaxCount at most)
 				{at: rule.Window / 2, key: "a", cost: 1},
 				{at: rule.Window/2 + 1, key: "a", cost: most / 3},
 				{at: rule.Window + 7*time.Microsecond, key: "a", cost: most / 2},

@@ -224,6 +224,7 @@ func TestValidate(t *testing.T) {
 		{"sliding counter too large", []Request{{Rule: Rule{ID: "r", Algorithm: SlidingCounter, Limit: 1 << 30, Window: 24 * time.Hour}}}, true},
 		{"same rule and key twice", []Request{{Rule: ok, Key: "a"}, {Rule: ok, Key: "a"}}, true},
 		{"negative cost", []Request{{Rule: ok, Key: "a", Cost: -1}}, true},
+		{"cost past what a count may hold", []Request{{Rule: ok, Key: "a", Cost: MaxCount + 1}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -401,8 +401,8 @@ func validate(reqs []Request) error {
 		if err := q.Rule.Validate(); err != nil {
 			return err
 		}
-		if q.Cost < 0 {
-			return fmt.Errorf("rule %s: negative cost %d", q.Rule.ID, q.Cost)
+		if q.Cost < 0 || q.Cost > MaxCount {
+			return fmt.Errorf("rule %s: cost %d: want 0 to %d", q.Rule.ID, q.Cost, MaxCount)
 		}
 		if q.Charge && q.Rule.Algorithm == Concurrency {
 			return fmt.Errorf("rule %s: a concurrency slot cannot be charged after the fact", q.Rule.ID)
