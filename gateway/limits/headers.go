@@ -18,8 +18,8 @@ const QuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exc
 // SetHeaders writes the rate limit fields of res onto h, in the syntax of the IETF HTTPAPI
 // draft "RateLimit header fields for HTTP" (draft-10/11):
 //
-//	RateLimit-Policy: "holds-per-account";q=5;w=60, "api-per-ip";q=100;w=1
-//	RateLimit: "holds-per-account";r=0;t=9, "api-per-ip";r=99;t=1
+//	RateLimit-Policy: "holds-per-account";q=5;w=60, "api-per-ip";q=200;w=2
+//	RateLimit: "holds-per-account";r=0;t=9, "api-per-ip";r=199;t=1
 //	X-RateLimit-Limit: 5
 //	X-RateLimit-Remaining: 0
 //	X-RateLimit-Reset: 9
