@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -193,7 +194,9 @@ func DecodeJSON(r *http.Request, v any) error {
 			return &Error{Code: Invalid, Message: "request body is not valid JSON: " + err.Error()}
 		}
 	}
-	if dec.More() {
+	// More reports false on a stray '}' or ']', which would let `{"a":1}}` through: only
+	// the end of the body may follow the value.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return New(Invalid, "request body has data after the JSON value")
 	}
 	return nil

@@ -95,6 +95,9 @@ func TestDecodeJSON(t *testing.T) {
 		{"wrong type names field", `{"seats":"two"}`, "seats", true},
 		{"unknown field", `{"seats":2,"price":1}`, "", true},
 		{"trailing data", `{"seats":2}{}`, "", true},
+		{"a stray closing brace", `{"seats":2}}`, "", true},
+		{"a stray closing bracket", `{"seats":2}]`, "", true},
+		{"trailing white space", "{\"seats\":2}\n\t ", "", false},
 		{"not json", `seats=2`, "", true},
 	}
 	for _, tt := range tests {
