@@ -18,7 +18,6 @@ import (
 
 	"boxoffice.dev/gateway/authn"
 	"boxoffice.dev/gateway/limits"
-	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/gateway/upstream"
 	"boxoffice.dev/platform/logging"
@@ -163,20 +162,13 @@ func (f *panickingForwarder) Forward(w http.ResponseWriter, _ *http.Request, _ s
 // released and its access log line and metrics written, then the panic goes on to net/http
 // unchanged (which aborts the connection).
 func TestPanicIsRecordedThenRethrown(t *testing.T) {
-	p, err := policy.Parse([]byte(`
+	live := liveOf(t, `
 services: [{name: svc, instances: ["http://127.0.0.1:1"]}]
 routes:
   - {id: stream, match: {method: GET, path: /v1/stream}, service: svc, auth: none, limits: [one-at-a-time]}
 limits:
   - {id: one-at-a-time, key: ip, algorithm: concurrency, rate: 1/1m}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, err := policy.NewLive(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	reader := sdkmetric.NewManualReader()
 	m, err := newMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
 	if err != nil {

@@ -41,12 +41,7 @@ type seen struct {
 
 func newBackend(t *testing.T) *backend {
 	t.Helper()
-	b := &backend{}
-	b.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/readyz" {
-			return
-		}
-		b.hits.Add(1)
+	return serveBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		if tokens := r.Header.Get("X-Test-Tokens"); tokens != "" {
 			w.Header().Set("X-Boxoffice-Tokens", tokens) // as the assistant does
@@ -54,9 +49,7 @@ func newBackend(t *testing.T) *backend {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(seen{Method: r.Method, Path: r.URL.Path, Identity: identity.FromRequest(r),
 			Traceparent: r.Header.Get("Traceparent"), RequestID: r.Header.Get("X-Request-Id"), Body: string(body)})
-	}))
-	t.Cleanup(b.Close)
-	return b
+	})
 }
 
 // keySet serves a JWKS of keys the test mints with auth's token package, as the auth

@@ -13,7 +13,6 @@ import (
 
 	"boxoffice.dev/gateway/authn"
 	"boxoffice.dev/gateway/limits"
-	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/gateway/upstream"
 	"boxoffice.dev/platform/telemetry"
@@ -55,14 +54,7 @@ func (answering) Forward(w http.ResponseWriter, r *http.Request, service string,
 func BenchmarkPipeline(b *testing.B) {
 	rd := testkit.StartRedis(b)
 	ks := newKeySet(b, "k1")
-	p, err := policy.Parse([]byte(benchPolicy))
-	if err != nil {
-		b.Fatal(err)
-	}
-	live, err := policy.NewLive(p, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	live := liveOf(b, benchPolicy)
 	decisions := limiterClient(rd.Client()) // as Run makes it
 	b.Cleanup(func() { _ = decisions.Close() })
 	limiter, err := ratelimit.NewFailsafe(ratelimit.NewRedis(decisions), ratelimit.FailsafeOptions{Timeout: time.Second})

@@ -31,25 +31,32 @@ func (f *recordingForwarder) Forward(w http.ResponseWriter, r *http.Request, ser
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// liveOf is the running policy of doc, a policy file.
+func liveOf(tb testing.TB, doc string) *policy.Live {
+	tb.Helper()
+	p, err := policy.Parse([]byte(doc))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	live, err := policy.NewLive(p, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return live
+}
+
 // TestPipelineRouteOptions checks what the pipeline asks of the upstream layer: the
 // route's timeouts, the path after strip_prefix, and a retry only for idempotent methods or
 // requests carrying an Idempotency-Key, on routes that allow retries.
 func TestPipelineRouteOptions(t *testing.T) {
-	p, err := policy.Parse([]byte(`
+	live := liveOf(t, `
 settings: {connect_timeout: 300ms, response_timeout: 4s}
 services: [{name: svc, instances: ["http://127.0.0.1:1"]}]
 routes:
   - {id: things, match: {path: "/v1/things/{rest...}"}, service: svc, auth: none, response_timeout: 9s}
   - {id: once, match: {method: POST, path: /v1/once}, service: svc, auth: none, retry: false}
   - {id: partner, match: {method: GET, path: /partner/v1/x}, service: svc, auth: none, strip_prefix: /partner}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, err := policy.NewLive(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	m, _ := newMetrics(nil)
 	var last forwarded
 	g := &gateway{
