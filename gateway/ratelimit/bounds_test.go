@@ -89,16 +89,7 @@ func TestRedisExactAtTheBounds(t *testing.T) {
 				{at: rule.Window/2 + 1, key: "a", cost: most / 3},
 				{at: rule.Window + 7*time.Microsecond, key: "a", cost: most / 2},
 			}
-			clk := newClock(epoch)
-			store := NewRedis(srv.Client())
-			store.now = clk.Now
-			got := replay(t, store, clk, rule, steps)
-			want := replay(t, NewMemory(clk.Now), clk, rule, steps)
-			for i := range steps {
-				if diff := sameDecision(got[i], want[i]); diff != "" {
-					t.Errorf("step %d %+v: Redis decided %s (Memory)", i, steps[i], diff)
-				}
-			}
+			got := replayBoth(t, srv.Client(), rule, steps)
 			if fmt.Sprint(got) == fmt.Sprint(make([]Decision, len(steps))) {
 				t.Fatal("no decisions")
 			}

@@ -23,6 +23,24 @@ func sameDecision(got, want Decision) string {
 	return ""
 }
 
+// replayBoth replays steps under rule through the Lua scripts and the in-memory algorithms on
+// one virtual clock and fails at the first step where they decide differently, field by
+// field. It returns the Redis decisions.
+func replayBoth(t *testing.T, client *redis.Client, rule Rule, steps []step) []Decision {
+	t.Helper()
+	clk := newClock(epoch)
+	store := NewRedis(client)
+	store.now = clk.Now
+	got := replay(t, store, clk, rule, steps)
+	want := replay(t, NewMemory(clk.Now), clk, rule, steps)
+	for i := range steps {
+		if diff := sameDecision(got[i], want[i]); diff != "" {
+			t.Fatalf("step %d %+v: Redis decided %s (Memory)", i, steps[i], diff)
+		}
+	}
+	return got
+}
+
 // TestRedisMatchesMemory replays random traces through the Lua scripts and the in-memory
 // algorithms on the same virtual clock and requires the same decision, field by field.
 func TestRedisMatchesMemory(t *testing.T) {
@@ -32,17 +50,7 @@ func TestRedisMatchesMemory(t *testing.T) {
 		for _, rule := range testRules() {
 			rule.ID = fmt.Sprintf("%s-%d", rule.ID, seed)
 			t.Run(rule.ID, func(t *testing.T) {
-				steps := randomTrace(rand.New(rand.NewPCG(seed, 7)), rule, 150)
-				clk := newClock(epoch)
-				store := NewRedis(client)
-				store.now = clk.Now
-				got := replay(t, store, clk, rule, steps)
-				want := replay(t, NewMemory(clk.Now), clk, rule, steps)
-				for i := range steps {
-					if diff := sameDecision(got[i], want[i]); diff != "" {
-						t.Fatalf("step %d %+v: Redis decided %s (Memory)", i, steps[i], diff)
-					}
-				}
+				replayBoth(t, client, rule, randomTrace(rand.New(rand.NewPCG(seed, 7)), rule, 150))
 			})
 		}
 	}
