@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -336,5 +337,29 @@ func TestAdminListenerServesMetricsAndControl(t *testing.T) {
 	}
 	if res := gw.call(t, "GET", "/v1/public", ""); res.status != 503 {
 		t.Errorf("GET /v1/public during an injected outage = %d, want 503", res.status)
+	}
+}
+
+// A body with no declared length that runs past max_body_bytes is refused while it streams:
+// a 413 that the gateway counts as its own rejection, not as the service's answer.
+func TestStreamedBodyOverTheLimitIsARejection(t *testing.T) {
+	be := newBackend(t)
+	gw := startGateway(t, testPolicy, be, nil)
+	chunked := io.MultiReader(strings.NewReader(`{"email":"ana@example.org","password":"`), strings.NewReader(strings.Repeat("x", 2<<20)))
+	req, err := http.NewRequest("POST", gw.base+"/v1/auth/login", chunked) // no length: sent chunked
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := noRedirects.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("2 MiB chunked over a 1 MiB limit = %d %s, want 413 application/problem+json", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	want := `gateway_rejections_total{reason="body_too_large",route="login"} 1`
+	if m := gw.metrics(t); !strings.Contains(m, want) {
+		t.Errorf("/metrics lacks %s", want)
 	}
 }

@@ -60,8 +60,9 @@ type exchange struct {
 	caller  authn.Caller
 	reqs    []ratelimit.Request
 	result  ratelimit.Result
-	shadow  []string // shadow rules that would have denied
-	outcome string   // why the gateway answered itself; "" when the upstream did
+	shadow  []string   // shadow rules that would have denied
+	outcome string     // why the gateway answered itself; "" when the upstream did
+	body    cappedBody // the request body under max_body_bytes, held here to spare an allocation
 }
 
 // Outcomes the gateway answers itself, for the access log and the rejections metric.

@@ -111,6 +111,9 @@ func (g *gateway) record(w http.ResponseWriter, r *http.Request, rec *recorder, 
 	default:
 		status = http.StatusOK
 	}
+	if ex.outcome == "" && status == http.StatusRequestEntityTooLarge && ex.body.over.Load() {
+		ex.outcome = outcomeTooLarge // a streamed body ran past the cap: the gateway's 413
+	}
 	route, outcome := "none", ex.outcome
 	if ex.route != nil {
 		route = ex.route.ID

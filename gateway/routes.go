@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"errors"
+	"io"
 	"net/http"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -85,7 +88,9 @@ func (g *gateway) requestID(next http.Handler) http.Handler {
 }
 
 // limitBody caps the request body at the policy's max_body_bytes: a declared length over it
-// is refused at once, and an undeclared one fails when the upstream call reads past it.
+// is refused at once, and an undeclared one fails when the upstream call reads past it
+// (the upstream layer answers 413), which the exchange notes so that it counts as the
+// gateway's rejection, not the service's answer.
 func (g *gateway) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ex := exchangeOf(r)
@@ -95,9 +100,25 @@ func (g *gateway) limitBody(next http.Handler) http.Handler {
 			writeStatus(w, r, http.StatusRequestEntityTooLarge, "request body is larger than "+strconv.FormatInt(n, 10)+" bytes")
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, n)
+		ex.body.ReadCloser = http.MaxBytesReader(w, r.Body, n)
+		r.Body = &ex.body
 		next.ServeHTTP(w, r)
 	})
+}
+
+// cappedBody is a request body behind http.MaxBytesReader that remembers running past its
+// cap. The transport may read it on a goroutine of its own, hence the atomic.
+type cappedBody struct {
+	io.ReadCloser
+	over atomic.Bool
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		b.over.Store(true)
+	}
+	return n, err
 }
 
 // findClientIP finds the client's address, and leaves in X-Forwarded-For only the hops the
