@@ -329,7 +329,18 @@ func TestGRPCOptions(t *testing.T) {
 		t.Fatalf("Check: %v", err)
 	}
 
-	got := scrape(t, tel)
+	// The server records its call when its handler returns, which may be just after the
+	// client has the answer: poll, within a deadline, rather than read once.
+	var got string
+	counted := func() bool {
+		got = scrape(t, tel)
+		return seriesValue(got, "rpc_server_call_duration_seconds_count{") == "1" &&
+			seriesValue(got, "rpc_client_call_duration_seconds_count{") == "1"
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !counted() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	for _, series := range []string{"rpc_server_call_duration_seconds_count{", "rpc_client_call_duration_seconds_count{"} {
 		if v := seriesValue(got, series); v != "1" {
 			t.Errorf("%s = %q, want 1 in\n%s", series, v, got)
