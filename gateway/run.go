@@ -247,14 +247,17 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 // connection, and the next one dials; the failsafe's breaker stops calls, and so dials, when
 // Redis keeps missing the deadline. Nil for a kind of client it cannot copy.
 func limiterClient(c redis.UniversalClient) redis.UniversalClient {
+	// The copy gets a maintenance-notifications config of its own (nil: the defaults, as the
+	// original was made): the original's is written by its connections as they handshake, so
+	// sharing it, or reading it to clone it, races with them.
 	switch c := c.(type) {
 	case *redis.Client:
 		o := *c.Options()
-		o.ContextTimeoutEnabled = true
+		o.ContextTimeoutEnabled, o.MaintNotificationsConfig = true, nil
 		return redis.NewClient(&o)
 	case *redis.ClusterClient:
 		o := *c.Options()
-		o.ContextTimeoutEnabled = true
+		o.ContextTimeoutEnabled, o.MaintNotificationsConfig = true, nil
 		return redis.NewClusterClient(&o)
 	}
 	return nil
