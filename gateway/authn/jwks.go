@@ -168,12 +168,18 @@ func (j *JWKS) fetch(ctx context.Context) error {
 	return nil
 }
 
-// maxAge reads max-age from a Cache-Control value, or returns def.
+// maxKeyAge is the longest a key set is trusted without asking the auth service again,
+// whatever its Cache-Control says: a key rotated out of the JWKS stops verifying tokens
+// within it. It also keeps a huge max-age from overflowing a Duration, which would make the
+// refresh loop fetch without pause.
+const maxKeyAge = time.Hour
+
+// maxAge reads max-age from a Cache-Control value, at most maxKeyAge, or returns def.
 func maxAge(cc string, def time.Duration) time.Duration {
 	for _, d := range strings.Split(cc, ",") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(d), "max-age="); ok {
-			if n, err := strconv.Atoi(v); err == nil && n > 0 {
-				return time.Duration(n) * time.Second
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+				return time.Duration(min(n, int64(maxKeyAge/time.Second))) * time.Second
 			}
 		}
 	}

@@ -222,6 +222,9 @@ func TestMaxAge(t *testing.T) {
 		want time.Duration
 	}{
 		{"public, max-age=300", 300 * time.Second},
+		{"max-age=86400", maxKeyAge},
+		{"max-age=9999999999", maxKeyAge},             // past a Duration's range in nanoseconds
+		{"max-age=99999999999999999999", time.Minute}, // past int64: not a number we can read
 		{"max-age=0", time.Minute},
 		{"no-cache", time.Minute},
 		{"", time.Minute},
