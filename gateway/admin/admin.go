@@ -150,7 +150,7 @@ func requireToken(token string, next http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		sum := sha256.Sum256([]byte(got))
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got))) // "Bearer  t", as the public side reads it
 		if token == "" || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="boxoffice-gateway-admin"`)
 			problem.Write(w, r, nil, problem.New(problem.Unauthorized, "admin API: bearer token required"))
