@@ -21,7 +21,8 @@ import (
 )
 
 // Parse decodes a policy file. Unknown fields are errors, so a misspelt knob is reported
-// instead of silently ignored. Parse does not validate: Compile does.
+// instead of silently ignored. Parse does not validate: Compile does, and refuses the empty
+// Policy that an empty or comment-only file decodes to.
 func Parse(data []byte) (*Policy, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -192,6 +193,11 @@ func (p *Policy) validate() error {
 			return fieldErr(at+".id", "%q appears twice", l.ID)
 		}
 		limits[l.ID] = true
+	}
+	if len(p.Routes) == 0 {
+		// An empty file (truncated by a save still in progress, or a botched deploy) would
+		// answer 404 to everything: keep the running policy instead.
+		return fieldErr("routes", "want at least one route: a policy without routes serves nothing")
 	}
 	routes := map[string]bool{}
 	for i, r := range p.Routes {

@@ -37,7 +37,8 @@ import (
 	"boxoffice.dev/platform/config"
 )
 
-// Policy is a whole policy document. The zero value is an empty policy that routes nothing.
+// Policy is a whole policy document. The zero value routes nothing, and so does not validate:
+// a policy needs at least one route.
 type Policy struct {
 	Settings Settings        `yaml:"settings" json:"settings"`
 	Services []Service       `yaml:"services" json:"services"`
