@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/gateway/upstream/endpoint"
 )
 
 // Parse decodes a policy file. Unknown fields are errors, so a misspelt knob is reported
@@ -217,18 +216,23 @@ func validateService(at string, sv Service) error {
 	if err := checkName(at+".name", sv.Name); err != nil {
 		return err
 	}
+	// The upstream layer's own rules (package endpoint): a service this accepts, the pools
+	// accept, so that an admin edit or a reload is refused here with the field named rather
+	// than by the pools after validation.
 	for j, inst := range sv.Instances {
-		u, err := url.Parse(inst)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-			return fieldErr(fmt.Sprintf("%s.instances[%d]", at, j), "%q: want a base URL such as http://127.0.0.1:8102", inst)
+		if _, err := endpoint.ParseInstance(inst); err != nil {
+			return fieldErr(fmt.Sprintf("%s.instances[%d]", at, j), "%v", err)
 		}
 	}
-	if len(sv.Instances) > 0 && sv.DNS != "" {
+	switch {
+	case len(sv.Instances) == 0 && sv.DNS == "":
+		return fieldErr(at+".instances", "set instances or dns")
+	case len(sv.Instances) > 0 && sv.DNS != "":
 		return fieldErr(at+".dns", "set instances or dns, not both")
 	}
 	if sv.DNS != "" {
-		if host, port, err := net.SplitHostPort(sv.DNS); err != nil || host == "" || port == "" {
-			return fieldErr(at+".dns", "%q: want host:port", sv.DNS)
+		if _, _, _, err := endpoint.ParseDNS(sv.DNS); err != nil {
+			return fieldErr(at+".dns", "%v", err)
 		}
 	}
 	switch {

@@ -102,7 +102,7 @@ func TestCompileNamesTheField(t *testing.T) {
 		{"bad path", `path: "/v1/events/{id}/holds"`, `path: "v1/events"`, "routes[holds].match.path"},
 		{"dot segment", `path: "/v1/events/{id}/holds"`, `path: "/v1/../holds"`, "routes[holds].match.path"},
 		{"lower-case method", "method: POST, path: \"/v1", "method: post, path: \"/v1", "routes[holds].match.method"},
-		{"bad instance", `"http://127.0.0.1:8104"`, `"127.0.0.1:8104"`, "services[inventory].instances[0]"},
+		{"bad instance", `"http://127.0.0.1:8104"`, `"ftp://127.0.0.1:8104"`, "services[inventory].instances[0]"},
 		{"duplicate route", "id: login", "id: holds", "routes[holds].id"},
 		{"same pattern", "path: /v1/auth/login", `path: "/v1/events/{x}/holds"`, "routes[login].match"},
 		{"plan on a user route", "auth: user", "auth: user\n    plans: [internal]", "routes[holds].plans"},

@@ -62,10 +62,12 @@ type Settings struct {
 // Service is a named upstream and how its instances are found, probed and protected.
 type Service struct {
 	Name string `yaml:"name" json:"name"`
-	// Instances are base URLs ("http://127.0.0.1:8102"). The gateway's UPSTREAM_<NAME>
-	// variable replaces them.
+	// Instances are base URLs with a port and nothing after it: "http://127.0.0.1:8102",
+	// "https://…", or "127.0.0.1:8102" for http (package endpoint's rules, the upstream
+	// layer's). The gateway's UPSTREAM_<NAME> variable replaces them.
 	Instances []string `yaml:"instances" json:"instances,omitempty"`
-	// DNS is a host:port re-resolved every DNSInterval (0 means 5s); set it or Instances.
+	// DNS is a host:port ("http://host:port" or "https://host:port" to choose the scheme)
+	// re-resolved every DNSInterval (0 means 5s); set it or Instances, not both.
 	DNS         string   `yaml:"dns" json:"dns,omitempty"`
 	DNSInterval Duration `yaml:"dns_interval" json:"dns_interval,omitempty"`
 	// MaxInFlight sheds requests above this many in flight to the service; 0 = unlimited.

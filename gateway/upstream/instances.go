@@ -2,18 +2,17 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+
+	"boxoffice.dev/gateway/upstream/endpoint"
 )
 
 // Resolver looks up the addresses of a DNS service; *net.Resolver is one.
@@ -114,38 +113,12 @@ func (pl *pool) kickLoop() {
 	}
 }
 
-// parseInstance reads "http://host:port" or "host:port" into a base URL with no path.
-func parseInstance(raw string) (*url.URL, error) {
-	s := raw
-	if !strings.Contains(s, "://") {
-		s = "http://" + s
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return nil, fmt.Errorf("%q: %w", raw, errors.Unwrap(err))
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%q: scheme must be http or https", raw)
-	case u.Host == "" || u.Port() == "":
-		return nil, fmt.Errorf("%q: want scheme://host:port", raw)
-	case u.Path != "" && u.Path != "/", u.RawQuery != "", u.User != nil, u.Fragment != "":
-		return nil, fmt.Errorf("%q: want scheme://host:port and nothing more", raw)
-	}
-	return &url.URL{Scheme: u.Scheme, Host: u.Host}, nil
-}
-
-// parseDNS reads "host:port" or "scheme://host:port".
-func parseDNS(raw string) (scheme, host, port string, err error) {
-	u, err := parseInstance(raw)
-	if err != nil {
-		return "", "", "", err
-	}
-	if _, err := strconv.ParseUint(u.Port(), 10, 16); err != nil {
-		return "", "", "", fmt.Errorf("%q: port must be a number", raw)
-	}
-	return u.Scheme, u.Hostname(), u.Port(), nil
-}
+// parseInstance and parseDNS read a service's instances and DNS name by the rules the policy
+// validates them with, so that a service the policy accepts is one the pools accept.
+var (
+	parseInstance = endpoint.ParseInstance
+	parseDNS      = endpoint.ParseDNS
+)
 
 // resolve turns a DNS service into instance URLs, sorted so that an unchanged answer in
 // another order changes nothing.
