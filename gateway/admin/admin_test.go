@@ -14,6 +14,7 @@ import (
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/testkit"
 )
 
@@ -39,15 +40,13 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	p, err := policy.Parse([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	live, err := policy.NewLive(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := testkit.OpenDBs(t, "gateway")[0]
+	return newFixtureOn(t, testkit.OpenDBs(t, "gateway")[0])
+}
+
+// newFixtureOn is newFixture with its tables in db.
+func newFixtureOn(t *testing.T, db *sqldb.DB) *fixture {
+	t.Helper()
+	live := newLive(t, doc)
 	if err := db.Migrate(context.Background(), policy.Migrations()); err != nil {
 		t.Fatal(err)
 	}
@@ -62,6 +61,20 @@ func newFixture(t *testing.T) *fixture {
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// newLive runs the policy file doc.
+func newLive(t *testing.T, doc string) *policy.Live {
+	t.Helper()
+	p, err := policy.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := policy.NewLive(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return live
 }
 
 func (f *fixture) do(t *testing.T, method, path, token, body string) (int, string) {
@@ -170,7 +183,7 @@ func TestAdminEditsAreStored(t *testing.T) {
 		}
 		var out []string
 		for _, e := range rows {
-			out = append(out, fmt.Sprintf("%s %s deleted=%v %s", e.Kind, e.ID, e.Deleted, e.Value))
+			out = append(out, fmt.Sprintf("%s %s patch=%v deleted=%v %s", e.Kind, e.ID, e.Patch, e.Deleted, e.Value))
 		}
 		return strings.Join(out, "\n")
 	}
@@ -182,15 +195,15 @@ func TestAdminEditsAreStored(t *testing.T) {
 		announced int
 	}{
 		{"patch a limit", "PATCH", "/admin/limits/holds-per-account", `{"mode":"shadow"}`, 200,
-			[]string{`limit holds-per-account deleted=false {"id":"holds-per-account"`}, 1},
+			[]string{`limit holds-per-account patch=true deleted=false {"mode":"shadow"}`}, 1},
 		{"a rejected edit is not stored", "PUT", "/admin/limits/holds-per-account", `{"key":"user","rate":"many"}`, 400,
 			[]string{`"mode":"shadow"`}, 1},
 		{"a service", "PATCH", "/admin/services/svc", `{"max_in_flight":7}`, 200,
-			[]string{`"mode":"shadow"`, `service svc deleted=false {"name":"svc"`}, 2},
+			[]string{`"mode":"shadow"`, `service svc patch=true deleted=false {"max_in_flight":7}`}, 2},
 		{"refused by a hook: the row it replaced is back", "PATCH", "/admin/services/svc", `{"max_in_flight":13}`, 500,
 			[]string{`"mode":"shadow"`, `"max_in_flight":7`}, 2},
 		{"delete a limit", "DELETE", "/admin/limits/holds-per-account", "", 204,
-			[]string{`limit holds-per-account deleted=true`, `"max_in_flight":7`}, 3},
+			[]string{`limit holds-per-account patch=false deleted=true`, `"max_in_flight":7`}, 3},
 		{"drop one edit: the limit is the file's again", "DELETE", "/admin/edits/limit/holds-per-account", "", 204,
 			[]string{`"max_in_flight":7`}, 4},
 		{"drop an edit that is not there: nothing changes", "DELETE", "/admin/edits/limit/holds-per-account", "", 204,

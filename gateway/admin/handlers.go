@@ -1,7 +1,9 @@
 package admin
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 
@@ -43,6 +45,8 @@ type element[T any] struct {
 	id func(v *T) *string
 	// edit is the change that puts the element, adding it or replacing the one with its id.
 	edit func(v T) policy.Edit
+	// kind is the kind of its edits.
+	kind policy.EditKind
 }
 
 var (
@@ -57,6 +61,7 @@ var (
 		},
 		id:   func(v *policy.Limit) *string { return &v.ID },
 		edit: policy.LimitEdit,
+		kind: policy.EditLimit,
 	}
 	routes = element[policy.Route]{
 		what: "route",
@@ -69,6 +74,7 @@ var (
 		},
 		id:   func(v *policy.Route) *string { return &v.ID },
 		edit: policy.RouteEdit,
+		kind: policy.EditRoute,
 	}
 	services = element[policy.Service]{
 		what: "service",
@@ -82,6 +88,7 @@ var (
 		},
 		id:   func(v *policy.Service) *string { return &v.Name },
 		edit: policy.ServiceEdit,
+		kind: policy.EditService,
 	}
 )
 
@@ -96,29 +103,40 @@ func (e element[T]) getHandler(a *api) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		v, ok := e.find(a.Live.Current(), r.PathValue("id"))
 		if !ok {
-			problem.Write(w, r, nil, problem.New(problem.NotFound, "no %s %q", e.what, r.PathValue("id")))
+			a.notFound(w, r, e.kind, r.PathValue("id"))
 			return
 		}
 		writeJSON(w, http.StatusOK, v)
 	}
 }
 
-// putHandler answers PUT (the whole element) and, with merge, PATCH (the fields sent, over
-// the element as it runs: {"mode":"shadow"} flips one limit to shadow). The answer is the
+// notFound answers 404 for the element of kind and id.
+func (a *api) notFound(w http.ResponseWriter, r *http.Request, kind policy.EditKind, id string) {
+	problem.Write(w, r, nil, problem.New(problem.NotFound, "no %s %q", kind, id))
+}
+
+// putHandler answers PUT (the whole element) and, with merge, PATCH (the fields sent:
+// {"mode":"shadow"} flips one limit to shadow). A PATCH is kept as the fields it sent, set
+// over the policy file's element each time the policy is composed, so that the file still
+// governs the others; over an element an edit put whole, it patches that. The answer is the
 // element as it now runs, defaults applied.
 func (e element[T]) putHandler(a *api, merge bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		var v T
+		var body bytes.Buffer
 		if merge {
 			cur, ok := e.find(a.Live.Current(), id)
 			if !ok {
-				problem.Write(w, r, nil, problem.New(problem.NotFound, "no %s %q", e.what, id))
+				a.notFound(w, r, e.kind, id)
 				return
 			}
 			// A deep copy: decoding into the running element's slices would write into them.
 			b, _ := json.Marshal(cur)
 			_ = json.Unmarshal(b, &v)
+			// Decoded over the element as it runs, the body's fields are checked as PUT
+			// checks them; the body itself, read whole by DecodeJSON, is the patch.
+			r.Body = io.NopCloser(io.TeeReader(r.Body, &body))
 		}
 		if err := problem.DecodeJSON(r, &v); err != nil {
 			problem.Write(w, r, a.Log, err)
@@ -130,7 +148,19 @@ func (e element[T]) putHandler(a *api, merge bool) http.HandlerFunc {
 			return
 		}
 		*field = id
-		if err := a.edit(r.Context(), e.edit(v)); err != nil {
+		change := e.edit(v)
+		if merge {
+			if !bytes.HasPrefix(bytes.TrimSpace(body.Bytes()), []byte("{")) {
+				problem.Write(w, r, nil, problem.New(problem.Invalid, "a PATCH body is a JSON object of the fields to change"))
+				return
+			}
+			var err error
+			if change, err = a.Live.Merge(policy.PatchEdit(e.kind, id, body.Bytes())); err != nil {
+				a.fail(w, r, err)
+				return
+			}
+		}
+		if err := a.edit(r.Context(), change); err != nil {
 			a.fail(w, r, err)
 			return
 		}
@@ -144,7 +174,7 @@ func (e element[T]) putHandler(a *api, merge bool) http.HandlerFunc {
 func (a *api) deleteLimit(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if a.Live.Current().Limit(id) == nil {
-		problem.Write(w, r, nil, problem.New(problem.NotFound, "no limit %q", id))
+		a.notFound(w, r, policy.EditLimit, id)
 		return
 	}
 	if err := a.edit(r.Context(), policy.LimitDeletion(id)); err != nil {

@@ -26,13 +26,20 @@ const (
 
 // Edit is one admin API change layered over the policy file, as Live applies it and the
 // policy_edit table stores it: the limit, route or service with ID (a service's id is its
-// name) put as Value, or, Deleted, the limit ID taken off the policy and off every route that
-// lists it. Build one with LimitEdit, RouteEdit, ServiceEdit or LimitDeletion.
+// name) put whole as Value; or, Patch, the fields of Value set over the element the policy
+// file has; or, Deleted, the limit ID taken off the policy and off every route that lists it.
+// Build one with LimitEdit, RouteEdit, ServiceEdit, PatchEdit or LimitDeletion.
 type Edit struct {
 	Kind EditKind `json:"kind"`
 	ID   string   `json:"id"`
-	// Value is the Limit, Route or Service as JSON, defaults not applied; nil when Deleted.
+	// Value is the Limit, Route or Service as JSON, defaults not applied, or with Patch a
+	// JSON merge patch of one (RFC 7396: the fields it names are set, a null one is reset to
+	// its default, the others are the file's); nil when Deleted.
 	Value json.RawMessage `json:"value,omitempty"`
+	// Patch marks a Value that patches the file's element rather than replacing it, so that
+	// a later change of the file to the fields it leaves alone still applies. A patch of an
+	// element the file does not have applies nothing, and Live reports it as skipped.
+	Patch bool `json:"patch,omitempty"`
 	// Deleted marks a limit taken off the policy; only a limit can be deleted.
 	Deleted bool `json:"deleted,omitempty"`
 	// UpdatedAt is when the row was last written; zero for an edit not read from the table.
@@ -48,6 +55,13 @@ func RouteEdit(r Route) Edit { return edit(EditRoute, r.ID, r) }
 // ServiceEdit puts s, replacing the service with its name.
 func ServiceEdit(s Service) Edit { return edit(EditService, s.Name, s) }
 
+// PatchEdit sets the fields of patch, a JSON object, over the element of kind and id that
+// the policy file has. Layered over an edit of the same element, it is merged with it first:
+// see Live.Merge.
+func PatchEdit(kind EditKind, id string, patch json.RawMessage) Edit {
+	return Edit{Kind: kind, ID: id, Value: patch, Patch: true}
+}
+
 // LimitDeletion takes the limit id off the policy.
 func LimitDeletion(id string) Edit { return Edit{Kind: EditLimit, ID: id, Deleted: true} }
 
@@ -56,11 +70,11 @@ func edit(kind EditKind, id string, v any) Edit {
 	return Edit{Kind: kind, ID: id, Value: b}
 }
 
-// decode reads e's Value into v, whose own id field is id: it takes e's ID when empty and
-// must not name another element. Unknown fields are ignored, so a row written by a newer
-// gateway still applies on an older one during a rollout.
-func (e Edit) decode(v any, id *string) error {
-	if err := json.Unmarshal(e.Value, v); err != nil {
+// decode reads data, e's element as JSON, into v, whose own id field is id: it takes e's ID
+// when empty and must not name another element. Unknown fields are ignored, so a row written
+// by a newer gateway still applies on an older one during a rollout.
+func (e Edit) decode(data []byte, v any, id *string) error {
+	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%s %q: %w", e.Kind, e.ID, err)
 	}
 	if *id == "" {
@@ -74,7 +88,7 @@ func (e Edit) decode(v any, id *string) error {
 
 // LoadEdits returns every row of the policy_edit table, ordered by kind and id.
 func (t *Table) LoadEdits(ctx context.Context) ([]Edit, error) {
-	rows, err := t.db.QueryContext(ctx, `SELECT kind, id, body, deleted, updated_at FROM policy_edit ORDER BY kind, id`)
+	rows, err := t.db.QueryContext(ctx, `SELECT kind, id, body, patch, deleted, updated_at FROM policy_edit ORDER BY kind, id`)
 	if err != nil {
 		return nil, fmt.Errorf("load policy_edit: %w", err)
 	}
@@ -84,7 +98,7 @@ func (t *Table) LoadEdits(ctx context.Context) ([]Edit, error) {
 		var e Edit
 		var body sql.Null[string]
 		var ms int64
-		if err := rows.Scan(&e.Kind, &e.ID, &body, &e.Deleted, &ms); err != nil {
+		if err := rows.Scan(&e.Kind, &e.ID, &body, &e.Patch, &e.Deleted, &ms); err != nil {
 			return nil, fmt.Errorf("load policy_edit: %w", err)
 		}
 		if body.Valid {
@@ -100,16 +114,20 @@ func (t *Table) LoadEdits(ctx context.Context) ([]Edit, error) {
 }
 
 // PutEdit inserts the row or replaces the one with its kind and id, stamping updated_at.
-// The table checks the row's shape, not the edit: validate it against the running policy
-// first (Live.Check). Replicas see it at their next reload; publish PolicyChangedSubject to
-// make that now.
+// The table checks the row's shape, not the edit: store the row Live.Merge makes of an edit,
+// so that a patch keeps the fields earlier ones set, and validate it against the running
+// policy first (Live.Check). Replicas see it at their next reload; publish
+// PolicyChangedSubject to make that now.
 func (t *Table) PutEdit(ctx context.Context, e Edit) error {
+	if e.Patch && e.Deleted {
+		return fmt.Errorf("put policy_edit %s %q: a deletion is not a patch", e.Kind, e.ID)
+	}
 	body := sql.Null[string]{V: string(e.Value), Valid: !e.Deleted}
-	_, err := t.db.ExecContext(ctx, t.db.Rebind(`INSERT INTO policy_edit (kind, id, body, deleted, updated_at)
-		VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, deleted = excluded.deleted,
-			updated_at = excluded.updated_at`),
-		string(e.Kind), e.ID, body, e.Deleted, t.now().UnixMilli())
+	_, err := t.db.ExecContext(ctx, t.db.Rebind(`INSERT INTO policy_edit (kind, id, body, patch, deleted, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, patch = excluded.patch,
+			deleted = excluded.deleted, updated_at = excluded.updated_at`),
+		string(e.Kind), e.ID, body, e.Patch, e.Deleted, t.now().UnixMilli())
 	if err != nil {
 		return fmt.Errorf("put policy_edit %s %q: %w", e.Kind, e.ID, err)
 	}

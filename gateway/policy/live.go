@@ -1,9 +1,7 @@
 package policy
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -34,6 +32,7 @@ type Live struct {
 	file     *Policy
 	edits    edits
 	skipped  []string // why ReplaceEdits last left stored edits out
+	unlaid   []string // why the policy in force leaves held edits out: patches of nothing
 	version  uint64   // changes to the edits held: see EditsVersion
 	tenants  []TenantRule
 	onChange []func(*Snapshot) error
@@ -108,22 +107,45 @@ func (l *Live) ReplaceTenants(ts []TenantRule) error {
 	})
 }
 
-// Check reports whether e would apply over the running policy, without applying it: the
-// error Apply would return, from the policy alone. The OnChange hooks do not run, so Apply
-// may still refuse what Check accepts. A refusal is recorded (Rejected) and logged like any
-// rejected change.
+// Check reports whether e, an edit an admin is making (a row Merge made), would apply over
+// the running policy, without applying it: the error Apply would return, from the policy
+// alone. It is stricter than Apply for an edit that would apply nothing its author asked
+// for: a patch of an element the file does not have. The OnChange hooks do not run, so Apply may still refuse what Check accepts. A refusal is recorded (Rejected) and
+// logged like any rejected change.
 func (l *Live) Check(e Edit) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	undo, err := l.edits.apply(e)
-	if err == nil {
-		_, err = Compile(l.edits.over(l.file), l.tenants)
-		undo()
-		if err == nil {
-			return nil
-		}
+	if err := l.check(e); err != nil {
+		return l.reject("admin", err)
 	}
-	return l.reject("admin", err)
+	return nil
+}
+
+// check is Check's test. l.mu is held.
+func (l *Live) check(e Edit) error {
+	undo, err := l.edits.apply(e)
+	if err != nil {
+		return err
+	}
+	defer undo()
+	p, left := l.edits.over(l.file)
+	if i := slices.IndexFunc(left, func(s skippedEdit) bool { return keyOf(s.e) == keyOf(e) }); i >= 0 {
+		return fmt.Errorf("%s %q: %w", e.Kind, e.ID, left[i].err)
+	}
+	_, err = Compile(p, l.tenants)
+	return err
+}
+
+// Merge returns the row that stands for e's element once e is layered over the edit held for
+// it: the row to Check, store and Apply. A whole element or a deletion stands alone. A patch
+// over a patch is the two merged, the later one's fields winning; over a whole element it is
+// that element patched, whole still; over nothing it is itself; over a deleted limit it is
+// refused, with an error. A route's merge leaves out the limits an edit deleted, which the
+// route runs without.
+func (l *Live) Merge(e Edit) (Edit, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.edits.merge(e)
 }
 
 // Apply layers e over the file, in place of any edit of the same element.
@@ -196,11 +218,13 @@ func (l *Live) Edits() []Edit {
 	return l.edits.list()
 }
 
-// SkippedEdits says why ReplaceEdits last left stored edits out; nil when it left none.
+// SkippedEdits says why the policy in force leaves admin edits out: the stored edits
+// ReplaceEdits last left out, then the patches of an element the file does not have, which
+// are held and apply once the file has it; nil when it leaves none out.
 func (l *Live) SkippedEdits() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.skipped)
+	return slices.Concat(l.skipped, l.unlaid)
 }
 
 // ReplaceEdits makes es, the policy_edit table's rows, the admin edits in place of every one
@@ -240,10 +264,11 @@ func (l *Live) replaceEdits(es []Edit) (func(), error) {
 func (l *Live) fit(es []Edit) (edits, []string) {
 	es = slices.SortedFunc(slices.Values(es), byDependency)
 	fits := func(m edits) error {
-		_, err := Compile(m.over(l.file), l.tenants)
+		p, _ := m.over(l.file) // a patch of nothing is held, and reported by swap
+		_, err := Compile(p, l.tenants)
 		return err
 	}
-	skip := func(e Edit, err error) string { return fmt.Sprintf("policy_edit (%s, %s): %v", e.Kind, e.ID, err) }
+	skip := func(e Edit, err error) string { return skippedEdit{e, err}.String() }
 	all, unread := newEdits(), []string(nil)
 	for _, e := range es {
 		if _, err := all.apply(e); err != nil {
@@ -282,16 +307,10 @@ func (k EditKind) rank() int {
 		return 0
 	case EditLimit:
 		return 1
+	case EditRoute:
+		return 2
 	}
-	return 2
-}
-
-func restore[V any](m map[string]V, k string, old V, had bool) {
-	if had {
-		m[k] = old
-	} else {
-		delete(m, k)
-	}
+	return -1
 }
 
 // change applies edit, compiles the result and swaps it in; if it does not compile, the
@@ -315,7 +334,8 @@ func (l *Live) change(source string, edit func() (undo func(), err error)) error
 
 // swap compiles the policy as held, lets the hooks apply it and swaps it in. l.mu is held.
 func (l *Live) swap(source string) error {
-	s, err := Compile(l.edits.over(l.file), l.tenants)
+	p, left := l.edits.over(l.file)
+	s, err := Compile(p, l.tenants)
 	if err != nil {
 		return err
 	}
@@ -326,6 +346,16 @@ func (l *Live) swap(source string) error {
 	}
 	l.cur.Store(s)
 	l.rejected = nil
+	var unlaid []string
+	for _, sk := range left {
+		unlaid = append(unlaid, sk.String())
+	}
+	if !slices.Equal(unlaid, l.unlaid) {
+		for _, msg := range unlaid {
+			l.log.Warn("policy: admin edit skipped", "reason", msg)
+		}
+		l.unlaid = unlaid
+	}
 	for _, msg := range s.Skipped {
 		l.log.Warn("policy: tenant override skipped", "reason", msg)
 	}
@@ -340,144 +370,4 @@ func (l *Live) reject(source string, err error) error {
 	l.rejected = err
 	l.log.Error("policy change rejected; the running policy stays", "source", source, "error", err)
 	return err
-}
-
-// edits are the admin edits by id, layered over the file.
-type edits struct {
-	Limits   map[string]*Limit  `json:"limits"` // nil: deleted
-	Routes   map[string]Route   `json:"routes"`
-	Services map[string]Service `json:"services"`
-}
-
-func newEdits() edits {
-	return edits{Limits: map[string]*Limit{}, Routes: map[string]Route{}, Services: map[string]Service{}}
-}
-
-// apply puts e in m and returns how to put back what it replaced.
-func (m edits) apply(e Edit) (undo func(), err error) {
-	if e.Deleted && e.Kind != EditLimit {
-		return nil, fmt.Errorf("%s %q: only a limit can be deleted", e.Kind, e.ID)
-	}
-	switch e.Kind {
-	case EditLimit:
-		if e.Deleted {
-			return set(m.Limits, e.ID, nil), nil
-		}
-		var lim Limit
-		if err := e.decode(&lim, &lim.ID); err != nil {
-			return nil, err
-		}
-		// Checked alone first, so a bad field is named as the client sent it ("rate"),
-		// not by its place in the composed policy.
-		if err := ValidateLimit("", lim.withDefaults()); err != nil {
-			return nil, err
-		}
-		return set(m.Limits, e.ID, &lim), nil
-	case EditRoute:
-		var r Route
-		if err := e.decode(&r, &r.ID); err != nil {
-			return nil, err
-		}
-		return set(m.Routes, e.ID, r), nil
-	case EditService:
-		var sv Service
-		if err := e.decode(&sv, &sv.Name); err != nil {
-			return nil, err
-		}
-		return set(m.Services, e.ID, sv), nil
-	}
-	return nil, fmt.Errorf("%s %q: kind: want limit, route or service", e.Kind, e.ID)
-}
-
-// list returns m as edits, ordered by kind and id.
-func (m edits) list() []Edit {
-	var out []Edit
-	for _, id := range sortedKeys(m.Limits) {
-		if lim := m.Limits[id]; lim != nil {
-			out = append(out, LimitEdit(*lim))
-		} else {
-			out = append(out, LimitDeletion(id))
-		}
-	}
-	for _, id := range sortedKeys(m.Routes) {
-		out = append(out, RouteEdit(m.Routes[id]))
-	}
-	for _, name := range sortedKeys(m.Services) {
-		out = append(out, ServiceEdit(m.Services[name]))
-	}
-	return out
-}
-
-func (m edits) len() int { return len(m.Limits) + len(m.Routes) + len(m.Services) }
-
-// equal compares m and o as JSON, which writes maps in key order: edits decoded from the
-// same rows compare equal whatever their maps' order or their slices' nil-ness.
-func (m edits) equal(o edits) bool {
-	a, _ := json.Marshal(m) // plain data: never fails
-	b, _ := json.Marshal(o)
-	return bytes.Equal(a, b)
-}
-
-// set puts v at k in m and returns how to put back what was there.
-func set[V any](m map[string]V, k string, v V) (undo func()) {
-	old, had := m[k]
-	m[k] = v
-	return func() { restore(m, k, old, had) }
-}
-
-// over layers m over file, in id order so the result never depends on map order. A deleted
-// limit is also taken off every route that lists it.
-func (m edits) over(file *Policy) *Policy {
-	p := file.Clone()
-	var deleted []string
-	for _, id := range sortedKeys(m.Limits) {
-		lim := m.Limits[id]
-		i := slices.IndexFunc(p.Limits, func(x Limit) bool { return x.ID == id })
-		switch {
-		case lim == nil:
-			deleted = append(deleted, id)
-			if i >= 0 {
-				p.Limits = slices.Delete(p.Limits, i, i+1)
-			}
-		case i >= 0:
-			p.Limits[i] = *lim
-		default:
-			p.Limits = append(p.Limits, *lim)
-		}
-	}
-	for _, id := range sortedKeys(m.Routes) {
-		r := m.Routes[id]
-		if i := slices.IndexFunc(p.Routes, func(x Route) bool { return x.ID == id }); i >= 0 {
-			p.Routes[i] = r
-		} else {
-			p.Routes = append(p.Routes, r)
-		}
-	}
-	for i := range p.Routes {
-		p.Routes[i].Limits = slices.DeleteFunc(slices.Clone(p.Routes[i].Limits), func(x string) bool { return slices.Contains(deleted, x) })
-	}
-	for _, name := range sortedKeys(m.Services) {
-		sv := m.Services[name]
-		if i := slices.IndexFunc(p.Services, func(x Service) bool { return x.Name == name }); i >= 0 {
-			p.Services[i] = sv
-		} else {
-			p.Services = append(p.Services, sv)
-		}
-	}
-	return p
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// withDefaults returns l with its defaults applied.
-func (l Limit) withDefaults() Limit {
-	p := (&Policy{Limits: []Limit{l}}).withDefaults()
-	return p.Limits[0]
 }

@@ -1,0 +1,173 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/platform/sqldb"
+	"boxoffice.dev/platform/testkit"
+)
+
+func patchOf(kind EditKind, id, patch string) Edit {
+	return PatchEdit(kind, id, json.RawMessage(patch))
+}
+
+// TestMerge shows the row each admin edit makes over the edit held for its element.
+func TestMerge(t *testing.T) {
+	shadow := patchOf(EditLimit, "holds-per-account", `{"mode":"shadow","burst":3}`)
+	put := LimitEdit(Limit{ID: "holds-per-account", Key: "user", Rate: "2/1m"})
+	tests := []struct {
+		name string
+		held []Edit
+		e    Edit
+		// want is the row as JSON; "" when Merge refuses e.
+		want string
+	}{
+		{"patch over nothing", nil, shadow,
+			`{"kind":"limit","id":"holds-per-account","value":{"burst":3,"mode":"shadow"},"patch":true}`},
+		{"patch over a patch: the later fields win, a null is kept", []Edit{shadow}, patchOf(EditLimit, "holds-per-account", `{"burst":7,"cost":null}`),
+			`{"kind":"limit","id":"holds-per-account","value":{"burst":7,"cost":null,"mode":"shadow"},"patch":true}`},
+		{"patch over a patch merges objects", []Edit{patchOf(EditService, "auth", `{"retry_budget":{"ratio":0.1}}`)},
+			patchOf(EditService, "auth", `{"retry_budget":{"window":"5s"}}`),
+			`{"kind":"service","id":"auth","value":{"retry_budget":{"ratio":0.1,"window":"5s"}},"patch":true}`},
+		{"patch over a whole element: whole still", []Edit{put}, patchOf(EditLimit, "holds-per-account", `{"mode":"shadow"}`),
+			`{"kind":"limit","id":"holds-per-account","value":{"id":"holds-per-account","key":"user","algorithm":"","rate":"2/1m","on_store_failure":"","mode":"shadow"}}`},
+		{"a whole element replaces a patch", []Edit{shadow}, put,
+			`{"kind":"limit","id":"holds-per-account","value":{"id":"holds-per-account","key":"user","algorithm":"","rate":"2/1m","on_store_failure":"","mode":""}}`},
+		{"a route's merge leaves out the limits deleted", []Edit{
+			RouteEdit(Route{ID: "login", Match: Match{Path: "/login"}, Service: "auth", Auth: AuthNone, Limits: []string{"holds-per-account", "login-per-ip"}}),
+			LimitDeletion("login-per-ip"),
+		}, patchOf(EditRoute, "login", `{"auth":"optional"}`),
+			`{"kind":"route","id":"login","value":{"id":"login","match":{"method":"","path":"/login"},"service":"auth","auth":"optional","limits":["holds-per-account"]}}`},
+		{"patch of a deleted limit", []Edit{LimitDeletion("holds-per-account")}, shadow, ""},
+		{"patch that is not an object", nil, patchOf(EditLimit, "holds-per-account", `["shadow"]`), ""},
+		{"patch of a field to the wrong type", nil, patchOf(EditLimit, "holds-per-account", `{"burst":"many"}`), ""},
+		{"patch of another element's id", nil, patchOf(EditLimit, "holds-per-account", `{"id":"login-per-ip"}`), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLive(t, base)
+			for _, e := range tt.held {
+				if err := l.Apply(e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := l.Merge(tt.e)
+			switch {
+			case tt.want == "" && err == nil:
+				t.Errorf("Merge(%s) = %s, want an error", tt.e.Value, jsonOf(t, got))
+			case tt.want != "" && err != nil:
+				t.Errorf("Merge(%s) = %v, want %s", tt.e.Value, err, tt.want)
+			case tt.want != "" && jsonOf(t, got) != tt.want:
+				t.Errorf("Merge(%s) = %s, want %s", tt.e.Value, jsonOf(t, got), tt.want)
+			}
+		})
+	}
+}
+
+// TestPatchFollowsTheFile: a patch sets its fields over the file's element each time the
+// policy is composed, so a file change to the fields it leaves alone applies.
+func TestPatchFollowsTheFile(t *testing.T) {
+	l := newLive(t, base)
+	for _, e := range []Edit{
+		patchOf(EditLimit, "holds-per-account", `{"mode":"shadow"}`),
+		patchOf(EditRoute, "holds", `{"response_timeout":"2s"}`),
+	} {
+		if err := l.Apply(e); err != nil {
+			t.Fatalf("Apply(%s) = %v", e.Value, err)
+		}
+	}
+	file := strings.Replace(base, "rate: 5/1m, burst: 5", "rate: 50/1m, burst: 50", 1)
+	file = strings.Replace(file, "limits: [holds-per-account]", "limits: [holds-per-account, login-per-ip]", 1)
+	if err := l.ReplaceFileData([]byte(file)); err != nil {
+		t.Fatalf("ReplaceFileData = %v", err)
+	}
+	s := l.Current()
+	if got := s.Limit("holds-per-account").Rule; got.Limit != 50 || got.Mode != ratelimit.Shadow {
+		t.Errorf("holds-per-account = %d in %s, want the file's 50 in the patch's shadow", got.Limit, got.Mode)
+	}
+	if r := s.Route("holds"); len(r.Limits) != 2 || r.ResponseTimeout.Seconds() != 2 {
+		t.Errorf("route holds = %d limits, response timeout %v; want the file's 2 and the patch's 2s", len(r.Limits), r.ResponseTimeout)
+	}
+}
+
+// TestPatchOfNothing: a patch of an element the file no longer has applies nothing and is
+// reported, without holding the file back; it applies again once the file has the element.
+func TestPatchOfNothing(t *testing.T) {
+	l := newLive(t, base)
+	if err := l.Apply(patchOf(EditLimit, "login-per-ip", `{"mode":"shadow"}`)); err != nil {
+		t.Fatal(err)
+	}
+	without := strings.Replace(strings.Replace(base, "  - {id: login-per-ip, key: ip, algorithm: gcra, rate: 10/1m, on_store_failure: closed}\n", "", 1),
+		"limits: [login-per-ip]", "limits: []", 1)
+	if err := l.ReplaceFileData([]byte(without)); err != nil {
+		t.Fatalf("ReplaceFileData(without the limit) = %v, want nil: the patch is left out", err)
+	}
+	if got := l.SkippedEdits(); len(got) != 1 || !strings.Contains(got[0], "policy_edit (limit, login-per-ip): the policy file has no such element") {
+		t.Errorf("SkippedEdits() = %q, want the patch of login-per-ip named", got)
+	}
+	if l.Current().Limit("login-per-ip") != nil {
+		t.Errorf("limit login-per-ip = %+v, want none: a patch of nothing defines nothing", l.Current().Limit("login-per-ip"))
+	}
+	if err := l.Check(patchOf(EditLimit, "login-per-ip", `{"burst":2}`)); err == nil {
+		t.Errorf("Check(patch of a limit the file lacks) = nil, want an error")
+	}
+	if err := l.ReplaceFileData([]byte(base)); err != nil {
+		t.Fatal(err)
+	}
+	if lim := l.Current().Limit("login-per-ip"); lim == nil || lim.Rule.Mode != ratelimit.Shadow || l.SkippedEdits() != nil {
+		t.Errorf("after the file has it again, limit %+v, skipped %q; want it in shadow, none skipped", lim, l.SkippedEdits())
+	}
+}
+
+// TestPatchRowsInTheTable stores a patch and reads it back, and reads a row the gateway
+// wrote before patches were kept as patches, in a table migrated since, as a whole element.
+func TestPatchRowsInTheTable(t *testing.T) {
+	testkit.ForEachDB(t, "gateway", func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		before := fstest.MapFS{}
+		for _, name := range []string{"001_rate_limit_rule.sql", "002_policy_edit.sql"} {
+			b, err := fs.ReadFile(Migrations(), name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before[name] = &fstest.MapFile{Data: b}
+		}
+		if err := db.Migrate(ctx, before); err != nil {
+			t.Fatal(err)
+		}
+		old := `{"id":"holds-per-account","key":"user","rate":"2/1m"}`
+		if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO policy_edit (kind, id, body, deleted, updated_at) VALUES (?, ?, ?, ?, ?)`),
+			"limit", "holds-per-account", old, false, 1); err != nil {
+			t.Fatal(err)
+		}
+		tab := newEditTable(t, db, nil)
+		patch := patchOf(EditRoute, "holds", `{"response_timeout":"2s"}`)
+		if err := tab.PutEdit(ctx, patch); err != nil {
+			t.Fatal(err)
+		}
+		if err := tab.PutEdit(ctx, Edit{Kind: EditLimit, ID: "login-per-ip", Patch: true, Deleted: true}); err == nil {
+			t.Errorf("PutEdit(deleted patch) = nil, want it refused")
+		}
+		rows, err := tab.LoadEdits(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 2 || rows[0].Patch || string(rows[0].Value) != old || !rows[1].Patch || string(rows[1].Value) != string(patch.Value) {
+			t.Fatalf("LoadEdits() = %s, want the old row whole and the patch", jsonOf(t, rows))
+		}
+		l := newLive(t, base)
+		if err := l.ReplaceEdits(rows); err != nil {
+			t.Fatal(err)
+		}
+		s := l.Current()
+		if lim, r := s.Limit("holds-per-account"), s.Route("holds"); lim.Rule.Limit != 2 || r.ResponseTimeout.Seconds() != 2 || r.Service != "inventory" {
+			t.Errorf("from the table, limit %d, route %+v; want 2/1m and the file's route with a 2s timeout", lim.Rule.Limit, r.Route)
+		}
+	})
+}
