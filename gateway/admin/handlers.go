@@ -110,8 +110,15 @@ func (e element[T]) getHandler(a *api) http.HandlerFunc {
 	}
 }
 
-// notFound answers 404 for the element of kind and id.
+// notFound answers 404 for the element of kind and id, saying so when an edit deleted it: the
+// deletion holds whatever the policy file says, until that edit is dropped.
 func (a *api) notFound(w http.ResponseWriter, r *http.Request, kind policy.EditKind, id string) {
+	if slices.ContainsFunc(a.Live.Edits(), func(e policy.Edit) bool { return e.Kind == kind && e.ID == id && e.Deleted }) {
+		problem.Write(w, r, nil, problem.New(problem.NotFound,
+			"no %s %q: an admin edit deleted it, whatever the policy file says; DELETE /admin/edits/%s/%s drops that edit, PUT /admin/%ss/%s defines it again",
+			kind, id, kind, id, kind, id))
+		return
+	}
 	problem.Write(w, r, nil, problem.New(problem.NotFound, "no %s %q", kind, id))
 }
 

@@ -101,6 +101,28 @@ func (m edits) withoutDeleted(route map[string]any) map[string]any {
 	return route
 }
 
+// namesDeleted refuses a route edit whose own limits list one that m deletes. Composed, the
+// route would run without it (over takes a deleted limit off every route, so that DELETE of
+// a limit applies to the routes that listed it), where a limit the policy lacks is otherwise
+// refused: the author of the route would not learn that it is unlimited.
+func (m edits) namesDeleted(e Edit) error {
+	if e.Kind != EditRoute || e.Deleted {
+		return nil
+	}
+	fields, err := tree(e.Value)
+	if err != nil {
+		return nil // not a route: apply says why
+	}
+	limits, _ := fields["limits"].([]any)
+	for j, v := range limits {
+		if id, _ := v.(string); m.deletes(id) {
+			return fieldErr(fmt.Sprintf("routes[%s].limits[%d]", e.ID, j),
+				"limit %q is deleted by an admin edit: drop that edit (limit %s) or put the limit again", id, id)
+		}
+	}
+	return nil
+}
+
 // skippedEdit is an edit left out of the policy, and why.
 type skippedEdit struct {
 	e   Edit

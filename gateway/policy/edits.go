@@ -62,7 +62,8 @@ func PatchEdit(kind EditKind, id string, patch json.RawMessage) Edit {
 	return Edit{Kind: kind, ID: id, Value: patch, Patch: true}
 }
 
-// LimitDeletion takes the limit id off the policy.
+// LimitDeletion takes the limit id off the policy. It stays off, whatever the policy file
+// says of it, until the edit is dropped or a LimitEdit puts the limit again.
 func LimitDeletion(id string) Edit { return Edit{Kind: EditLimit, ID: id, Deleted: true} }
 
 func edit(kind EditKind, id string, v any) Edit {

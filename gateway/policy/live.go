@@ -109,8 +109,10 @@ func (l *Live) ReplaceTenants(ts []TenantRule) error {
 
 // Check reports whether e, an edit an admin is making (a row Merge made), would apply over
 // the running policy, without applying it: the error Apply would return, from the policy
-// alone. It is stricter than Apply for an edit that would apply nothing its author asked
-// for: a patch of an element the file does not have. The OnChange hooks do not run, so Apply may still refuse what Check accepts. A refusal is recorded (Rejected) and
+// alone. It is stricter than Apply in two ways, for an edit that would apply nothing its
+// author asked for: a patch of an element the file does not have, and a route that lists a
+// limit an edit deleted, which Apply would take off the route. The OnChange hooks do not
+// run, so Apply may still refuse what Check accepts. A refusal is recorded (Rejected) and
 // logged like any rejected change.
 func (l *Live) Check(e Edit) error {
 	l.mu.Lock()
@@ -123,6 +125,9 @@ func (l *Live) Check(e Edit) error {
 
 // check is Check's test. l.mu is held.
 func (l *Live) check(e Edit) error {
+	if err := l.edits.namesDeleted(e); err != nil {
+		return err
+	}
 	undo, err := l.edits.apply(e)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"strings"
 	"testing"
@@ -122,6 +123,53 @@ func TestPatchOfNothing(t *testing.T) {
 	}
 	if lim := l.Current().Limit("login-per-ip"); lim == nil || lim.Rule.Mode != ratelimit.Shadow || l.SkippedEdits() != nil {
 		t.Errorf("after the file has it again, limit %+v, skipped %q; want it in shadow, none skipped", lim, l.SkippedEdits())
+	}
+}
+
+// TestRouteNamingADeletedLimit: an admin edit of a route may not list a limit an edit
+// deleted, where Apply would take it off the route silently; the deletion holds over a file
+// that defines the limit, until the edit is dropped.
+func TestRouteNamingADeletedLimit(t *testing.T) {
+	l := newLive(t, base)
+	if err := l.Apply(LimitDeletion("login-per-ip")); err != nil {
+		t.Fatal(err)
+	}
+	login := Route{ID: "login", Match: Match{Method: "POST", Path: "/v1/auth/login"}, Service: "auth", Auth: AuthNone}
+	tests := []struct {
+		name  string
+		edit  Edit
+		field string // "" when the edit applies
+	}{
+		{"put naming it", RouteEdit(Route{ID: login.ID, Match: login.Match, Service: login.Service, Auth: login.Auth, Limits: []string{"holds-per-account", "login-per-ip"}}), "routes[login].limits[1]"},
+		{"patch naming it", patchOf(EditRoute, "login", `{"limits":["login-per-ip"]}`), "routes[login].limits[0]"},
+		{"patch of another field", patchOf(EditRoute, "login", `{"response_timeout":"2s"}`), ""},
+		{"put without it", RouteEdit(login), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := l.Check(tt.edit)
+			fe, _ := errors.AsType[*FieldError](err)
+			switch {
+			case tt.field == "" && err != nil:
+				t.Errorf("Check(%s) = %v, want nil", tt.name, err)
+			case tt.field != "" && (fe == nil || fe.Field != tt.field || !strings.Contains(fe.Problem, "deleted")):
+				t.Errorf("Check(%s) = %v, want an error naming %s and the deletion", tt.name, err, tt.field)
+			}
+		})
+	}
+
+	redefined := strings.Replace(base, "rate: 10/1m", "rate: 20/1m", 1)
+	if err := l.ReplaceFileData([]byte(redefined)); err != nil {
+		t.Fatal(err)
+	}
+	if lim := l.Current().Limit("login-per-ip"); lim != nil {
+		t.Errorf("after a file that defines login-per-ip again, limit = %+v, want it still deleted", lim)
+	}
+	if err := l.DropEdits(func(e Edit) bool { return e.ID == "login-per-ip" }); err != nil {
+		t.Fatal(err)
+	}
+	if lim := l.Current().Limit("login-per-ip"); lim == nil || lim.Rule.Limit != 20 || len(l.Current().Route("login").Limits) != 1 {
+		t.Errorf("after the deletion is dropped, limit %+v, want the file's 20/1m back on its route", lim)
 	}
 }
 
