@@ -10,6 +10,7 @@ package authn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -45,7 +46,8 @@ type Authenticator struct {
 }
 
 // Authenticate strips the client's identity headers from r and returns the verified caller
-// for mode. Errors are *problem.Error: Unauthorized for a missing or invalid credential,
+// for mode. Errors are *problem.Error: Unauthorized for a missing or invalid credential (one
+// whose identity cannot be sent upstream in a header is invalid: see forwardable),
 // Unavailable when the auth service cannot be asked.
 func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, mode policy.AuthMode) (Caller, error) {
 	for _, h := range identity.Headers {
@@ -76,6 +78,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, mode 
 			return c, problem.New(problem.Unauthorized, "bearer tokens are not accepted here")
 		}
 		claims, err := a.Tokens.Verify(ctx, bearer)
+		if err == nil && !forwardable(claims.Subject) {
+			err = fmt.Errorf("%w: the subject cannot be sent upstream in a header", token.ErrClaims)
+		}
 		if err != nil {
 			return c, &problem.Error{Code: problem.Unauthorized, Message: reason(err), Err: err}
 		}
@@ -91,6 +96,9 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, mode 
 			return c, problem.New(problem.Unauthorized, "unknown API key")
 		case err != nil:
 			return c, &problem.Error{Code: problem.Unavailable, Message: "cannot check the API key now", Err: err}
+		case !forwardable(t.ID) || !forwardable(t.Plan):
+			return c, &problem.Error{Code: problem.Unauthorized, Message: "API key is invalid",
+				Err: fmt.Errorf("api key %s: tenant %q or plan %q cannot be sent upstream in a header", KeyID(key), t.ID, t.Plan)}
 		}
 		c.Tenant, c.Plan, c.KeyID = t.ID, t.Plan, KeyID(key)
 	}
@@ -105,6 +113,22 @@ func bearerToken(r *http.Request) (string, bool) {
 	}
 	tok = strings.TrimSpace(tok)
 	return tok, tok != ""
+}
+
+// forwardable reports whether v, a verified identity, can go upstream in an identity header
+// as it is. A control character other than a tab makes the transport refuse the whole
+// request, which would count as the instance's failure and, repeated, eject it for everyone;
+// a leading or trailing space or tab would be trimmed by the service's server, turning one
+// identity into another. Such an identity is refused with 401 instead. "" is forwardable: no
+// header.
+func forwardable(v string) bool {
+	for i := range len(v) {
+		if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
+			return false
+		}
+	}
+	blank := func(b byte) bool { return b == ' ' || b == '\t' }
+	return v == "" || (!blank(v[0]) && !blank(v[len(v)-1]))
 }
 
 // reason says why a token was refused in words a client can act on, without echoing it.
