@@ -137,6 +137,12 @@ func (l *Live) check(e Edit) error {
 	if i := slices.IndexFunc(left, func(s skippedEdit) bool { return keyOf(s.e) == keyOf(e) }); i >= 0 {
 		return fmt.Errorf("%s %q: %w", e.Kind, e.ID, left[i].err)
 	}
+	if i := slices.IndexFunc(p.Limits, func(x Limit) bool { return x.ID == e.ID }); e.Kind == EditLimit && e.Patch && i >= 0 {
+		// As a whole limit is in apply: a bad field is named as the client sent it ("lease").
+		if err := ValidateLimit("", p.Limits[i].withDefaults()); err != nil {
+			return err
+		}
+	}
 	_, err = Compile(p, l.tenants)
 	return err
 }
