@@ -4,7 +4,8 @@
 // Tokens are verified here, at the edge, against the auth service's JWKS (see JWKS and
 // Verifier); services behind the gateway never parse them and trust the identity headers the
 // gateway sets instead (package platform/identity). That is only safe because the gateway
-// strips any identity header a client sends before it authenticates.
+// strips any identity header a client sends before it authenticates. The API key is removed
+// too: it is a secret the services have no use for.
 package authn
 
 import (
@@ -21,7 +22,7 @@ import (
 )
 
 // HeaderAPIKey carries a partner's API key.
-const HeaderAPIKey = "X-Api-Key"
+const HeaderAPIKey = policy.HeaderAPIKey
 
 // Caller is an authenticated caller: its identity, and the id of the API key it used ("" when
 // none; see KeyID).
@@ -45,16 +46,20 @@ type Authenticator struct {
 	Keys   KeyResolver
 }
 
-// Authenticate strips the client's identity headers from r and returns the verified caller
-// for mode. Errors are *problem.Error: Unauthorized for a missing or invalid credential (one
-// whose identity cannot be sent upstream in a header is invalid: see forwardable),
-// Unavailable when the auth service cannot be asked.
+// Authenticate strips the client's identity headers and its X-Api-Key from r, whatever the
+// outcome, and returns the verified caller for mode. Errors are *problem.Error: Unauthorized
+// for a missing or invalid credential (one whose identity cannot be sent upstream in a
+// header is invalid: see forwardable), Unavailable when the auth service cannot be asked.
 func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, mode policy.AuthMode) (Caller, error) {
 	for _, h := range identity.Headers {
 		r.Header.Del(h)
 	}
 	bearer, hasBearer := bearerToken(r)
+	// The API key is the partner's secret: no service needs it once the gateway has resolved
+	// it (they read the tenant and plan headers), and a service may log its headers.
+	// Authorization stays: it is the client's own, and what the route was asked with.
 	key := r.Header.Get(HeaderAPIKey)
+	r.Header.Del(HeaderAPIKey)
 	var c Caller
 	switch mode {
 	case policy.AuthNone:

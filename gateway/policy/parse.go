@@ -308,8 +308,14 @@ func ValidateLimit(at string, l Limit) error {
 			return fieldErr(field("id"), "%q: ids starting with %q are reserved for the rules of plans and tenant overrides", l.ID, reserved)
 		}
 	}
-	if _, err := ParseKey(l.Key); err != nil {
+	parts, err := ParseKey(l.Key)
+	if err != nil {
 		return fieldErr(field("key"), "%v", err)
+	}
+	// Authentication removes the API key from the request before the limits read it: such a
+	// limit would count nothing.
+	if slices.Contains(parts, KeyPart{Kind: KeyHeader, Name: HeaderAPIKey}) {
+		return fieldErr(field("key"), "%q: the gateway removes %s once it has read it: count by apikey", l.Key, HeaderAPIKey)
 	}
 	alg, err := ratelimit.ParseAlgorithm(l.Algorithm)
 	if err != nil {

@@ -141,6 +141,10 @@ const (
 	AuthNone AuthMode = "none"
 )
 
+// HeaderAPIKey carries a partner's API key, for routes with auth apikey or optional. The
+// gateway removes it from the request once read: a limit counts by the key as apikey.
+const HeaderAPIKey = "X-Api-Key"
+
 // Route sends requests matching Match to Service after authenticating them by Auth and
 // checking Limits.
 type Route struct {
