@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -33,8 +34,10 @@ const settle = 100 * time.Millisecond
 // WatchFile reloads the policy file into live whenever it changes, until ctx is done. It
 // watches the file's directory rather than the file: editors save by writing a new file and
 // renaming it over the old one, and Kubernetes swaps a ConfigMap's files by a symlink in the
-// directory, and a watch on the old file would see neither. A file that does not parse or
-// validate is logged and ignored; the running policy stays.
+// directory, and a watch on the old file would see neither. Once the watch is set up it also
+// reads the file, so that a change made after live was loaded but before the watch began is
+// applied too. A file that does not parse or validate is logged and ignored; the running
+// policy stays.
 func WatchFile(ctx context.Context, path string, live *Live, log *slog.Logger) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -44,9 +47,30 @@ func WatchFile(ctx context.Context, path string, live *Live, log *slog.Logger) e
 	if err := w.Add(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("watch policy: %w", err)
 	}
-	last, _ := os.ReadFile(path) // what is running now, as far as this watcher knows
-	timer := time.NewTimer(settle)
-	timer.Stop()
+	var last []byte // the file as last read
+	read := false
+	check := func() {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			log.Error("policy file unreadable; the running policy stays", "path", path, "error", err)
+			return
+		}
+		if read && bytes.Equal(data, last) {
+			return
+		}
+		first := !read
+		read, last = true, data
+		// The first read is compared with the policy live was loaded from, not taken as it:
+		// a change between that load and the watch is still applied.
+		if first {
+			if p, err := Parse(data); err == nil && live.runsFile(p) {
+				return
+			}
+		}
+		_ = live.ReplaceFileData(data) // logs its outcome
+	}
+
+	timer := time.NewTimer(settle) // the first read
 	for {
 		select {
 		case <-ctx.Done():
@@ -62,16 +86,15 @@ func WatchFile(ctx context.Context, path string, live *Live, log *slog.Logger) e
 			}
 			timer.Reset(settle) // any event in the directory: the file may be a symlink into it
 		case <-timer.C:
-			data, err := os.ReadFile(path)
-			if err != nil {
-				log.Error("policy file unreadable; the running policy stays", "path", path, "error", err)
-				continue
-			}
-			if bytes.Equal(data, last) {
-				continue
-			}
-			last = data
-			_ = live.ReplaceFileData(data) // logs its outcome
+			check()
 		}
 	}
+}
+
+// runsFile reports whether p is the policy file that live runs on, as the file was parsed:
+// comments and layout aside, the same document.
+func (l *Live) runsFile(p *Policy) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return reflect.DeepEqual(l.file, p)
 }
