@@ -28,8 +28,14 @@ func LoadFile(path string) (*Policy, error) {
 
 // settle is how long the watcher waits after the last event before reading the file: an
 // editor's save is often several events (truncate, write, rename), and reading in between
-// would see half a file.
-const settle = 100 * time.Millisecond
+// would see half a file. settleAtMost bounds that wait from the first event of a burst, so
+// that a directory that never falls quiet (another file written there all the time) cannot
+// hold a change back for ever; the price is that a save still going on after it is read
+// half done, rejected as it does not validate, and read again at its next event.
+const (
+	settle       = 100 * time.Millisecond
+	settleAtMost = time.Second
+)
 
 // WatchFile reloads the policy file into live whenever it changes, until ctx is done. It
 // watches the file's directory rather than the file: editors save by writing a new file and
@@ -70,7 +76,10 @@ func WatchFile(ctx context.Context, path string, live *Live, log *slog.Logger) e
 		_ = live.ReplaceFileData(data) // logs its outcome
 	}
 
-	timer := time.NewTimer(settle) // the first read
+	quiet := time.NewTimer(settle) // the first read
+	longest := time.NewTimer(settleAtMost)
+	longest.Stop()
+	burst := false // events came since the last read: longest is running
 	for {
 		select {
 		case <-ctx.Done():
@@ -84,8 +93,18 @@ func WatchFile(ctx context.Context, path string, live *Live, log *slog.Logger) e
 			if !ok {
 				return nil
 			}
-			timer.Reset(settle) // any event in the directory: the file may be a symlink into it
-		case <-timer.C:
+			quiet.Reset(settle) // any event in the directory: the file may be a symlink into it
+			if !burst {
+				longest.Reset(settleAtMost)
+				burst = true
+			}
+		case <-quiet.C:
+			longest.Stop()
+			burst = false
+			check()
+		case <-longest.C:
+			quiet.Stop()
+			burst = false
 			check()
 		}
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,36 @@ func TestWatchFileAppliesChangeMadeBeforeTheWatch(t *testing.T) {
 	}
 	watchFile(t, path, l)
 	testkit.Eventually(t, 3*time.Second, "a change made before the watch is applied", func() bool {
+		return l.Current().Limit("holds-per-account").Rule.Limit == 7
+	})
+}
+
+// A directory that never falls quiet, another file written there all the time, must not
+// hold a change to the policy file back for ever.
+func TestWatchFileAppliesChangeDuringChurn(t *testing.T) {
+	l, path := loadLive(t, base)
+	watchFile(t, path, l)
+	dir := filepath.Dir(path)
+
+	// Wait for the watch to be running: a first change is applied.
+	polls := 0
+	testkit.Eventually(t, 5*time.Second, "a first change is applied", func() bool {
+		if polls%50 == 0 {
+			_ = os.WriteFile(path, fmt.Appendf([]byte(strings.Replace(base, "rate: 5/1m", "rate: 6/1m", 1)), "# save %d\n", polls), 0o644)
+		}
+		polls++
+		return l.Current().Limit("holds-per-account").Rule.Limit == 6
+	})
+
+	if err := os.WriteFile(path, []byte(strings.Replace(base, "rate: 5/1m", "rate: 7/1m", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Every poll (10ms) writes a log file beside the policy: an event well within settle.
+	churn := filepath.Join(dir, "access.log")
+	n := 0
+	testkit.Eventually(t, 3*time.Second, "a change is applied while the directory churns", func() bool {
+		n++
+		_ = os.WriteFile(churn, fmt.Appendf(nil, "line %d\n", n), 0o644)
 		return l.Current().Limit("holds-per-account").Rule.Limit == 7
 	})
 }
