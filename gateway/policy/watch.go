@@ -30,8 +30,10 @@ func LoadFile(path string) (*Policy, error) {
 // editor's save is often several events (truncate, write, rename), and reading in between
 // would see half a file. settleAtMost bounds that wait from the first event of a burst, so
 // that a directory that never falls quiet (another file written there all the time) cannot
-// hold a change back for ever; the price is that a save still going on after it is read
-// half done, rejected as it does not validate, and read again at its next event.
+// hold a change back for ever, and a churning directory costs a read of the file a second.
+// The price: a save of the policy file itself still going on a second after it began would
+// be read half done (most likely refused as invalid) and read again at its next event;
+// saves take milliseconds.
 const (
 	settle       = 100 * time.Millisecond
 	settleAtMost = time.Second
