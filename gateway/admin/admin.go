@@ -22,7 +22,11 @@
 //	GET          /admin/policy                           the running policy, the tenant overrides, skipped edits
 //	GET          /admin/limits, /admin/routes, /admin/services, and /{id} for one
 //	PUT, PATCH   /admin/limits/{id}, /admin/routes/{id}, /admin/services/{id}
-//	DELETE       /admin/limits/{id}                      takes the limit off the policy and its routes
+//	                                                     PUT replaces the element; PATCH keeps the
+//	                                                     fields sent, over the file's
+//	DELETE       /admin/limits/{id}                      takes the limit off the policy and its routes,
+//	                                                     whatever the file says, until
+//	                                                     DELETE /admin/edits/limit/{id}
 //	GET          /admin/edits                            the stored edits, with when each was written
 //	DELETE       /admin/edits                            drops every edit: back to the policy file
 //	DELETE       /admin/edits/{kind}/{id}                drops one (kind limit, route or service)
