@@ -302,12 +302,18 @@ func unroutable(ctx context.Context, client *http.Client, admin Admin) string {
 	return ""
 }
 
+// writeJSON writes v to path readable by its owner alone: the endpoints hold the admin token
+// and the demo partners' API keys. A file left by an earlier run is narrowed too (WriteFile
+// keeps an existing file's mode).
 func writeJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
