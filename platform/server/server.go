@@ -32,6 +32,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
@@ -167,12 +168,14 @@ func New(ctx context.Context, cfg config.Process, stdout io.Writer) (*Server, er
 			return nil, fmt.Errorf("%s: control hook: %w", cfg.Name, err)
 		}
 		s.onClose(func() error { stop(); return nil })
-		s.Health.Add("nats", func(context.Context) error {
-			if !nc.IsConnected() {
-				return errors.New("not connected to " + nc.ConnectedUrlRedacted())
-			}
-			return nil
-		})
+		// NATS is no readiness check: every replica shares it, so an outage would take all
+		// of them out at once, though it carries only events (held in the outboxes until it
+		// returns) and control messages. The gauge and the disconnect and reconnect log
+		// lines tell an operator instead.
+		if err := observeNATS(s.Telemetry.MeterProvider, nc); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: nats metrics: %w", cfg.Name, err)
+		}
 	}
 	s.grpc = grpcserver.New(grpcserver.Options{
 		Logger:       s.Log,
@@ -332,4 +335,20 @@ func (s *Server) Close() error {
 		errs = append(errs, closers[i]())
 	}
 	return errors.Join(errs...)
+}
+
+// observeNATS reports nc's state as the gauge nats_connected: 1 while connected, 0 while
+// the client is reconnecting.
+func observeNATS(mp metric.MeterProvider, nc *nats.Conn) error {
+	_, err := mp.Meter("boxoffice.dev/platform/server").Int64ObservableGauge("nats.connected",
+		metric.WithDescription("1 while the process is connected to NATS, 0 while it is reconnecting."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			var v int64
+			if nc.IsConnected() {
+				v = 1
+			}
+			o.Observe(v)
+			return nil
+		}))
+	return err
 }

@@ -297,3 +297,59 @@ func TestMainWithReportsEveryBadVariable(t *testing.T) {
 		t.Error("the component was built despite its configuration errors")
 	}
 }
+
+// NATS carries only events and control messages, and every replica shares it: losing it
+// must not take the process out of rotation (which, on every replica at once, is an outage).
+// The gauge nats_connected says it instead, and comes back to 1 with NATS.
+func TestNATSOutageKeepsProcessReady(t *testing.T) {
+	port := testkit.FreePort(t)
+	store := t.TempDir()
+	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: store, Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown() })
+	url, _ := startMain(t, map[string]string{"NATS_URL": ns.ClientURL()}, nil)
+	waitMetric(t, url, "nats_connected 1")
+	if code, body := get(t, url+"/readyz"); code != http.StatusOK {
+		t.Fatalf("GET /readyz with NATS up = %d %s, want 200", code, body)
+	}
+
+	ns.Shutdown()
+	waitMetric(t, url, "nats_connected 0")
+	if code, body := get(t, url+"/readyz"); code != http.StatusOK {
+		t.Errorf("GET /readyz with NATS down = %d %s, want 200", code, body)
+	}
+
+	ns, err = natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: store, Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitMetric(t, url, "nats_connected 1")
+}
+
+// get returns the status and body of GET url.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitMetric waits until the process's /metrics has a line starting with line.
+func waitMetric(t *testing.T, url, line string) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, "/metrics has "+line, func() bool {
+		_, body := get(t, url+"/metrics")
+		for l := range strings.Lines(body) {
+			if strings.HasPrefix(l, line) {
+				return true
+			}
+		}
+		return false
+	})
+}
