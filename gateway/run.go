@@ -150,7 +150,11 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	mp, tp := s.Telemetry.MeterProvider, s.Telemetry.TracerProvider
 
 	// Rate limits: Redis behind the failsafe, this replica announced for the fallback's share.
-	rd, err := redisconn.Resolve(ctx, redisconn.Options{URL: s.Config.RedisURL, DataDir: filepath.Join(s.Config.DataDir, "redis-gateway"), Log: s.Log})
+	// A REDIS_URL that does not answer is a warning, not a reason to refuse to start: the
+	// failsafe decides on the local fallback (or refuses, for a fail-closed rule) until it
+	// answers, so a replica started during an outage serves as the running ones do.
+	rd, err := redisconn.Resolve(ctx, redisconn.Options{URL: s.Config.RedisURL, DataDir: filepath.Join(s.Config.DataDir, "redis-gateway"),
+		Log: s.Log, AllowDown: true})
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}

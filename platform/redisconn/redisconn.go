@@ -48,6 +48,12 @@ type Options struct {
 	StartTimeout time.Duration
 	// Log receives the choice made and the emulator warning; nil discards them.
 	Log *slog.Logger
+	// AllowDown makes a URL that does not answer its first PING a warning rather than an
+	// error: Resolve returns the URL's client all the same, for a caller that handles a
+	// Redis that is down (the gateway's limiter falls back, and its calls reach Redis once
+	// it answers). It never falls back to a private Redis. False, the default, makes such
+	// a URL an error.
+	AllowDown bool
 }
 
 // Resolved is the Redis a process uses and what it took to get it.
@@ -73,17 +79,27 @@ func (r *Resolved) Close() error {
 }
 
 // Resolve returns the first Redis available in the package's order. A URL that is set but
-// does not answer is an error, not a reason to fall back: a process told to share a Redis
-// with its replicas must not quietly enforce limits on a private one.
+// does not answer is an error (or, with AllowDown, a warning), never a reason to fall back:
+// a process told to share a Redis with its replicas must not quietly enforce limits on a
+// private one.
 func Resolve(ctx context.Context, opts Options) (*Resolved, error) {
 	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if opts.URL != "" {
-		r, err := fromURL(ctx, opts.URL)
+		c, err := clientFromURL(opts.URL)
 		if err != nil {
 			return nil, err
+		}
+		r := &Resolved{Client: c, URL: opts.URL, Source: SourceEnv}
+		if err := ping(ctx, c, opts.URL); err != nil {
+			if !opts.AllowDown {
+				_ = c.Close()
+				return nil, err
+			}
+			log.Warn("redis from REDIS_URL not answering; starting without it", "url", redactedURL(opts.URL), "error", err)
+			return r, nil
 		}
 		log.Info("redis from REDIS_URL", "url", redactedURL(opts.URL))
 		return r, nil

@@ -1,7 +1,6 @@
 package redisconn
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -16,8 +15,8 @@ import (
 // does the same over TLS.
 const ClusterScheme = "redis+cluster"
 
-// fromURL connects to the Redis named by a REDIS_URL and pings it.
-func fromURL(ctx context.Context, raw string) (*Resolved, error) {
+// clientFromURL makes a client of the Redis named by a REDIS_URL; it connects lazily.
+func clientFromURL(raw string) (redis.UniversalClient, error) {
 	var c redis.UniversalClient
 	if strings.HasPrefix(raw, ClusterScheme+"://") || strings.HasPrefix(raw, "rediss+cluster://") {
 		opts, err := parseClusterURL(raw)
@@ -32,11 +31,7 @@ func fromURL(ctx context.Context, raw string) (*Resolved, error) {
 		}
 		c = redis.NewClient(opts)
 	}
-	if err := ping(ctx, c, raw); err != nil {
-		_ = c.Close()
-		return nil, err
-	}
-	return &Resolved{Client: c, URL: raw, Source: SourceEnv}, nil
+	return c, nil
 }
 
 // parseClusterURL rewrites redis+cluster://h1,h2?q into the form redis.ParseClusterURL reads,

@@ -1,0 +1,56 @@
+package gateway
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"boxoffice.dev/platform/testkit"
+)
+
+// TestStartsWithRedisDown starts the gateway while its REDIS_URL is down: it serves, the
+// fail-open search limits through the local fallback and the fail-closed login answers 503;
+// once Redis is up on that URL, decisions are Redis's.
+func TestStartsWithRedisDown(t *testing.T) {
+	be := newBackend(t)
+	rd := testkit.StartRedis(t)
+	rd.Stop()
+	gw := startGateway(t, testPolicy, be, map[string]string{"REDIS_URL": rd.URL()})
+
+	if res := gw.call(t, "GET", "/v1/search", ""); res.status != http.StatusOK {
+		t.Errorf("fail-open search with Redis down since start = %d %s, want 200", res.status, res.body)
+	}
+	login := func() response {
+		return gw.call(t, "POST", "/v1/auth/login", `{"email":"ana@example.org","password":"x"}`)
+	}
+	if res := login(); res.status != http.StatusServiceUnavailable || res.header.Get("Retry-After") == "" {
+		t.Errorf("fail-closed login with Redis down since start = %d, Retry-After %q; want 503 with Retry-After",
+			res.status, res.header.Get("Retry-After"))
+	}
+	if got := decisions(t, gw, "search"); got["fallback"] != 1 || len(got) != 1 {
+		t.Errorf("search decisions by path with Redis down = %v, want 1 by the fallback", got)
+	}
+
+	rd.Start()
+	testkit.Eventually(t, 10*time.Second, "login decided on Redis once it is up", func() bool { return login().status == http.StatusOK })
+	if res := gw.call(t, "GET", "/v1/search", ""); res.status != http.StatusOK {
+		t.Errorf("search with Redis up = %d %s, want 200", res.status, res.body)
+	}
+	if got := decisions(t, gw, "search"); got["store"] != 1 {
+		t.Errorf("search decisions by path once Redis is up = %v, want 1 by the store", got)
+	}
+}
+
+// decisions counts the access log's limit decisions on route by path (store, fallback, …).
+func decisions(t *testing.T, p *process, route string) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, l := range p.accessLog(t) {
+		if l["route"] == route {
+			if d, ok := l["decision"].(string); ok {
+				out[d]++
+			}
+		}
+	}
+	return out
+}
