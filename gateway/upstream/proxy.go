@@ -133,6 +133,35 @@ type attempt struct {
 	headers time.Time   // when the response headers arrived
 	err     error       // what the reverse proxy reported, nil when the response was sent
 	status  int         // the status passed on, once the response headers arrived
+	w       streamWriter
+}
+
+// streamWriter is the client's ResponseWriter as the reverse proxy writes an answer to it.
+// For an answer of unknown length it moves the connection's write deadline forward at each
+// write (Options.StreamIdle), so that the server's write timeout, meant for a whole JSON
+// answer, does not cut a stream that keeps moving. Other answers keep the server's deadline
+// and pay nothing.
+type streamWriter struct {
+	http.ResponseWriter
+	idle time.Duration // 0: not a stream
+	now  func() time.Time
+	rc   *http.ResponseController
+}
+
+func (s *streamWriter) Write(p []byte) (int, error) {
+	if s.idle > 0 {
+		_ = s.rc.SetWriteDeadline(s.now().Add(s.idle)) // unsupported: the server's deadline stands
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the server's writer: Flush, and Hijack for an
+// upgrade.
+func (s *streamWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// stream marks the answer as a stream.
+func (s *streamWriter) stream(idle time.Duration, now func() time.Time) {
+	s.idle, s.now, s.rc = idle, now, http.NewResponseController(s.ResponseWriter)
 }
 
 type attemptKey struct{}
@@ -203,7 +232,8 @@ func (p *Pools) attempt(w http.ResponseWriter, r *http.Request, pl *pool, in *in
 		}
 	}()
 
-	p.proxy.ServeHTTP(w, out)
+	a.w.ResponseWriter = w
+	p.proxy.ServeHTTP(&a.w, out)
 
 	if a.err == nil {
 		outcome = statusClass(a.status)
@@ -374,6 +404,9 @@ func (p *Pools) newReverseProxy() *httputil.ReverseProxy {
 				return errResponseTimeout // the headers came as the timeout fired
 			}
 			a.status, a.headers = res.StatusCode, p.now()
+			if res.ContentLength < 0 && res.StatusCode != http.StatusSwitchingProtocols {
+				a.w.stream(p.streamIdle, p.wallNow)
+			}
 			a.in.succeeded()
 			res.Header.Set(HeaderUpstream, a.in.key)
 			return nil

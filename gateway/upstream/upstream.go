@@ -41,6 +41,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"boxoffice.dev/platform/httpserver"
 )
 
 // ServiceConfig describes one upstream service: where its instances are and how they are
@@ -154,6 +156,13 @@ type Options struct {
 	// RetryBudget applies to each service separately, where the service's own
 	// ServiceConfig.RetryBudget leaves a field zero.
 	RetryBudget RetryBudget
+	// StreamIdle is how long a write of an answer of unknown length (server-sent events, a
+	// long download) may wait for the client. The server's write timeout bounds a whole
+	// response and would cut a stream that lasts longer; each write of a stream gets this
+	// much time afresh instead, so a stream lasts as long as it keeps moving and a client
+	// that stops reading is still cut off. 0 means the platform server's write timeout
+	// (httpserver.DefaultWriteTimeout).
+	StreamIdle time.Duration
 }
 
 // Pools is the gateway's upstream layer: one pool per service. Forward, Snapshot and Update
@@ -169,6 +178,10 @@ type Pools struct {
 	budget    RetryBudget
 	metrics   *metrics
 	proxy     *httputil.ReverseProxy
+	// streamIdle is Options.StreamIdle; wallNow is time.Now, the clock of connection
+	// deadlines, which a test's fake clock must not move.
+	streamIdle time.Duration
+	wallNow    func() time.Time
 
 	pools atomic.Pointer[map[string]*pool]
 
@@ -189,6 +202,12 @@ func New(services []ServiceConfig, o Options) (*Pools, error) {
 		log:       o.Log,
 		budget:    o.RetryBudget.withDefaults(),
 		stops:     map[*pool]context.CancelFunc{},
+
+		streamIdle: o.StreamIdle,
+		wallNow:    time.Now,
+	}
+	if p.streamIdle <= 0 {
+		p.streamIdle = httpserver.DefaultWriteTimeout
 	}
 	if p.transport == nil {
 		p.transport = newTransport()

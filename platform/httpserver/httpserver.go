@@ -20,6 +20,8 @@ import (
 const (
 	DefaultMaxHeaderBytes = 64 << 10 // 64 KiB of request headers
 	DefaultMaxBodyBytes   = 1 << 20  // 1 MiB request body (LimitBody)
+	// DefaultWriteTimeout bounds writing a whole response; a stream extends its own.
+	DefaultWriteTimeout = 60 * time.Second
 )
 
 // New returns a server for h with read, write and idle timeouts and a header size limit.
@@ -30,7 +32,7 @@ func New(h http.Handler) *http.Server {
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
+		WriteTimeout:      DefaultWriteTimeout,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
 	}
