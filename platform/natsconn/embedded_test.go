@@ -106,6 +106,8 @@ func TestConnectWaitsForServer(t *testing.T) {
 	}
 }
 
+// Connect with NATS away still ends when ctx does before FirstConnectWait: a process
+// stopped while starting exits.
 func TestConnectGivesUpWithContext(t *testing.T) {
 	url := "nats://127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

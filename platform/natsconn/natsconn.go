@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,29 +23,38 @@ import (
 // restarted server is found again within a second, long enough not to spin.
 const ReconnectWait = 250 * time.Millisecond
 
+// FirstConnectWait is how long Connect waits for the first connection before it returns
+// one that is still trying. Long enough for a NATS started next to the process (compose,
+// boxoffice up) to accept it, short enough that the process listens, and passes its
+// startup probe, well before an orchestrator gives up on it.
+const FirstConnectWait = 3 * time.Second
+
 // Connect opens a connection named name (the name shows in the server's connection list)
-// to the server at url. It retries until the first connection succeeds or ctx ends, and
-// afterwards reconnects forever, logging each disconnect and reconnect: a process outlives
-// a NATS restart instead of exiting. Messages published while disconnected are buffered by
-// the client up to its reconnect buffer.
+// to the server at url. It waits up to FirstConnectWait for the first connection; if none
+// came by then, it logs a warning and returns the connection anyway, still trying: NATS
+// carries events and control messages, not requests, so a process serves without it.
+// Afterwards it reconnects forever, logging each disconnect and reconnect: a process
+// outlives a NATS restart instead of exiting. Subscriptions made while disconnected are
+// sent on connect; messages published meanwhile are buffered by the client up to its
+// reconnect buffer, and a request or a JetStream call fails until then (its caller retries).
 //
-// A nil log discards the connection events. The caller closes the connection (Drain or Close).
+// It returns an error only when url is invalid or ctx ends first. A nil log discards the
+// connection events. The caller closes the connection (Drain or Close).
 func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Conn, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	log = log.With("nats", url, "conn", name)
-	connected := make(chan struct{}, 1)
+	connected := make(chan struct{})
+	var once sync.Once
 	nc, err := nats.Connect(url,
 		nats.Name(name),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(ReconnectWait),
-		nats.ConnectHandler(func(*nats.Conn) {
-			select {
-			case connected <- struct{}{}:
-			default:
-			}
+		nats.ConnectHandler(func(c *nats.Conn) {
+			once.Do(func() { close(connected) })
+			log.Info("nats connected", "server", c.ConnectedUrlRedacted())
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
@@ -54,7 +64,7 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Con
 			log.Info("nats disconnected")
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
-			log.Info("nats reconnected", "server", c.ConnectedUrl())
+			log.Info("nats reconnected", "server", c.ConnectedUrlRedacted())
 		}),
 		nats.ClosedHandler(func(*nats.Conn) { log.Info("nats connection closed") }),
 	)
@@ -64,11 +74,15 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Con
 	if nc.IsConnected() {
 		return nc, nil
 	}
+	wait := time.NewTimer(FirstConnectWait)
+	defer wait.Stop()
 	select {
 	case <-connected:
-		return nc, nil
+	case <-wait.C:
+		log.Warn("nats not reachable: going on without it, still connecting", "waited", FirstConnectWait.String())
 	case <-ctx.Done():
 		nc.Close()
 		return nil, fmt.Errorf("nats connect %s: %w", url, errors.Join(ctx.Err(), nc.LastError()))
 	}
+	return nc, nil
 }

@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/sqldb"
@@ -14,6 +16,11 @@ import (
 // RelayOutbox publishes db's outbox (see outbox.EnsureTable) to the JetStream stream named
 // stream, which it creates over subjects if missing, from a worker of this process (Go).
 // Commits that added events call the returned relay's Notify to have them published at once.
+//
+// With NATS connected, a stream it cannot create or update fails the start, where the
+// mistake shows. With NATS away (the process started before it), the worker creates the
+// stream once NATS is back, retrying and logging meanwhile, and then relays: events wait in
+// the outbox, and the process serves.
 //
 // With NATS off (NATS_URL unset) it returns nil and no error: events written to the outbox
 // wait there until a process with NATS relays them, and the service decides whether to
@@ -26,10 +33,38 @@ func (s *Server) RelayOutbox(ctx context.Context, db *sqldb.DB, stream string, s
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	if _, err := natsconn.EnsureStream(ctx, js, stream, subjects); err != nil {
-		return nil, err
+	ready := s.NATS.IsConnected()
+	if ready {
+		if _, err := natsconn.EnsureStream(ctx, js, stream, subjects); err != nil {
+			return nil, err
+		}
 	}
 	relay := &outbox.Relay{DB: db, JS: js, Log: s.Log}
-	s.Go("outbox-relay", relay.Run)
+	s.Go("outbox-relay", func(ctx context.Context) error {
+		if !ready && !s.ensureStream(ctx, js, stream, subjects) {
+			return nil
+		}
+		return relay.Run(ctx)
+	})
 	return relay, nil
+}
+
+// ensureStream retries EnsureStream, logging each failure, until it succeeds (true) or ctx
+// ends (false). The pause grows from one second to eight.
+func (s *Server) ensureStream(ctx context.Context, js jetstream.JetStream, stream string, subjects []string) bool {
+	for wait := time.Second; ; wait = min(2*wait, 8*time.Second) {
+		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := natsconn.EnsureStream(attempt, js, stream, subjects)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		s.Log.WarnContext(ctx, "outbox relay waits for its stream", "stream", stream, "error", err, "retry_in", wait)
+		if clock.Sleep(ctx, wait) != nil {
+			return false
+		}
+	}
 }

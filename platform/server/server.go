@@ -36,6 +36,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/control"
 	"boxoffice.dev/platform/grpcserver"
@@ -160,14 +161,24 @@ func New(ctx context.Context, cfg config.Process, stdout io.Writer) (*Server, er
 		}
 		s.NATS = nc
 		s.onClose(func() error { return nc.Drain() })
-		subCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		stop, err := s.Control.Subscribe(subCtx, nc)
-		cancel()
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("%s: control hook: %w", cfg.Name, err)
+		if nc.IsConnected() {
+			if err := s.subscribeControl(ctx, nc); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("%s: control hook: %w", cfg.Name, err)
+			}
+		} else {
+			// NATS is away (Connect warned): the hook subscribes once it is back.
+			s.Go("control-subscribe", func(ctx context.Context) error {
+				wait := natsconn.ReconnectWait
+				for s.subscribeControl(ctx, nc) != nil {
+					if clock.Sleep(ctx, wait) != nil {
+						return nil
+					}
+					wait = min(2*wait, 2*time.Second)
+				}
+				return nil
+			})
 		}
-		s.onClose(func() error { stop(); return nil })
 		// NATS is no readiness check: every replica shares it, so an outage would take all
 		// of them out at once, though it carries only events (held in the outboxes until it
 		// returns) and control messages. The gauge and the disconnect and reconnect log
@@ -183,6 +194,19 @@ func New(ctx context.Context, cfg config.Process, stdout io.Writer) (*Server, er
 		Interceptors: []grpc.UnaryServerInterceptor{s.Control.UnaryServerInterceptor()},
 	})
 	return s, nil
+}
+
+// subscribeControl subscribes the control hook on nc, confirmed by the server within 5s,
+// and unsubscribes it when the process closes.
+func (s *Server) subscribeControl(ctx context.Context, nc *nats.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	stop, err := s.Control.Subscribe(ctx, nc)
+	if err != nil {
+		return err
+	}
+	s.onClose(func() error { stop(); return nil })
+	return nil
 }
 
 // GRPC is the process's gRPC server, for registering services before Run.

@@ -31,6 +31,12 @@ func startMain(t *testing.T, env map[string]string, build server.Build) (string,
 // startSpec is startMain for a component of the given spec.
 func startSpec(t *testing.T, spec server.Spec, env map[string]string, build server.Build) (string, func() error) {
 	t.Helper()
+	return startSpecTo(t, spec, env, build, tlog{t})
+}
+
+// startSpecTo is startSpec with the process's log lines written to out.
+func startSpecTo(t *testing.T, spec server.Spec, env map[string]string, build server.Build, out io.Writer) (string, func() error) {
+	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
 	base := map[string]string{"HTTP_ADDR": addr, "DATA_DIR": t.TempDir(), "SHUTDOWN_TIMEOUT": "2s"}
 	for k, v := range env {
@@ -39,7 +45,7 @@ func startSpec(t *testing.T, spec server.Spec, env map[string]string, build serv
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- server.Main(ctx, spec, func(k string) string { return base[k] }, tlog{t}, build)
+		done <- server.Main(ctx, spec, func(k string) string { return base[k] }, out, build)
 	}()
 	url := "http://" + addr
 	testkit.Eventually(t, 5*time.Second, "GET /healthz answers 200", func() bool {

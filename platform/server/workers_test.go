@@ -1,11 +1,14 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +16,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"boxoffice.dev/platform/control"
+	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/server"
 	"boxoffice.dev/platform/testkit"
@@ -219,4 +224,98 @@ func TestOnCloseRunsAfterTheWorkersStopped(t *testing.T) {
 	if !slices.Equal(order, want) {
 		t.Errorf("shutdown order = %q, want %q", order, want)
 	}
+}
+
+// A process whose NATS is away at start serves anyway, within natsconn.FirstConnectWait,
+// and says so; once NATS comes, its outbox stream is created, the events committed
+// meanwhile are relayed, and its control hook gets messages.
+func TestStartWithNATSDownServesAndCatchesUp(t *testing.T) {
+	port := testkit.FreePort(t)
+	natsURL := "nats://127.0.0.1:" + strconv.Itoa(port)
+	committed := make(chan struct{}, 1)
+	var logs syncBuffer
+	url, _ := startSpecTo(t, server.Spec{Name: "probe", HTTPAddr: ":0"}, map[string]string{"NATS_URL": natsURL},
+		func(ctx context.Context, s *server.Server) (http.Handler, error) {
+			db, err := s.OpenDB(ctx, nil)
+			if err != nil {
+				return nil, err
+			}
+			if err := outbox.EnsureTable(ctx, db); err != nil {
+				return nil, err
+			}
+			relay, err := s.RelayOutbox(ctx, db, "PROBE", "boxoffice.probe.>")
+			if err != nil || relay == nil {
+				return nil, errors.Join(err, errors.New("no relay with NATS_URL set"))
+			}
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return nil, err
+			}
+			ev := outbox.Event{ID: "evt-1", Subject: "boxoffice.probe.thing.made", Payload: []byte(`{}`)}
+			if err := errors.Join(outbox.Add(ctx, tx, db, ev), tx.Commit()); err != nil {
+				return nil, err
+			}
+			relay.Notify()
+			committed <- struct{}{}
+			return nil, nil
+		}, io.MultiWriter(tlog{t}, &logs))
+	<-committed
+	if code, body := get(t, url+"/readyz"); code != http.StatusOK {
+		t.Errorf("GET /readyz with NATS away = %d %s, want 200", code, body)
+	}
+	if l := logs.String(); !strings.Contains(l, `"level":"WARN","msg":"nats not reachable`) || !strings.Contains(l, natsURL) {
+		t.Errorf("log with NATS away has no warning naming %s:\n%s", natsURL, l)
+	}
+
+	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: t.TempDir(), Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	js := testkit.JetStream(t, natsURL)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var msg *jetstream.RawStreamMsg
+	testkit.Eventually(t, 15*time.Second, "the event committed while NATS was away is on the PROBE stream", func() bool {
+		stream, err := js.Stream(ctx, "PROBE")
+		if err != nil {
+			return false
+		}
+		msg, err = stream.GetMsg(ctx, 1)
+		return err == nil
+	})
+	if msg.Header.Get(jetstream.MsgIDHeader) != "evt-1" {
+		t.Errorf("stream message has Nats-Msg-Id %q, want evt-1", msg.Header.Get(jetstream.MsgIDHeader))
+	}
+
+	nc, err := natsconn.Connect(ctx, natsURL, "test", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	testkit.Eventually(t, 15*time.Second, "a control message over NATS is applied", func() bool {
+		if control.Publish(ctx, nc, "probe", control.Knobs{MaxConcurrent: 7}) != nil {
+			return false
+		}
+		_, body := get(t, url+"/control")
+		return strings.Contains(body, `"max_concurrent":7`)
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
