@@ -2,6 +2,9 @@ package gateway
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,4 +56,42 @@ func decisions(t *testing.T, p *process, route string) map[string]int {
 		}
 	}
 	return out
+}
+
+// TestStartsWithAuthDown starts the gateway while the auth service's JWKS cannot be fetched:
+// a user's token is answered 503 with Retry-After (not 401, which would log the user out);
+// once the JWKS answers, the token is accepted, and a token by a kid not in it is 401.
+func TestStartsWithAuthDown(t *testing.T) {
+	be := newBackend(t)
+	rd := testkit.StartRedis(t)
+	ks := newKeySet(t, "k1")
+	var down atomic.Bool
+	down.Store(true)
+	auth := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		ks.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(auth.Close)
+	gw := startGateway(t, testPolicy, be, map[string]string{"REDIS_URL": rd.URL(), "AUTH_URL": auth.URL})
+	bearer := "Bearer " + ks.sign(t, "k1", "usr_1", time.Now(), time.Hour)
+
+	res := gw.call(t, "GET", "/v1/me", "", "Authorization", bearer)
+	if res.status != http.StatusServiceUnavailable || res.header.Get("Retry-After") == "" ||
+		!strings.HasPrefix(res.header.Get("Content-Type"), "application/problem+json") {
+		t.Errorf("GET /v1/me with the JWKS down since start = %d, Retry-After %q, %s; want 503 problem+json with Retry-After",
+			res.status, res.header.Get("Retry-After"), res.header.Get("Content-Type"))
+	}
+
+	down.Store(false)
+	testkit.Eventually(t, 5*time.Second, "the token accepted once the JWKS answers", func() bool {
+		return gw.call(t, "GET", "/v1/me", "", "Authorization", bearer).status == http.StatusOK
+	})
+	// A second key set signs with a kid the gateway's never publishes.
+	forged := "Bearer " + newKeySet(t, "unpublished").sign(t, "unpublished", "usr_2", time.Now(), time.Hour)
+	if res := gw.call(t, "GET", "/v1/me", "", "Authorization", forged); res.status != http.StatusUnauthorized {
+		t.Errorf("GET /v1/me with a kid the fetched JWKS lacks = %d %s, want 401", res.status, res.body)
+	}
 }

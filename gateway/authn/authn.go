@@ -49,7 +49,9 @@ type Authenticator struct {
 // Authenticate strips the client's identity headers and its X-Api-Key from r, whatever the
 // outcome, and returns the verified caller for mode. Errors are *problem.Error: Unauthorized
 // for a missing or invalid credential (one whose identity cannot be sent upstream in a
-// header is invalid: see forwardable), Unavailable when the auth service cannot be asked.
+// header is invalid: see forwardable), Unavailable when the auth service cannot be asked
+// (an API key it cannot resolve, a token signed by a key not known while its key set cannot
+// be fetched).
 func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, mode policy.AuthMode) (Caller, error) {
 	for _, h := range identity.Headers {
 		r.Header.Del(h)
@@ -86,7 +88,10 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, mode 
 		if err == nil && !forwardable(claims.Subject) {
 			err = fmt.Errorf("%w: the subject cannot be sent upstream in a header", token.ErrClaims)
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrKeysUnavailable):
+			return c, &problem.Error{Code: problem.Unavailable, Message: "cannot check the token now", Err: err}
+		case err != nil:
 			return c, &problem.Error{Code: problem.Unauthorized, Message: reason(err), Err: err}
 		}
 		c.User = claims.Subject

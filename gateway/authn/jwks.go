@@ -3,6 +3,7 @@ package authn
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,7 +25,8 @@ import (
 // triggers a fetch at once — that is how a freshly rotated key is learnt — but at most once
 // per MinRefetch: forged tokens with random kids must not turn the gateway into a load
 // generator against the auth service. When a fetch fails, the keys already known stay in
-// use: an auth outage should not log everyone out.
+// use, and a token by a kid not among them is ErrKeysUnavailable, not invalid: an auth
+// outage should not log everyone out.
 //
 // Safe for concurrent use; PublicKey never blocks.
 type JWKS struct {
@@ -39,7 +41,14 @@ type JWKS struct {
 
 	mu        sync.Mutex // one fetch at a time; later callers reuse its result
 	lastFetch time.Time
+	lastErr   error // the last fetch's failure; nil after a success
 }
+
+// ErrKeysUnavailable is returned for a token whose kid is unknown while the key set cannot be
+// checked: none was ever fetched, or the last fetch failed. Whether the token is valid is not
+// known, so the caller should answer "try again" rather than "invalid": an auth outage should
+// not log everyone out.
+var ErrKeysUnavailable = errors.New("the auth service's keys cannot be fetched now")
 
 type keyCache struct {
 	gen     uint64
@@ -103,17 +112,26 @@ func (j *JWKS) Refresh(ctx context.Context) error {
 
 // refetchUnknown fetches the key set for a token whose kid was unknown in generation seen,
 // unless a fetch happened within MinRefetch. It reports whether the cache has changed since
-// seen, so that verifying again may succeed.
-func (j *JWKS) refetchUnknown(ctx context.Context, seen uint64) bool {
+// seen, so that verifying again may succeed; when it has not, an error wrapping
+// ErrKeysUnavailable says the kid may be one the key set could not be asked about (no key
+// set was ever fetched, or the last fetch failed), and nil that the kid is not in a key set
+// the last fetch confirmed.
+func (j *JWKS) refetchUnknown(ctx context.Context, seen uint64) (bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.generation() != seen {
-		return true // fetched by another request while this one waited for the lock
+		return true, nil // fetched by another request while this one waited for the lock
 	}
 	if !j.lastFetch.IsZero() && j.now().Sub(j.lastFetch) < j.refetchInterval() {
-		return false
+		if j.lastErr != nil { // also the case while no key set was ever fetched
+			return false, fmt.Errorf("%w: %w", ErrKeysUnavailable, j.lastErr)
+		}
+		return false, nil
 	}
-	return j.fetch(ctx) == nil
+	if err := j.fetch(ctx); err != nil {
+		return false, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
+	}
+	return true, nil
 }
 
 // coldRefetch bounds the wait between fetches while no key set has ever been fetched: at start
@@ -138,9 +156,15 @@ func (j *JWKS) generation() uint64 {
 	return 0
 }
 
-// fetch gets the key set; j.mu is held.
+// fetch gets the key set and records the outcome; j.mu is held.
 func (j *JWKS) fetch(ctx context.Context) error {
 	j.lastFetch = j.now()
+	j.lastErr = j.fetchSet(ctx)
+	return j.lastErr
+}
+
+// fetchSet gets the key set and stores it; j.mu is held.
+func (j *JWKS) fetchSet(ctx context.Context) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.url, nil)
 	if err != nil {
 		return fmt.Errorf("jwks: %w", err)

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"time"
 
 	"boxoffice.dev/services/auth/token"
@@ -70,7 +71,9 @@ func NewVerifier(keys *JWKS, issuer, audience string, leeway time.Duration) *Ver
 	return v
 }
 
-// Verify returns the claims of a valid token, or an error wrapping one of token's Err*.
+// Verify returns the claims of a valid token, or an error wrapping one of token's Err*. An
+// unknown kid that could not be looked up, because the key set cannot be fetched, wraps
+// ErrKeysUnavailable as well as token.ErrUnknownKey: the token may be valid.
 func (v *Verifier) Verify(ctx context.Context, raw string) (token.Claims, error) {
 	var buf [1024]byte // the token's bytes, on the stack when it has a usual size: every request hashes one
 	h := sha256.Sum256(append(buf[:0], raw...))
@@ -83,8 +86,14 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (token.Claims, error)
 	}
 	gen := v.keys.generation()
 	c, kid, key, err := v.check(raw)
-	if errors.Is(err, token.ErrUnknownKey) && v.keys.refetchUnknown(ctx, gen) {
-		c, kid, key, err = v.check(raw)
+	if errors.Is(err, token.ErrUnknownKey) {
+		changed, kerr := v.keys.refetchUnknown(ctx, gen)
+		switch {
+		case changed:
+			c, kid, key, err = v.check(raw)
+		case kerr != nil:
+			err = fmt.Errorf("%w: %w", err, kerr)
+		}
 	}
 	if err != nil {
 		return c, err
