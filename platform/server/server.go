@@ -97,6 +97,7 @@ func MainWith[C any](ctx context.Context, spec Spec, getenv func(string) string,
 	load func(*config.Reader) C, build func(ctx context.Context, s *Server, cfg C) (http.Handler, error)) error {
 	r := config.New(getenv)
 	cfg := config.LoadProcess(r, spec.Name, spec.HTTPAddr, spec.GRPCAddr)
+	drainDelay := readDrainDelay(r)
 	own := load(r)
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%s: configuration: %w", spec.Name, err)
@@ -106,7 +107,7 @@ func MainWith[C any](ctx context.Context, spec Spec, getenv func(string) string,
 		return err
 	}
 	defer s.Close()
-	s.ownHTTPMetrics, s.edge = spec.OwnHTTPMetrics, spec.Edge
+	s.ownHTTPMetrics, s.edge, s.drainDelay = spec.OwnHTTPMetrics, spec.Edge, drainDelay
 	h, err := build(ctx, s, own)
 	if err != nil {
 		return fmt.Errorf("%s: start: %w", spec.Name, err)
@@ -128,6 +129,9 @@ type Server struct {
 	work *workers
 	// ownHTTPMetrics and edge: see Spec.OwnHTTPMetrics and Spec.Edge.
 	ownHTTPMetrics, edge bool
+	// drainDelay is how long Serve keeps the listeners open after readiness fails
+	// (DRAIN_DELAY; 0 in a Server not built by Main).
+	drainDelay time.Duration
 
 	mu      sync.Mutex
 	closers []func() error
@@ -261,9 +265,11 @@ func (s *Server) Run(ctx context.Context, h http.Handler) error {
 
 // Serve is Run on listeners the caller opened (tests pass 127.0.0.1:0). gl may be nil.
 //
-// Shutdown begins when ctx is done or a worker fails (see Go). Readiness fails first, so
-// balancers stop sending before the listeners close; the listeners drain, then the workers
-// are stopped, all within SHUTDOWN_TIMEOUT from the start.
+// Shutdown begins when ctx is done or a worker fails (see Go). Readiness fails first, and
+// the listeners stay open for DRAIN_DELAY (at most half of SHUTDOWN_TIMEOUT) so that
+// balancers, which learn it only at their next probe, stop sending before connections are
+// refused; then the listeners drain and the workers are stopped, all within
+// SHUTDOWN_TIMEOUT from the start. A listener that fails skips the delay.
 func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener) error {
 	attrs := []any{"http", hl.Addr().String()}
 	if gl != nil {
@@ -273,7 +279,6 @@ func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	context.AfterFunc(ctx, s.Health.SetDraining)
 	go func() {
 		select {
 		case <-s.work.failed:
@@ -282,15 +287,34 @@ func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener)
 		}
 	}()
 
-	g, gctx := errgroup.WithContext(ctx)
+	// The listeners stop on their own context, ended after the drain delay, not on ctx.
+	listening, stopListening := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopListening()
+	delay := min(s.drainDelay, s.Config.ShutdownTimeout/2)
+	drain := s.Config.ShutdownTimeout - delay
+	g, gctx := errgroup.WithContext(listening)
 	srv := httpserver.New(s.Handler(h))
-	g.Go(func() error { return httpserver.Serve(gctx, srv, hl, s.Config.ShutdownTimeout) })
+	g.Go(func() error { return httpserver.Serve(gctx, srv, hl, drain) })
 	if gl != nil {
-		g.Go(func() error { return s.grpc.Serve(gctx, gl, s.Config.ShutdownTimeout) })
+		g.Go(func() error { return s.grpc.Serve(gctx, gl, drain) })
 	}
-	<-gctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-gctx.Done():
+	}
 	deadline := time.NewTimer(s.Config.ShutdownTimeout)
 	defer deadline.Stop()
+	s.Health.SetDraining()
+	if delay > 0 && gctx.Err() == nil {
+		s.Log.Info("draining: not ready, still serving", "for", delay.String())
+		wait := time.NewTimer(delay)
+		select {
+		case <-wait.C:
+		case <-gctx.Done():
+		}
+		wait.Stop()
+	}
+	stopListening()
 	err := errors.Join(g.Wait(), s.work.stop(deadline.C))
 	s.Log.Info("stopped", "error", err)
 	return err
@@ -375,4 +399,26 @@ func observeNATS(mp metric.MeterProvider, nc *nats.Conn) error {
 			return nil
 		}))
 	return err
+}
+
+// DefaultDrainDelay is how long a process stays open after its readiness fails, unless
+// DRAIN_DELAY says otherwise: a little more than the gateway's two-second probe interval,
+// so that a probe has seen the failure before connections are refused (a refused probe or
+// request then takes the instance out at once, see gateway/upstream). The cost is as much
+// time added to every stop.
+const DefaultDrainDelay = 3 * time.Second
+
+// readDrainDelay reads DRAIN_DELAY, a duration that may be 0 (close the listeners as soon
+// as readiness fails: for tests, or where no balancer probes the process).
+func readDrainDelay(r *config.Reader) time.Duration {
+	v := r.String("DRAIN_DELAY", "")
+	if v == "" {
+		return DefaultDrainDelay
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		r.Fail("DRAIN_DELAY", v, "a duration such as 0s or 3s")
+		return DefaultDrainDelay
+	}
+	return d
 }

@@ -38,7 +38,7 @@ func startSpec(t *testing.T, spec server.Spec, env map[string]string, build serv
 func startSpecTo(t *testing.T, spec server.Spec, env map[string]string, build server.Build, out io.Writer) (string, func() error) {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
-	base := map[string]string{"HTTP_ADDR": addr, "DATA_DIR": t.TempDir(), "SHUTDOWN_TIMEOUT": "2s"}
+	base := map[string]string{"HTTP_ADDR": addr, "DATA_DIR": t.TempDir(), "SHUTDOWN_TIMEOUT": "2s", "DRAIN_DELAY": "0s"}
 	for k, v := range env {
 		base[k] = v
 	}
@@ -358,4 +358,38 @@ func waitMetric(t *testing.T, url, line string) {
 		}
 		return false
 	})
+}
+
+// On shutdown /readyz fails while the listener still accepts connections, for DRAIN_DELAY,
+// so balancers stop sending before connections are refused.
+func TestShutdownFailsReadinessBeforeClosing(t *testing.T) {
+	url, stop := startMain(t, map[string]string{"DRAIN_DELAY": "1s"}, nil)
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	status := func() int { // 0 = connection refused
+		resp, err := fresh.Get(url + "/readyz")
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	testkit.Eventually(t, 2*time.Second, "/readyz answers 503 after cancel", func() bool { return status() == http.StatusServiceUnavailable })
+	testkit.Eventually(t, 3*time.Second, "connections refused after the drain delay", func() bool { return status() == 0 })
+	if err := <-stopped; err != nil {
+		t.Errorf("Main after cancel = %v, want nil", err)
+	}
+}
+
+func TestMainRefusesBadDrainDelay(t *testing.T) {
+	for _, v := range []string{"-1s", "soon"} {
+		t.Run(v, func(t *testing.T) {
+			err := server.Main(context.Background(), server.Spec{Name: "probe", HTTPAddr: ":0"},
+				func(k string) string { return map[string]string{"DRAIN_DELAY": v}[k] }, io.Discard, nil)
+			if err == nil || !strings.Contains(err.Error(), "DRAIN_DELAY") {
+				t.Errorf("Main with DRAIN_DELAY=%s = %v, want an error naming it", v, err)
+			}
+		})
+	}
 }
