@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -28,6 +30,7 @@ import (
 	"boxoffice.dev/gateway/upstream"
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/httpserver"
+	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/redisconn"
 	"boxoffice.dev/platform/server"
 	"boxoffice.dev/platform/sqldb"
@@ -213,23 +216,22 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	if cfg.PolicyFile != "" {
 		background.Go(func() { _ = policy.WatchFile(ctx, cfg.PolicyFile, live, s.Log) })
 	}
-	db, err := sqldb.Open(ctx, sqldb.Options{URL: s.Config.DatabaseURL, Service: Spec.Name, DataDir: s.Config.DataDir})
-	if err != nil {
-		return nil, err
-	}
-	*closers = append(*closers, db.Close)
-	if err := db.Migrate(ctx, policy.Migrations()); err != nil {
-		return nil, err
-	}
-	table := policy.NewTable(db, nil)
-	// Read once before serving, so a replica that restarts never answers with the file alone
-	// while the admin edits wait in the table; FollowTable retries a failure.
-	if err := table.Reload(ctx, live); err != nil {
+	// A database that cannot be opened is not a reason to refuse to start: the policy file is
+	// enough to serve, and an outage of the database must not keep a replica from coming up.
+	// followTables keeps trying, and the admin API's edits answer 503 until it answers.
+	stored := &tables{}
+	*closers = append(*closers, stored.Close)
+	dbOpts := sqldb.Options{URL: s.Config.DatabaseURL, Service: Spec.Name, DataDir: s.Config.DataDir}
+	if db, err := migrated(ctx, dbOpts); err != nil {
+		s.Log.WarnContext(ctx, "policy database not reachable at start; serving from the policy file", "error", err)
+	} else if err := stored.use(db).Reload(ctx, live); err != nil {
+		// Read once before serving, so a replica that restarts never answers with the file
+		// alone while the admin edits wait in the table; FollowTable retries a failure.
 		s.Log.WarnContext(ctx, "policy tables not read at start; starting from the policy file", "error", err)
 	}
-	background.Go(func() { _ = policy.FollowTable(ctx, table, live, s.NATS, cfg.TableRefresh, s.Log) })
+	background.Go(func() { followTables(ctx, s, cfg, live, stored, dbOpts) })
 
-	if err := serveAdmin(ctx, s, cfg, live, pools, table, background); err != nil {
+	if err := serveAdmin(ctx, s, cfg, live, pools, stored, background); err != nil {
 		return nil, err
 	}
 	m, err := newMetrics(mp)
@@ -242,6 +244,128 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		log: s.Log, metrics: m, now: time.Now, newTrace: randomTrace,
 	}
 	return g.handler(), nil
+}
+
+// tablesOpenTimeout bounds one attempt at opening and migrating the policy database, so a
+// database that neither answers nor refuses delays the start by at most this much.
+const tablesOpenTimeout = 10 * time.Second
+
+// migrated opens the database opts names and applies the policy tables' migrations, within
+// tablesOpenTimeout.
+func migrated(ctx context.Context, opts sqldb.Options) (*sqldb.DB, error) {
+	ctx, cancel := context.WithTimeout(ctx, tablesOpenTimeout)
+	defer cancel()
+	db, err := sqldb.Open(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx, policy.Migrations()); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("policy tables: %w", err)
+	}
+	return db, nil
+}
+
+// followTables keeps live on the policy tables until ctx is done (policy.FollowTable). While
+// tables has no database, it opens the one opts names every TableRefresh until it answers,
+// and only then offers the tables to the admin API.
+func followTables(ctx context.Context, s *server.Server, cfg Config, live *policy.Live, tables *tables, opts sqldb.Options) {
+	refresh := cmp.Or(cfg.TableRefresh, policy.DefaultTableRefresh)
+	for tables.table.Load() == nil {
+		t := time.NewTimer(refresh)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		db, err := migrated(ctx, opts)
+		if err != nil {
+			s.Log.WarnContext(ctx, "policy database still not reachable; serving from the policy file", "error", err)
+			continue
+		}
+		s.Log.InfoContext(ctx, "policy database reachable; reading the policy tables")
+		tables.use(db)
+	}
+	_ = policy.FollowTable(ctx, tables.table.Load(), live, s.NATS, cfg.TableRefresh, s.Log)
+}
+
+// tables is the policy tables for the admin API: a *policy.Table once the database has been
+// opened (use), and until then an answer of 503 (problem.Unavailable) to every call, rather
+// than edits this replica alone would hold. The zero value has no database. Safe for
+// concurrent use.
+type tables struct {
+	table atomic.Pointer[policy.Table]
+	db    atomic.Pointer[sqldb.DB]
+}
+
+// use makes db's tables the ones served, and returns them; it is called at most once.
+func (t *tables) use(db *sqldb.DB) *policy.Table {
+	t.db.Store(db)
+	tb := policy.NewTable(db, nil)
+	t.table.Store(tb)
+	return tb
+}
+
+// Close closes the database, if one was opened.
+func (t *tables) Close() error {
+	if db := t.db.Load(); db != nil {
+		return db.Close()
+	}
+	return nil
+}
+
+var (
+	_ admin.Tenants = (*tables)(nil)
+	_ admin.Edits   = (*tables)(nil)
+)
+
+// errNoTables answers an admin call that needs the database while it cannot be reached.
+var errNoTables = problem.New(problem.Unavailable, "the policy database is not reachable; try again later")
+
+// fromTable calls f with t's table, or answers errNoTables before there is one.
+func fromTable[T any](t *tables, f func(*policy.Table) (T, error)) (T, error) {
+	if tb := t.table.Load(); tb != nil {
+		return f(tb)
+	}
+	var zero T
+	return zero, errNoTables
+}
+
+// write calls f with the table, or answers errNoTables before there is one.
+func (t *tables) write(f func(*policy.Table) error) error {
+	if tb := t.table.Load(); tb != nil {
+		return f(tb)
+	}
+	return errNoTables
+}
+
+func (t *tables) Load(ctx context.Context) ([]policy.TenantRule, error) {
+	return fromTable(t, func(tb *policy.Table) ([]policy.TenantRule, error) { return tb.Load(ctx) })
+}
+
+func (t *tables) LoadEdits(ctx context.Context) ([]policy.Edit, error) {
+	return fromTable(t, func(tb *policy.Table) ([]policy.Edit, error) { return tb.LoadEdits(ctx) })
+}
+
+func (t *tables) Put(ctx context.Context, r policy.TenantRule) error {
+	return t.write(func(tb *policy.Table) error { return tb.Put(ctx, r) })
+}
+
+func (t *tables) Delete(ctx context.Context, tenant, route string) error {
+	return t.write(func(tb *policy.Table) error { return tb.Delete(ctx, tenant, route) })
+}
+
+func (t *tables) PutEdit(ctx context.Context, e policy.Edit) error {
+	return t.write(func(tb *policy.Table) error { return tb.PutEdit(ctx, e) })
+}
+
+func (t *tables) DeleteEdit(ctx context.Context, kind policy.EditKind, id string) error {
+	return t.write(func(tb *policy.Table) error { return tb.DeleteEdit(ctx, kind, id) })
+}
+
+func (t *tables) ResetEdits(ctx context.Context) error {
+	return t.write(func(tb *policy.Table) error { return tb.ResetEdits(ctx) })
 }
 
 // limiterClient is a client of c's Redis for the limiter's decisions, one that ends each call
@@ -288,7 +412,7 @@ func authenticator(ctx context.Context, s *server.Server, cfg Config, background
 // serveAdmin starts the admin API on its own listener. Without ADMIN_TOKEN a token is
 // generated and written to a file only its owner can read: logging it would put a
 // credential in the logs.
-func serveAdmin(ctx context.Context, s *server.Server, cfg Config, live *policy.Live, pools *upstream.Pools, table *policy.Table, background *sync.WaitGroup) error {
+func serveAdmin(ctx context.Context, s *server.Server, cfg Config, live *policy.Live, pools *upstream.Pools, table *tables, background *sync.WaitGroup) error {
 	token := cfg.AdminToken
 	if token == "" {
 		token = rand.Text()
