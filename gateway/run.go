@@ -80,20 +80,6 @@ type Config struct {
 // Run starts the gateway and serves until ctx is done. Its own variables, beside the
 // platform's (HTTP_ADDR, REDIS_URL, DATABASE_URL, NATS_URL, …): see Config.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	r := config.New(getenv)
-	cfg := loadConfig(r)
-	file, err := loadPolicy(cfg.PolicyFile)
-	if err != nil {
-		return fmt.Errorf("%s: %w", Spec.Name, err)
-	}
-	for _, sv := range file.Services {
-		if v := r.List(upstreamVar(sv.Name), nil); v != nil {
-			cfg.Upstreams[sv.Name] = v
-		}
-	}
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("%s: configuration: %w", Spec.Name, err)
-	}
 	// The background loops (probes, reloads, the admin listener) run beside the server; Run
 	// returns only once they have stopped, and closes what build opened after that.
 	ctx, cancel := context.WithCancel(ctx)
@@ -106,9 +92,34 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}()
 	defer background.Wait()
 	defer cancel()
-	return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		return build(ctx, s, cfg, file, &background, &closers)
+	return server.MainWith(ctx, Spec, getenv, stdout, loadSettings, func(ctx context.Context, s *server.Server, set settings) (http.Handler, error) {
+		return build(ctx, s, set.cfg, set.file, &background, &closers)
 	})
+}
+
+// settings is what the gateway reads at start beside the platform's configuration: its own
+// variables and the policy POLICY_FILE names.
+type settings struct {
+	cfg  Config
+	file *policy.Policy
+}
+
+// loadSettings reads the gateway's variables and its policy, and the UPSTREAM_<NAME> variables
+// of the policy's services. A policy that cannot be loaded is reported as a mistake in
+// POLICY_FILE, with every other invalid variable (server.MainWith), before anything starts.
+func loadSettings(r *config.Reader) settings {
+	cfg := loadConfig(r)
+	file, err := loadPolicy(cfg.PolicyFile)
+	if err != nil {
+		r.Fail("POLICY_FILE", cfg.PolicyFile, "a valid policy: "+err.Error())
+		return settings{cfg: cfg}
+	}
+	for _, sv := range file.Services {
+		if v := r.List(upstreamVar(sv.Name), nil); v != nil {
+			cfg.Upstreams[sv.Name] = v
+		}
+	}
+	return settings{cfg: cfg, file: file}
 }
 
 func loadConfig(r *config.Reader) Config {

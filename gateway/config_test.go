@@ -1,0 +1,46 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEveryConfigurationMistakeInOneRun checks that Run reports every invalid variable, the
+// gateway's and the platform's, and a policy it cannot load, in one error before it starts.
+func TestEveryConfigurationMistakeInOneRun(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(bad, []byte("routes: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"the gateway's and the platform's", map[string]string{"RATELIMIT_TIMEOUT": "abc", "SHUTDOWN_TIMEOUT": "xyz"},
+			[]string{`RATELIMIT_TIMEOUT="abc"`, `SHUTDOWN_TIMEOUT="xyz"`}},
+		{"a policy that does not load", map[string]string{"POLICY_FILE": bad, "SHUTDOWN_TIMEOUT": "xyz", "TOKEN_LEEWAY": "soon"},
+			[]string{"POLICY_FILE=", `SHUTDOWN_TIMEOUT="xyz"`, `TOKEN_LEEWAY="soon"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"DATA_DIR": t.TempDir()}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			err := Run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard, io.Discard)
+			if err == nil {
+				t.Fatalf("Run(%v) = nil, want a configuration error", tt.env)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Run(%v) = %v, want it to name %s", tt.env, err, w)
+				}
+			}
+		})
+	}
+}
