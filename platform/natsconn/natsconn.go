@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	neturl "net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,7 +46,7 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Con
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	log = log.With("nats", url, "conn", name)
+	log = log.With("nats", redacted(url), "conn", name)
 	connected := make(chan struct{})
 	var once sync.Once
 	nc, err := nats.Connect(url,
@@ -69,7 +71,7 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Con
 		nats.ClosedHandler(func(*nats.Conn) { log.Info("nats connection closed") }),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("nats connect %s: %w", url, err)
+		return nil, fmt.Errorf("nats connect %s: %w", redacted(url), err)
 	}
 	if nc.IsConnected() {
 		return nc, nil
@@ -82,7 +84,28 @@ func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Con
 		log.Warn("nats not reachable: going on without it, still connecting", "waited", FirstConnectWait.String())
 	case <-ctx.Done():
 		nc.Close()
-		return nil, fmt.Errorf("nats connect %s: %w", url, errors.Join(ctx.Err(), nc.LastError()))
+		return nil, fmt.Errorf("nats connect %s: %w", redacted(url), errors.Join(ctx.Err(), nc.LastError()))
 	}
 	return nc, nil
+}
+
+// redacted is a NATS URL, or a comma-separated list of them, fit for a log line: a password,
+// or a user with none (NATS token auth: nats://TOKEN@host), is replaced by xxxxx, and a URL
+// that does not parse is not shown at all.
+func redacted(servers string) string {
+	parts := strings.Split(servers, ",")
+	for i, p := range parts {
+		u, err := neturl.Parse(strings.TrimSpace(p))
+		if err != nil {
+			parts[i] = "(unparsable URL)"
+			continue
+		}
+		if u.User != nil {
+			if _, ok := u.User.Password(); !ok {
+				u.User = neturl.User("xxxxx")
+			}
+		}
+		parts[i] = u.Redacted()
+	}
+	return strings.Join(parts, ",")
 }
