@@ -174,7 +174,7 @@ limits:
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	fw := &panickingForwarder{}
 	g := &gateway{
 		live: live, auth: &authn.Authenticator{}, enforcer: limits.NewEnforcer(ratelimit.NewMemory(nil), nil, nil),

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -111,24 +110,11 @@ func (ks *keySet) sign(t testing.TB, kid, sub string, issued time.Time, ttl time
 	return s
 }
 
-// syncBuffer is a bytes.Buffer the gateway's logger and the test can share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // process is one gateway run in-process by startGateway.
 type process struct {
 	base, admin string
 	policyFile  string
-	logs        *syncBuffer
+	logs        *testkit.Buffer
 }
 
 const adminToken = "test-admin-token"
@@ -140,7 +126,7 @@ const adminToken = "test-admin-token"
 func startGateway(t *testing.T, doc string, be *backend, env map[string]string) *process {
 	t.Helper()
 	dir := t.TempDir()
-	p := &process{logs: &syncBuffer{}, policyFile: filepath.Join(dir, "policy.yaml")}
+	p := &process{logs: &testkit.Buffer{}, policyFile: filepath.Join(dir, "policy.yaml")}
 	if err := os.WriteFile(p.policyFile, []byte(strings.ReplaceAll(doc, "BACKEND", be.URL)), 0o644); err != nil {
 		t.Fatal(err)
 	}

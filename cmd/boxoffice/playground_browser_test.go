@@ -310,12 +310,8 @@ func startUp(t *testing.T) Endpoints {
 	dir := t.TempDir()
 	off := freeOffset(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
-	logs := func() string {
-		out.mu.Lock()
-		defer out.mu.Unlock()
-		return out.b.String()
-	}
+	var out testkit.Buffer
+	logs := out.String
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"boxoffice", "up", "--data-dir", dir, "--port-offset", strconv.Itoa(off)},

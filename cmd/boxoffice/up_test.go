@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"math/rand/v2"
@@ -10,9 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
+
+	"boxoffice.dev/platform/testkit"
 )
 
 // freeOffset finds a port offset at which every fixed port of `up` (and NATS) is free.
@@ -50,23 +50,12 @@ func allPorts(off int) []int {
 	return ps
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
 func TestUpServesEveryComponentAndStopsCleanly(t *testing.T) {
 	dir := t.TempDir()
 	off := freeOffset(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out testkit.Buffer
 	done := make(chan error, 1)
 	started := time.Now()
 	go func() {
@@ -83,11 +72,11 @@ func TestUpServesEveryComponentAndStopsCleanly(t *testing.T) {
 		}
 		select {
 		case err := <-done:
-			t.Fatalf("up returned before writing endpoints.json: %v\n%s", err, out.b.String())
+			t.Fatalf("up returned before writing endpoints.json: %v\n%s", err, out.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("endpoints.json did not appear\n%s", out.b.String())
+			t.Fatalf("endpoints.json did not appear\n%s", out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,24 +55,6 @@ func TestLiveKeepsRunningPolicyOverFileWithoutRoutes(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink that the watcher goroutine writes while the test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A policy file emptied, or left with comments only, must be logged and ignored, not served.
 func TestWatchFileIgnoresEmptyFile(t *testing.T) {
 	dir := t.TempDir()
@@ -82,7 +62,7 @@ func TestWatchFileIgnoresEmptyFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(base), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testkit.Buffer
 	l := newLive(t, base)
 	l.log = slog.New(slog.NewTextHandler(&logs, nil))
 	good := l.Current()

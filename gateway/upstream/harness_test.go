@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"boxoffice.dev/platform/testkit"
 )
 
 // backend is a real HTTP server standing for one service instance. Its readiness and its
@@ -89,25 +91,12 @@ func hangUp(w http.ResponseWriter, r *http.Request) {
 }
 
 // logBuffer collects what a logger writes; safe for concurrent use.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-var _ io.Writer = (*logBuffer)(nil)
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type logBuffer struct{ testkit.Buffer }
 
 // count returns how many lines hold s.
 func (l *logBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	n := 0
-	for line := range strings.Lines(l.buf.String()) {
+	for line := range strings.Lines(l.String()) {
 		if strings.Contains(line, s) {
 			n++
 		}

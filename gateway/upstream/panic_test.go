@@ -133,7 +133,7 @@ func TestPanicEntersAndLeaves(t *testing.T) {
 		t.Errorf("upstream.panic.routed = %d, want 20", n)
 	}
 	if n := logs.count("upstream service in panic"); n != 1 {
-		t.Errorf("log lines on entering panic = %d, want 1\n%s", n, logs.buf.String())
+		t.Errorf("log lines on entering panic = %d, want 1\n%s", n, logs.String())
 	}
 
 	b.slow.Store(false)

@@ -1,7 +1,6 @@
 package grpcserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"boxoffice.dev/platform/logging"
+	"boxoffice.dev/platform/testkit"
 )
 
 // probeService is a tiny service registered by hand, so the tests need no generated code.
@@ -82,24 +82,13 @@ func unary(name string, fn func(context.Context, *wrapperspb.StringValue) (*wrap
 }
 
 // logBuffer collects log lines written from server goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type logBuffer struct{ testkit.Buffer }
 
 // lines returns the decoded log lines whose msg is msg.
 func (b *logBuffer) lines(t *testing.T, msg string) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
 		if l == "" {
 			continue
 		}

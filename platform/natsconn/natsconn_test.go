@@ -1,12 +1,10 @@
 package natsconn_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +20,7 @@ import (
 func TestConnectWithNATSDownReturnsAndConnectsLater(t *testing.T) {
 	port := testkit.FreePort(t)
 	url := "nats://127.0.0.1:" + strconv.Itoa(port)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	start := time.Now()
 	nc, err := natsconn.Connect(context.Background(), url, "late", slog.New(slog.NewTextHandler(&logs, nil)))
 	took := time.Since(start)
@@ -65,22 +63,4 @@ func TestConnectWithNATSDownReturnsAndConnectsLater(t *testing.T) {
 			return false
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for the client's handler goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -233,7 +232,7 @@ func TestStartWithNATSDownServesAndCatchesUp(t *testing.T) {
 	port := testkit.FreePort(t)
 	natsURL := "nats://127.0.0.1:" + strconv.Itoa(port)
 	committed := make(chan struct{}, 1)
-	var logs syncBuffer
+	var logs testkit.Buffer
 	url, _ := startSpecTo(t, server.Spec{Name: "probe", HTTPAddr: ":0"}, map[string]string{"NATS_URL": natsURL},
 		func(ctx context.Context, s *server.Server) (http.Handler, error) {
 			db, err := s.OpenDB(ctx, nil)
@@ -300,22 +299,4 @@ func TestStartWithNATSDownServesAndCatchesUp(t *testing.T) {
 		_, body := get(t, url+"/control")
 		return strings.Contains(body, `"max_concurrent":7`)
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
