@@ -134,27 +134,37 @@ func TestWorkersStopWhenBuildFails(t *testing.T) {
 	}
 }
 
+// commitOneEvent opens s's database and its outbox relay to the stream PROBE, and commits one
+// event, evt-1, for the relay to publish.
+func commitOneEvent(ctx context.Context, s *server.Server) (*outbox.Relay, error) {
+	db, err := s.OpenDB(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := outbox.EnsureTable(ctx, db); err != nil {
+		return nil, err
+	}
+	relay, err := s.RelayOutbox(ctx, db, "PROBE", "boxoffice.probe.>")
+	if err != nil || relay == nil {
+		return nil, errors.Join(err, errors.New("no relay with NATS_URL set"))
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	ev := outbox.Event{ID: "evt-1", Subject: "boxoffice.probe.thing.made", Payload: []byte(`{}`)}
+	if err := errors.Join(outbox.Add(ctx, tx, db, ev), tx.Commit()); err != nil {
+		return nil, err
+	}
+	return relay, nil
+}
+
 func TestRelayOutboxPublishesCommittedEvents(t *testing.T) {
 	ns := testkit.StartNATS(t)
 	committed := make(chan func(), 1)
 	startMain(t, map[string]string{"NATS_URL": ns.ClientURL()}, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-		db, err := s.OpenDB(ctx, nil)
+		relay, err := commitOneEvent(ctx, s)
 		if err != nil {
-			return nil, err
-		}
-		if err := outbox.EnsureTable(ctx, db); err != nil {
-			return nil, err
-		}
-		relay, err := s.RelayOutbox(ctx, db, "PROBE", "boxoffice.probe.>")
-		if err != nil || relay == nil {
-			return nil, errors.Join(err, errors.New("no relay with NATS on"))
-		}
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return nil, err
-		}
-		ev := outbox.Event{ID: "evt-1", Subject: "boxoffice.probe.thing.made", Payload: []byte(`{}`)}
-		if err := errors.Join(outbox.Add(ctx, tx, db, ev), tx.Commit()); err != nil {
 			return nil, err
 		}
 		committed <- relay.Notify
@@ -235,23 +245,8 @@ func TestStartWithNATSDownServesAndCatchesUp(t *testing.T) {
 	var logs testkit.Buffer
 	url, _ := startSpecTo(t, server.Spec{Name: "probe", HTTPAddr: ":0"}, map[string]string{"NATS_URL": natsURL},
 		func(ctx context.Context, s *server.Server) (http.Handler, error) {
-			db, err := s.OpenDB(ctx, nil)
+			relay, err := commitOneEvent(ctx, s)
 			if err != nil {
-				return nil, err
-			}
-			if err := outbox.EnsureTable(ctx, db); err != nil {
-				return nil, err
-			}
-			relay, err := s.RelayOutbox(ctx, db, "PROBE", "boxoffice.probe.>")
-			if err != nil || relay == nil {
-				return nil, errors.Join(err, errors.New("no relay with NATS_URL set"))
-			}
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				return nil, err
-			}
-			ev := outbox.Event{ID: "evt-1", Subject: "boxoffice.probe.thing.made", Payload: []byte(`{}`)}
-			if err := errors.Join(outbox.Add(ctx, tx, db, ev), tx.Commit()); err != nil {
 				return nil, err
 			}
 			relay.Notify()
