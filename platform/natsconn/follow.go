@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,8 +42,9 @@ func Follow(ctx context.Context, js jetstream.JetStream, stream string, cfg jets
 	log := cmp.Or(o.Log, logging.Discard()).With("stream", stream, "consumer", cfg.Durable)
 	first := cmp.Or(o.RetryEvery, time.Second)
 	wait := first
+	var inHand handlers
 	for {
-		cc, err := subscribe(ctx, js, stream, cfg, handle, cmp.Or(o.SetupTimeout, 5*time.Second))
+		cc, err := subscribe(ctx, js, stream, cfg, func(m jetstream.Msg) { inHand.run(m, handle) }, cmp.Or(o.SetupTimeout, 5*time.Second))
 		if err == nil {
 			wait = first
 			if o.Subscribed != nil {
@@ -52,6 +54,7 @@ func Follow(ctx context.Context, js jetstream.JetStream, stream string, cfg jets
 			case <-ctx.Done():
 				cc.Stop()
 				<-cc.Closed()
+				inHand.stop() // Closed does not wait for a handler still running
 				return
 			case <-cc.Closed():
 				log.WarnContext(ctx, "consumer closed: setting it up again")
@@ -68,6 +71,36 @@ func Follow(ctx context.Context, js jetstream.JetStream, stream string, cfg jets
 		}
 		wait = min(2*wait, cmp.Or(o.MaxRetryEvery, 8*first))
 	}
+}
+
+// handlers are the calls of a Follow's handler in progress, so that Follow returns only
+// once the message in hand is done: its caller may then close what the handler uses. After
+// stop, a message delivered late is left unacknowledged, to be redelivered. The zero value
+// is ready; safe for concurrent use.
+type handlers struct {
+	mu      sync.Mutex
+	stopped bool
+	running sync.WaitGroup
+}
+
+func (h *handlers) run(m jetstream.Msg, handle jetstream.MessageHandler) {
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return
+	}
+	h.running.Add(1)
+	h.mu.Unlock()
+	defer h.running.Done()
+	handle(m)
+}
+
+// stop refuses further calls and waits for the ones in progress.
+func (h *handlers) stop() {
+	h.mu.Lock()
+	h.stopped = true
+	h.mu.Unlock()
+	h.running.Wait()
 }
 
 // subscribe creates the consumer, or finds it as another replica left it, and consumes it.
