@@ -111,19 +111,7 @@ func TestLiveRejectsBadChanges(t *testing.T) {
 }
 
 func TestWatchFile(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(path, []byte(base), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p, err := LoadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := NewLive(p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, path := loadLive(t, base)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- WatchFile(ctx, path, l, l.log) }()
@@ -137,7 +125,7 @@ func TestWatchFile(t *testing.T) {
 		// every half second covers a watch not yet set up, without resetting its settle
 		// delay on every poll.
 		if polls%50 == 0 {
-			tmp := filepath.Join(dir, ".policy.yaml.tmp")
+			tmp := filepath.Join(filepath.Dir(path), ".policy.yaml.tmp")
 			_ = os.WriteFile(tmp, []byte(changed+fmt.Sprintf("# save %d\n", polls)), 0o644)
 			_ = os.Rename(tmp, path)
 		}
