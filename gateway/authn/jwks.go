@@ -128,7 +128,11 @@ func (j *JWKS) refetchUnknown(ctx context.Context, seen uint64) (bool, error) {
 		}
 		return false, nil
 	}
-	if err := j.fetch(ctx); err != nil {
+	// The fetch serves every request waiting on the lock and the MinRefetch that follows, so
+	// the request that happens to start it must not end it by hanging up: a canceled fetch
+	// would count as failed and answer every unknown kid 503 until the next one. The client's
+	// timeout still bounds it.
+	if err := j.fetch(context.WithoutCancel(ctx)); err != nil {
 		return false, fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
 	}
 	return true, nil
