@@ -83,8 +83,49 @@ func TestDatabaseUpAfterStart(t *testing.T) {
 	})
 }
 
-// forward listens on from and relays every connection to to, until the test ends.
-func forward(t *testing.T, from, to string) {
+// TestDatabaseLostAfterStart stops the database under a running gateway: an admin edit
+// then answers 503 problem+json, try again later, as it does when the database was never
+// reached, and the routes go on serving.
+func TestDatabaseLostAfterStart(t *testing.T) {
+	testkit.ForEachDatabaseURL(t, "gateway", func(t *testing.T, databaseURL string) {
+		if databaseURL == "" {
+			t.Skip("a SQLite file cannot be down")
+		}
+		u, err := url.Parse(databaseURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := u.Host
+		u.Host = fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
+		stop := forward(t, u.Host, target)
+		be := newBackend(t)
+		rd := testkit.StartRedis(t)
+		gw := startGateway(t, testPolicy, be, map[string]string{"REDIS_URL": rd.URL(), "DATABASE_URL": u.String(), "RATE_LIMIT_RULE_REFRESH": "100ms"})
+		if code, body := gw.adminCall(t, "PATCH", "/admin/limits/shadow-per-ip", `{"mode":"enforce"}`); code != http.StatusOK {
+			t.Fatalf("PATCH with the database up = %d %s, want 200", code, body)
+		}
+
+		stop()
+		for _, c := range []struct{ method, path, body string }{
+			{"PATCH", "/admin/limits/shadow-per-ip", `{"mode":"shadow"}`},
+			{"GET", "/admin/edits", ""},
+			{"PUT", "/admin/tenant-limits/ten_a/search", `{"capacity":5,"refill_per_second":1}`},
+		} {
+			res := do(t, c.method, gw.admin+c.path, c.body, "Authorization", "Bearer "+adminToken)
+			if res.status != http.StatusServiceUnavailable || !strings.HasPrefix(res.header.Get("Content-Type"), "application/problem+json") || res.header.Get("Retry-After") == "" {
+				t.Errorf("%s %s with the database lost = %d %s Retry-After %q %s, want 503 problem+json with Retry-After",
+					c.method, c.path, res.status, res.header.Get("Content-Type"), res.header.Get("Retry-After"), res.body)
+			}
+		}
+		if res := gw.call(t, "GET", "/v1/public", ""); res.status != http.StatusOK {
+			t.Errorf("GET /v1/public with the database lost = %d %s, want 200", res.status, res.body)
+		}
+	})
+}
+
+// forward listens on from and relays every connection to to, until the test ends or stop is
+// called, which closes the listener and every relayed connection: the database is gone.
+func forward(t *testing.T, from, to string) (stop func()) {
 	t.Helper()
 	l, err := net.Listen("tcp", from)
 	if err != nil {
@@ -93,15 +134,19 @@ func forward(t *testing.T, from, to string) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var conns []net.Conn
-	t.Cleanup(func() {
-		_ = l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = l.Close()
+			mu.Lock()
+			for _, c := range conns {
+				_ = c.Close()
+			}
+			mu.Unlock()
+			wg.Wait()
+		})
+	}
+	t.Cleanup(stop)
 	wg.Go(func() {
 		for {
 			in, err := l.Accept()
@@ -124,4 +169,5 @@ func forward(t *testing.T, from, to string) {
 			}
 		}
 	})
+	return stop
 }

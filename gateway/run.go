@@ -337,7 +337,8 @@ var errNoTables = problem.New(problem.Unavailable, "the policy database is not r
 // fromTable calls f with t's table, or answers errNoTables before there is one.
 func fromTable[T any](t *tables, f func(*policy.Table) (T, error)) (T, error) {
 	if tb := t.table.Load(); tb != nil {
-		return f(tb)
+		v, err := f(tb)
+		return v, storeFailed(err)
 	}
 	var zero T
 	return zero, errNoTables
@@ -346,9 +347,23 @@ func fromTable[T any](t *tables, f func(*policy.Table) (T, error)) (T, error) {
 // write calls f with the table, or answers errNoTables before there is one.
 func (t *tables) write(f func(*policy.Table) error) error {
 	if tb := t.table.Load(); tb != nil {
-		return f(tb)
+		return storeFailed(f(tb))
 	}
 	return errNoTables
+}
+
+// storeFailed makes a failed database call a 503: the tables hold no logic that can fail on
+// its own, so an error there is the database gone or failing (a lost connection, a full
+// disk), which is for the caller to try again, not a fault of the gateway's (500). Errors
+// that already say what they are stay as they are.
+func storeFailed(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*problem.Error](err); ok {
+		return err
+	}
+	return &problem.Error{Code: problem.Unavailable, Message: "the policy database failed; try again later", Err: err}
 }
 
 func (t *tables) Load(ctx context.Context) ([]policy.TenantRule, error) {
