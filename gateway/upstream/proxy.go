@@ -68,6 +68,15 @@ func (p *Pools) Forward(w http.ResponseWriter, r *http.Request, service string, 
 		return
 	}
 	ctx := r.Context()
+	ro = ro.withDefaults()
+	// A body kept for a retry is read before the slot is taken: a client trickling it in is
+	// not using the service, and must not hold its concurrency for as long as the server's
+	// read timeout lets it.
+	body, replayable, err := replayBody(r, ro.Retry)
+	if err != nil {
+		writeBodyError(w, r, err)
+		return
+	}
 	cfg := pl.cfg.Load()
 	if limit, _ := pl.concurrencyLimit(cfg); !pl.shed.acquire(limit) {
 		p.metrics.shed.Add(ctx, 1, pl.attrs)
@@ -77,7 +86,6 @@ func (p *Pools) Forward(w http.ResponseWriter, r *http.Request, service string, 
 	}
 	defer pl.shed.release()
 
-	ro = ro.withDefaults()
 	now := p.now()
 	in, panicking := pl.pick(now.UnixNano(), nil, p.intn)
 	p.notePanic(pl, now, panicking)
@@ -89,11 +97,6 @@ func (p *Pools) Forward(w http.ResponseWriter, r *http.Request, service string, 
 	}
 	pl.budget.request(now)
 
-	body, replayable, err := replayBody(r, ro.Retry)
-	if err != nil {
-		writeBodyError(w, r, err)
-		return
-	}
 	f := p.attempt(w, r, pl, in, ro, 1, body)
 	if f == nil {
 		return
