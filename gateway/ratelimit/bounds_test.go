@@ -44,6 +44,8 @@ func TestValidateBounds(t *testing.T) {
 		// 2 per 2s with this burst fits; each of two shards refills half as fast and does not.
 		{"whole rule at the span", Rule{ID: "r", Algorithm: TokenBucket, Limit: 2, Window: 2 * time.Second, Burst: 4_503_599_626}, ""},
 		{"its shards past the span", Rule{ID: "r", Algorithm: TokenBucket, Limit: 2, Window: 2 * time.Second, Burst: 4_503_599_626, Shards: 2}, "shards"},
+		{"sliding log at the bound", Rule{ID: "r", Algorithm: SlidingLog, Limit: MaxLogLimit, Window: time.Minute}, ""},
+		{"sliding log past the bound", Rule{ID: "r", Algorithm: SlidingLog, Limit: MaxLogLimit + 1, Window: time.Minute}, "limit"},
 		{"negative burst", with(hour, func(r *Rule) { r.Burst = -1 }), "burst"},
 		{"unknown mode", with(hour, func(r *Rule) { r.Mode = "loud" }), "mode"},
 	}

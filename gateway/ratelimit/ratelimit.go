@@ -129,6 +129,10 @@ const (
 	MaxCount = 1 << 50
 	// MaxWindow bounds a window (about 71 years): the counters reach now + 2 × window.
 	MaxWindow = (1 << 51) * time.Microsecond
+	// MaxLogLimit bounds a sliding_log's limit: the log keeps an entry per unit spent in its
+	// window, so its limit is the memory a key may take in Redis (about 100 bytes an entry)
+	// and the entries one decision may add. Larger limits are for sliding_window.
+	MaxLogLimit = 100_000
 	// maxSpan bounds how far past now, in µs, a bucket's state may reach (about 142 years):
 	// burst plus cost intervals. now + maxSpan stays below 2^53 until the year 2112.
 	maxSpan = 1 << 52
@@ -196,6 +200,10 @@ func (r Rule) Validate() error {
 		}
 		if err := r.checkSpan(); err != nil {
 			return err
+		}
+	case SlidingLog:
+		if r.Limit > MaxLogLimit {
+			return ruleErr(r, "limit", "%d: a sliding_log keeps an entry per unit in its window; want at most %d, or use sliding_window", r.Limit, MaxLogLimit)
 		}
 	case SlidingCounter:
 		// The estimate and its wait compute up to (limit + 1) × window + limit.
