@@ -16,6 +16,15 @@ func TestEveryConfigurationMistakeInOneRun(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("routes: [\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	twice := filepath.Join(t.TempDir(), "policy.yaml") // parses, but two routes match alike
+	if err := os.WriteFile(twice, []byte(`services:
+  - {name: svc, instances: ["http://127.0.0.1:1"]}
+routes:
+  - {id: a, match: {method: GET, path: /v1/a}, service: svc, auth: none}
+  - {id: b, match: {method: GET, path: /v1/a}, service: svc, auth: none}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -25,6 +34,10 @@ func TestEveryConfigurationMistakeInOneRun(t *testing.T) {
 			[]string{`RATELIMIT_TIMEOUT="abc"`, `SHUTDOWN_TIMEOUT="xyz"`}},
 		{"a policy that does not load", map[string]string{"POLICY_FILE": bad, "SHUTDOWN_TIMEOUT": "xyz", "TOKEN_LEEWAY": "soon"},
 			[]string{"POLICY_FILE=", `SHUTDOWN_TIMEOUT="xyz"`, `TOKEN_LEEWAY="soon"`}},
+		{"a policy that parses but does not build", map[string]string{"POLICY_FILE": twice, "SHUTDOWN_TIMEOUT": "xyz"},
+			[]string{"POLICY_FILE=", "routes[b].match", `SHUTDOWN_TIMEOUT="xyz"`}},
+		{"trusted proxies and upstream instances", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,proxy.local", "UPSTREAM_CATALOG": "http://127.0.0.1:1,ftp://catalog", "SHUTDOWN_TIMEOUT": "xyz"},
+			[]string{`TRUSTED_PROXIES="10.0.0.0/8,proxy.local"`, `UPSTREAM_CATALOG="http://127.0.0.1:1,ftp://catalog"`, `SHUTDOWN_TIMEOUT="xyz"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

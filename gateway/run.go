@@ -28,6 +28,7 @@ import (
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/gateway/upstream/endpoint"
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/httpserver"
 	"boxoffice.dev/platform/problem"
@@ -109,15 +110,30 @@ type settings struct {
 // POLICY_FILE, with every other invalid variable (server.MainWith), before anything starts.
 func loadSettings(r *config.Reader) settings {
 	cfg := loadConfig(r)
+	if _, err := authn.ParseTrusted(cfg.TrustedProxies); err != nil {
+		r.Fail("TRUSTED_PROXIES", strings.Join(cfg.TrustedProxies, ","), "IP addresses or CIDR prefixes: "+err.Error())
+	}
 	file, err := loadPolicy(cfg.PolicyFile)
+	if err == nil {
+		_, err = policy.Compile(file, nil) // what parses may still not build
+	}
 	if err != nil {
 		r.Fail("POLICY_FILE", cfg.PolicyFile, "a valid policy: "+err.Error())
 		return settings{cfg: cfg}
 	}
 	for _, sv := range file.Services {
-		if v := r.List(upstreamVar(sv.Name), nil); v != nil {
-			cfg.Upstreams[sv.Name] = v
+		name := upstreamVar(sv.Name)
+		v := r.List(name, nil)
+		if v == nil {
+			continue
 		}
+		for _, inst := range v {
+			if _, err := endpoint.ParseInstance(inst); err != nil {
+				r.Fail(name, strings.Join(v, ","), "instance URLs of "+sv.Name+": "+err.Error())
+				break
+			}
+		}
+		cfg.Upstreams[sv.Name] = v
 	}
 	return settings{cfg: cfg, file: file}
 }
