@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 
 	"go.opentelemetry.io/otel/trace"
@@ -179,6 +180,12 @@ func FromGRPC(err error) error {
 
 // DecodeJSON reads a JSON request body into v, rejecting unknown fields and trailing data,
 // and returns an Invalid error naming the offending field when it can.
+//
+// Every string decoded into v, and every map key, must pass CheckFreeText: JSON can carry
+// NUL and other control characters as escapes (\u0000), which PostgreSQL would refuse as
+// an internal error, so they are refused here, naming the field ("items[2].name"). Invalid
+// UTF-8 never gets this far: encoding/json replaces it with U+FFFD. Fields whose text must
+// not hold tabs or line breaks (ids, emails) are for the handler to check.
 func DecodeJSON(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -198,6 +205,9 @@ func DecodeJSON(r *http.Request, v any) error {
 	// the end of the body may follow the value.
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return New(Invalid, "request body has data after the JSON value")
+	}
+	if field, bad := badString(reflect.ValueOf(v)); bad {
+		return InvalidField(field, freeTextRule)
 	}
 	return nil
 }

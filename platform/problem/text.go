@@ -1,0 +1,202 @@
+package problem
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// CheckText returns nil when s is valid UTF-8 without control characters (U+0000 to U+001F
+// and U+007F), else an Invalid error naming field. It is the rule for what a request names
+// things by: path segments, query values, ids, keys and cursors, where no one types a tab
+// or a line break.
+//
+// The rule exists for storage as much as for the client: PostgreSQL's text type refuses
+// NUL and invalid UTF-8 outright (SQLSTATE 22021), so a value holding them would reach the
+// database only to fail there as an internal error, where SQLite would store it.
+func CheckText(field, s string) error {
+	if !validText(s, false) {
+		return InvalidField(field, textRule)
+	}
+	return nil
+}
+
+// CheckFreeText is CheckText for free text (a title, a description, a question), where tab,
+// line feed and carriage return are allowed: a pasted paragraph holds them. NUL and the
+// other C0 controls are still refused; none of them has a meaning in stored text, and NUL
+// cannot be stored in PostgreSQL at all.
+func CheckFreeText(field, s string) error {
+	if !validText(s, true) {
+		return InvalidField(field, freeTextRule)
+	}
+	return nil
+}
+
+// The messages of CheckText and CheckFreeText.
+const (
+	textRule     = "want valid UTF-8 text without control characters"
+	freeTextRule = "want valid UTF-8 text without control characters other than tab and line breaks"
+)
+
+// validText reports whether s is valid UTF-8 without C0 controls or DEL, except tab, line
+// feed and carriage return when free. The byte loop is enough for the controls: every byte
+// of a multi-byte UTF-8 sequence is 0x80 or above, so a byte below 0x80 is always a whole
+// character.
+func validText(s string, free bool) bool {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			ascii = false
+		case c < 0x20 || c == 0x7f:
+			if !free || c != '\t' && c != '\n' && c != '\r' {
+				return false
+			}
+		}
+	}
+	return ascii || utf8.ValidString(s)
+}
+
+// badString returns the JSON path ("title", "items[2].name", "labels.vip") of the first
+// string in v, or map key, that CheckFreeText refuses, and whether there is one. It follows
+// what encoding/json decodes: pointers, interfaces, exported struct fields under their json
+// names (with embedded structs' fields promoted), slices, arrays and maps, and skips what
+// cannot hold text (textFields). The path is built only on the way back from a bad string,
+// so a clean value costs a walk and no allocation.
+func badString(v reflect.Value) (path string, bad bool) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return "", false
+		}
+		return badString(v.Elem())
+	case reflect.String:
+		return "", !validText(v.String(), true)
+	case reflect.Struct:
+		for _, f := range textFields(v.Type()) {
+			if p, bad := badString(v.Field(f.index)); bad {
+				return joinPath(f.name, p), true
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		// Numbers and booleans hold no text, and []byte is base64 or a json.RawMessage.
+		if v.Type().Elem().Kind() <= reflect.Complex128 {
+			return "", false
+		}
+		for i := range v.Len() {
+			if p, bad := badString(v.Index(i)); bad {
+				return joinPath("["+strconv.Itoa(i)+"]", p), true
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			k := iter.Key()
+			if k.Kind() == reflect.String && !validText(k.String(), true) {
+				return k.String(), true
+			}
+			if p, bad := badString(iter.Value()); bad {
+				return joinPath(fmt.Sprint(k), p), true
+			}
+		}
+	}
+	return "", false
+}
+
+// textField is a struct field that may hold text: its index and its JSON name.
+type textField struct {
+	index int
+	name  string
+}
+
+// textFieldsOf caches textFields by struct type: a request type is walked on every request,
+// and its fields' tags and types need reading only once. Safe for concurrent use.
+var textFieldsOf sync.Map // reflect.Type -> []textField
+
+// textFields lists the fields of struct type t that encoding/json fills and that may hold
+// a string, so a walk skips numbers, booleans, times and byte slices without looking.
+func textFields(t reflect.Type) []textField {
+	if fs, ok := textFieldsOf.Load(t); ok {
+		return fs.([]textField)
+	}
+	var fs []textField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, ok := jsonName(f); ok && holdsText(f.Type, map[reflect.Type]bool{}) {
+			fs = append(fs, textField{index: i, name: name})
+		}
+	}
+	textFieldsOf.Store(t, fs)
+	return fs
+}
+
+// holdsText reports whether a value of type t may hold a string badString would check.
+// seen breaks the cycle of a recursive type: a type already being looked at adds nothing
+// its other fields would not.
+func holdsText(t reflect.Type, seen map[reflect.Type]bool) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Interface:
+		return true
+	case reflect.Pointer:
+		return holdsText(t.Elem(), seen)
+	case reflect.Slice, reflect.Array:
+		return t.Elem().Kind() > reflect.Complex128 && holdsText(t.Elem(), seen)
+	case reflect.Map:
+		return t.Key().Kind() == reflect.String || holdsText(t.Elem(), seen)
+	case reflect.Struct:
+		if seen[t] {
+			return false
+		}
+		seen[t] = true
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if _, ok := jsonName(f); ok && holdsText(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// jsonName is the name encoding/json gives struct field f, "" for an embedded struct whose
+// fields it promotes, and false when it skips f (unexported, or tagged "-").
+func jsonName(f reflect.StructField) (string, bool) {
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return "", false
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if f.Anonymous && name == "" {
+		t := f.Type
+		if t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() == reflect.Struct {
+			return "", true
+		}
+	}
+	if !f.IsExported() {
+		return "", false
+	}
+	if name == "" {
+		name = f.Name
+	}
+	return name, true
+}
+
+// joinPath puts parent before child: "items" and "[2].name" make "items[2].name", "price"
+// and "currency" make "price.currency"; an empty parent (a promoted field) adds nothing.
+func joinPath(parent, child string) string {
+	switch {
+	case child == "":
+		return parent
+	case parent == "":
+		return child
+	case child[0] == '[':
+		return parent + child
+	}
+	return parent + "." + child
+}

@@ -1,0 +1,144 @@
+package problem
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestCheckText(t *testing.T) {
+	tests := []struct {
+		name       string
+		in         string
+		text, free bool // whether CheckText and CheckFreeText accept in
+	}{
+		{"empty", "", true, true},
+		{"an id", "evt-001", true, true},
+		{"accents and emoji", "São Paulo 🎫", true, true},
+		{"NUL", "a\x00b", false, false},
+		{"escape", "a\x1bb", false, false},
+		{"DEL", "a\x7fb", false, false},
+		{"tab", "a\tb", false, true},
+		{"line feed", "a\nb", false, true},
+		{"carriage return", "a\r\nb", false, true},
+		{"invalid UTF-8", "a\xffb", false, false},
+		{"a cut multi-byte character", "S\xc3", false, false},
+		{"NUL after non-ASCII", "é\x00", false, false},
+		{"C1 control (valid UTF-8, stored fine)", "a\u0085b", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, c := range []struct {
+				fn   func(string, string) error
+				name string
+				want bool
+			}{{CheckText, "CheckText", tt.text}, {CheckFreeText, "CheckFreeText", tt.free}} {
+				err := c.fn("title", tt.in)
+				if c.want && err != nil {
+					t.Errorf("%s(%q) = %v, want nil", c.name, tt.in, err)
+				}
+				if pe, ok := errors.AsType[*Error](err); !c.want && (!ok || pe.Code != Invalid || pe.Field != "title") {
+					t.Errorf("%s(%q) = %v, want an invalid problem naming title", c.name, tt.in, err)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeJSONRefusesControlCharacters(t *testing.T) {
+	type price struct {
+		Currency string `json:"currency"`
+	}
+	type item struct {
+		Name  string `json:"name"`
+		Price *price `json:"price,omitempty"`
+	}
+	type Audit struct {
+		Note string `json:"note"`
+	}
+	type body struct {
+		Audit                         // promoted: "note"
+		Title  string                 `json:"title"`
+		Blurb  *string                `json:"blurb"`
+		Items  []item                 `json:"items"`
+		Labels map[string]string      `json:"labels"`
+		Extra  map[string]any         `json:"extra"`
+		Raw    json.RawMessage        `json:"raw"`
+		Plain  string                 // no tag: encoding/json names it Plain
+		Nested map[string][]item      `json:"nested"`
+		Any    any                    `json:"any"`
+		Skip   string                 `json:"-"`
+		Fixed  [2]string              `json:"fixed"`
+		Opts   map[string]interface{} `json:"opts,omitempty"`
+	}
+	tests := []struct {
+		name, in, field string // field "" = accepted
+	}{
+		{"clean", `{"title":"Rock in Rio","items":[{"name":"GA","price":{"currency":"BRL"}}]}`, ""},
+		{"tabs and line breaks in free text", `{"title":"Line one\r\nline\ttwo"}`, ""},
+		{"NUL in a raw message is not text yet", `{"raw":"a\u0000b"}`, ""},
+		{"NUL in a field", `{"title":"a\u0000b"}`, "title"},
+		{"escape in a pointer field", `{"blurb":"\u001b[31m"}`, "blurb"},
+		{"NUL in a list item's field", `{"items":[{"name":"ok"},{"name":"ok"},{"name":"x\u0000"}]}`, "items[2].name"},
+		{"NUL two levels down", `{"items":[{"name":"GA","price":{"currency":"BR\u0000"}}]}`, "items[0].price.currency"},
+		{"NUL in a map value", `{"labels":{"vip":"\u0000"}}`, "labels.vip"},
+		{"NUL in a map key", `{"labels":{"v\u0000":"x"}}`, "labels.v\x00"},
+		{"NUL in a decoded any", `{"extra":{"tags":["a","b\u0000"]}}`, "extra.tags[1]"},
+		{"NUL in a promoted field", `{"note":"\u0000"}`, "note"},
+		{"NUL in an untagged field", `{"Plain":"\u0000"}`, "Plain"},
+		{"NUL in a map of lists", `{"nested":{"k":[{"name":"\u0000"}]}}`, "nested.k[0].name"},
+		{"NUL in a bare any", `{"any":"\u0000"}`, "any"},
+		{"NUL in an array", `{"fixed":["a","\u0000"]}`, "fixed[1]"},
+		{"DEL", `{"title":"a` + "\x7f" + `"}`, "title"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b body
+			err := DecodeJSON(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tt.in)), &b)
+			if tt.field == "" {
+				if err != nil {
+					t.Errorf("DecodeJSON(%s) = %v, want nil", tt.in, err)
+				}
+				return
+			}
+			if pe, ok := errors.AsType[*Error](err); !ok || pe.Code != Invalid || pe.Field != tt.field {
+				t.Errorf("DecodeJSON(%s) = %v, want an invalid problem naming %q", tt.in, err, tt.field)
+			}
+		})
+	}
+}
+
+// TestDecodeJSONIntoATopLevelString checks a value that is text itself: the problem names
+// no field, as there is none.
+func TestDecodeJSONIntoATopLevelString(t *testing.T) {
+	var s string
+	err := DecodeJSON(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`"\u0000"`)), &s)
+	if pe, ok := errors.AsType[*Error](err); !ok || pe.Code != Invalid || pe.Field != "" {
+		t.Errorf("DecodeJSON(\"\\u0000\") = %v, want an invalid problem naming no field", err)
+	}
+}
+
+func BenchmarkDecodeJSONCheck(b *testing.B) {
+	type item struct {
+		Name string `json:"name"`
+		Qty  int    `json:"qty"`
+	}
+	type body struct {
+		Title string `json:"title"`
+		Items []item `json:"items"`
+	}
+	v := body{Title: "Rock in Rio, day one", Items: make([]item, 50)}
+	for i := range v.Items {
+		v.Items[i].Name = "ticket class with a long enough name"
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, bad := badString(reflect.ValueOf(&v)); bad {
+			b.Fatal("clean value refused")
+		}
+	}
+}
