@@ -159,6 +159,9 @@ func TestParseCursorRefusesWhatStringDidNotMake(t *testing.T) {
 		{"no separator", b64([]byte("12345"))},
 		{"key not a number", b64([]byte("soon:evt-1"))},
 		{"no id", b64([]byte("12345:"))},
+		{"NUL in the id", b64([]byte("12345:a\x00b"))},
+		{"invalid UTF-8 in the id", b64([]byte("1:\xff"))},
+		{"a line break in the id", b64([]byte("1:evt\n"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -41,8 +41,9 @@ func (c Cursor) String() string {
 }
 
 // ParseCursor decodes a cursor String made, and "" as first: the position before the first
-// page (Cursor{Key: math.MaxInt64} for a list newest first). Anything else is an Invalid
-// problem naming cursor.
+// page (Cursor{Key: math.MaxInt64} for a list newest first). Anything else, an id that is
+// not valid UTF-8 or holds a control character included, is an Invalid problem naming
+// cursor.
 func ParseCursor(s string, first Cursor) (Cursor, error) {
 	if s == "" {
 		return first, nil
@@ -50,7 +51,10 @@ func ParseCursor(s string, first Cursor) (Cursor, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
 		key, id, ok := strings.Cut(string(b), ":")
-		if n, err := strconv.ParseInt(key, 10, 64); ok && err == nil && id != "" {
+		// The id goes into a query as it is, so it is held to what a path or a query
+		// value is: PostgreSQL would fail on NUL or invalid UTF-8 (problem.CheckText).
+		n, err := strconv.ParseInt(key, 10, 64)
+		if ok && err == nil && id != "" && problem.CheckText("cursor", id) == nil {
 			return Cursor{Key: n, ID: id}, nil
 		}
 	}
