@@ -14,7 +14,9 @@
 // into sold seats (idempotent in inventory). A decline, or a payment whose outcome stays
 // unknown, goes to releasing: the hold's seats return to sale. A hold that expired while the
 // payment went through goes to refunding: the money returns to the fan. So a seat is never
-// both sold and released, and no money is kept without a seat.
+// both sold and released, and no money is kept without a seat. An order of free tickets
+// (a total of zero) passes charging and refunding without a call to payment: there is no
+// money to take or to give back.
 //
 // This file holds the domain: orders, their states and the rules between them. It does no
 // I/O; store.go persists, saga.go drives the states, http.go and grpc.go serve.
@@ -112,6 +114,9 @@ func (o Order) Move(to State, reason string, now time.Time) (Order, error) {
 	return o, nil
 }
 
+// Free reports whether o has nothing to pay: its saga makes no call to payment.
+func (o Order) Free() bool { return o.Amount.Minor == 0 }
+
 // ChargeKey is the idempotency key of the order's payment: one per order, so however often
 // the saga retries or resumes, the provider takes the money at most once.
 func (o Order) ChargeKey() string { return "order:" + o.ID }
@@ -164,13 +169,16 @@ func (h Hold) CheckOrderable(account string, now time.Time) error {
 }
 
 // Price builds the lines of an order for h from the event's prices by ticket class. Every
-// class must have a price and all prices one currency.
+// class must have a price and all prices one currency. Free classes (a price of zero, which
+// the catalog accepts) make a free order: its total may be zero.
 func Price(h Hold, prices map[string]Money) (lines []Line, total Money, err error) {
 	for _, t := range h.Tickets {
 		p, ok := prices[t.Class]
 		switch {
 		case !ok:
 			return nil, Money{}, problem.New(problem.Unprocessable, "ticket class %q of event %s has no price", t.Class, h.EventID)
+		case p.Minor < 0:
+			return nil, Money{}, problem.New(problem.Unprocessable, "ticket class %q of event %s has a negative price", t.Class, h.EventID)
 		case t.Quantity < 1:
 			return nil, Money{}, problem.New(problem.Unprocessable, "hold %s has %d tickets of class %q", h.ID, t.Quantity, t.Class)
 		case total.Currency != "" && p.Currency != total.Currency:
@@ -180,8 +188,8 @@ func Price(h Hold, prices map[string]Money) (lines []Line, total Money, err erro
 		total.Minor += p.Minor * int64(t.Quantity)
 		lines = append(lines, Line{Class: t.Class, Quantity: t.Quantity, UnitPrice: p})
 	}
-	if total.Minor <= 0 {
-		return nil, Money{}, problem.New(problem.Unprocessable, "hold %s comes to no amount to pay", h.ID)
+	if len(lines) == 0 {
+		return nil, Money{}, problem.New(problem.Unprocessable, "hold %s has no tickets", h.ID)
 	}
 	return lines, total, nil
 }

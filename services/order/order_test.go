@@ -95,7 +95,7 @@ func codeOrEmpty(err error) problem.Code {
 }
 
 func TestPrice(t *testing.T) {
-	prices := map[string]Money{"cat-1": {"BRL", 12000}, "cat-2": {"BRL", 8050}, "eur": {"EUR", 1000}}
+	prices := map[string]Money{"cat-1": {"BRL", 12000}, "cat-2": {"BRL", 8050}, "eur": {"EUR", 1000}, "free": {"BRL", 0}, "bad": {"BRL", -100}}
 	tests := []struct {
 		name    string
 		tickets []Tickets
@@ -108,6 +108,9 @@ func TestPrice(t *testing.T) {
 		{"mixed currencies", []Tickets{{"cat-1", 1}, {"eur", 1}}, Money{}, true},
 		{"zero quantity", []Tickets{{"cat-1", 0}}, Money{}, true},
 		{"no tickets", nil, Money{}, true},
+		{"free class only: a free order", []Tickets{{"free", 2}}, Money{"BRL", 0}, false},
+		{"free and paid classes", []Tickets{{"free", 2}, {"cat-1", 1}}, Money{"BRL", 12000}, false},
+		{"negative price", []Tickets{{"bad", 1}}, Money{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -254,6 +254,9 @@ func (s *Saga) Step(ctx context.Context, o Order) (Order, error) {
 // tried again, up to MaxAttempts, then voided, so a charge still in flight cannot land
 // after the seats went back to sale.
 func (s *Saga) charge(ctx context.Context, o Order) (Order, error) {
+	if o.Free() {
+		return s.move(ctx, o, Charged, "")
+	}
 	key := o.ChargeKey()
 	c, err := call(ctx, s.paymentTimeout(), func(ctx context.Context) (Charge, error) { return s.Payments.Charge(ctx, key, o) })
 	if err != nil && !permanent(err) {
@@ -322,6 +325,9 @@ func (s *Saga) release(ctx context.Context, o Order) (Order, error) {
 
 // refund gives the money back after the hold was lost.
 func (s *Saga) refund(ctx context.Context, o Order) (Order, error) {
+	if o.Free() {
+		return s.move(ctx, o, Failed, "")
+	}
 	_, err := call(ctx, s.paymentTimeout(), func(ctx context.Context) (Charge, error) {
 		return s.Payments.Refund(ctx, o.ChargeKey(), o, o.FailureReason)
 	})

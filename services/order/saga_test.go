@@ -103,6 +103,10 @@ func TestSagaOutcomes(t *testing.T) {
 				}
 			},
 			wantState: Confirmed, wantHold: HoldConfirmed, wantPayment: ChargeSucceeded},
+		{name: "free tickets: confirmed with no call to payment", minor: 0, expires: later,
+			wantState: Confirmed, wantHold: HoldConfirmed, wantPayment: ""},
+		{name: "free tickets, hold expired: failed with no call to payment", minor: 0, expires: t0,
+			wantState: Failed, wantReason: ReasonHoldGone, wantHold: HoldExpired, wantPayment: ""},
 		{name: "inventory away during release, then back", minor: 10013, expires: later,
 			setup: func(f *sagaFixture) {
 				var n atomic.Int32
