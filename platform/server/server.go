@@ -65,8 +65,10 @@ type Spec struct {
 	// component serves Telemetry.MetricsHandler and Control.Handler on an internal listener
 	// of its own. Its routes get requests as they came: no ServeMux cleans their paths with
 	// a redirect (the component normalises paths itself, and answers the ones it refuses
-	// with its own problem body and access log line), and the platform sets no body limit
-	// (the component sets its own, per route).
+	// with its own problem body and access log line), the platform sets no body limit
+	// (the component sets its own, per route), and it refuses no path, query or
+	// Idempotency-Key for its bytes (httpserver.RefuseBadText): what the component forwards
+	// meets that check at the service behind it.
 	Edge bool
 }
 
@@ -321,8 +323,11 @@ func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener)
 }
 
 // Handler is the process's whole HTTP surface: platform endpoints plus h. The control hook
-// wraps only h, so injected faults never make a health probe lie. An edge component's
-// surface is h and the health endpoints alone (Spec.Edge).
+// wraps only h, so injected faults never make a health probe lie. Requests for h carry at
+// most httpserver.DefaultMaxBodyBytes and are refused with 400 when their path, query or
+// Idempotency-Key is not valid UTF-8 text without control characters
+// (httpserver.RefuseBadText). An edge component's surface is h and the health endpoints
+// alone, without those two checks (Spec.Edge).
 func (s *Server) Handler(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", s.Health.LiveHandler())
@@ -336,7 +341,7 @@ func (s *Server) Handler(h http.Handler) http.Handler {
 	}
 	app := s.Control.Middleware(h)
 	if !s.edge {
-		app = httpserver.LimitBody(0)(app)
+		app = httpserver.LimitBody(0)(httpserver.RefuseBadText(app))
 	}
 	instrument := s.Telemetry.HTTPMiddleware
 	if s.ownHTTPMetrics {

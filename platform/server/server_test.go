@@ -93,6 +93,10 @@ func TestMainServesPlatformEndpointsAndRoutes(t *testing.T) {
 		{"/metrics", "go_goroutines", 200},
 		{"/control", `"max_concurrent"`, 200},
 		{"/anything", "hello", 200},
+		{"/anything/caf%C3%A9?city=S%C3%A3o+Paulo", "hello", 200},
+		{"/anything/a%00b", `"field":"path"`, 400},
+		{"/anything?q=a%00b", `"field":"q"`, 400},
+		{"/anything/%FF/seats", `"field":"path"`, 400},
 	}
 	for _, tt := range tests {
 		resp, err := http.Get(url + tt.path)
@@ -264,6 +268,7 @@ func TestMainEdge(t *testing.T) {
 		{"PUT", "/control", 0, 200, "PUT /control 0"},
 		{"GET", "/v1/a/../b", 0, 200, "GET /v1/a/../b 0"},
 		{"GET", "//v1//b", 0, 200, "GET //v1//b 0"},
+		{"GET", "/v1/a%00b?q=%FF", 0, 200, "GET /v1/a\x00b 0"},
 		{"POST", "/v1/upload", 3 << 20, 200, "POST /v1/upload 3145728"},
 	}
 	for _, tt := range tests {
