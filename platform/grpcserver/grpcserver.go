@@ -10,6 +10,9 @@
 //     codes.Internal and a log line with the stack, instead of killing the process and every
 //     other call in flight;
 //   - a logging interceptor: one line per call with method, status code and duration;
+//   - a text check: a unary call whose request holds a NUL or another control character
+//     (other than tab and line breaks) in a string field fails with codes.InvalidArgument
+//     naming the field, before a handler can pass it to a database that refuses it;
 //   - graceful shutdown: stop taking new calls, let the ones in flight finish, but only for
 //     as long as the drain deadline allows.
 package grpcserver
@@ -56,13 +59,14 @@ type Server struct {
 
 // New builds the server. Interceptors run in this order, outermost first: logging (so it sees
 // the final code, including the Internal of a recovered panic), recovery (so a panic in an
-// extra interceptor is caught too), then o.Interceptors, then the handler.
+// extra interceptor is caught too), the text check (checkTextUnary), then o.Interceptors,
+// then the handler.
 func New(o Options) *Server {
 	s := &Server{health: health.NewServer(), log: o.Logger, now: time.Now, serving: true}
 	if s.log == nil {
 		s.log = logging.Discard()
 	}
-	unary := append([]grpc.UnaryServerInterceptor{s.logUnary, s.recoverUnary}, o.Interceptors...)
+	unary := append([]grpc.UnaryServerInterceptor{s.logUnary, s.recoverUnary, checkTextUnary}, o.Interceptors...)
 	s.grpc = grpc.NewServer(
 		o.Telemetry.GRPCServerOption(), // first, so the span is in ctx for the log lines
 		grpc.ChainUnaryInterceptor(unary...),
