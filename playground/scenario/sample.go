@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -102,18 +103,16 @@ func (r *Run) finish(stopped bool) {
 }
 
 // stats sums the recorder's seconds by phase (leaving out each phase's settle time) and over
-// the whole run.
+// the whole run. A run stopped early is summed up to where it got: its unreached phases
+// count no seconds, so their per-second rates are 0, not diluted by time that never ran.
+// Only the seconds with something in them are read, so a run planned to last for days
+// costs what it recorded to sum, not what it planned.
 func (r *Run) stats() (map[string]*Stats, *Stats) {
 	gauges := map[string]bool{}
 	for _, c := range r.sc.Counters {
 		if c.Kind == "gauge" {
 			gauges[c.Name] = true
 		}
-	}
-	seconds := r.rec.Seconds()
-	last := int(r.total / time.Second)
-	if len(seconds) > 0 {
-		last = max(last, seconds[len(seconds)-1]+1)
 	}
 	// The counters of a second are its sample's: the recorder's counts and the driver's
 	// polled gauges together.
@@ -123,12 +122,29 @@ func (r *Run) stats() (map[string]*Stats, *Stats) {
 		counters[s.T] = s.Counters
 	}
 	r.mu.Unlock()
+	seen := r.rec.Seconds()
+	for i := range counters {
+		seen = append(seen, i)
+	}
+	slices.Sort(seen)
+	seen = slices.Compact(seen)
+
+	ran := (r.rec.Elapsed() + time.Second - 1) / time.Second
+	last := int(min(r.total/time.Second, ran))
+	if len(seen) > 0 {
+		last = max(last, seen[len(seen)-1]+1)
+	}
 	sum := func(name string, from, to int) *Stats {
+		to = min(to, last)
 		var acc accumulator
-		for i := from; i < to; i++ {
+		lo, _ := slices.BinarySearch(seen, from)
+		for _, i := range seen[lo:] {
+			if i >= to {
+				break
+			}
 			acc.add(r.rec.Second(i), counters[i], gauges)
 		}
-		return acc.stats(name, to-from)
+		return acc.stats(name, max(to-from, 0))
 	}
 	phases := map[string]*Stats{}
 	for i, ph := range r.profile.Phases {
