@@ -14,9 +14,13 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"boxoffice.dev/platform/identity"
+	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/testkit"
+	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 	waitroomv1 "boxoffice.dev/proto/boxoffice/waitroom/v1"
 	"boxoffice.dev/services/waitroom/pass"
 )
@@ -98,6 +102,7 @@ func TestEndToEnd(t *testing.T) {
 		}{
 			{"anonymous join", http.MethodPost, queue, "", nil, 401, ""},
 			{"not joined", http.MethodGet, wr.HTTPURL + "/v1/events/evt-001/queue/me", "acc-1", nil, 404, ""},
+			{"no sale", http.MethodPost, wr.HTTPURL + "/v1/events/evt-001/queue", "acc-1", nil, 404, ""},
 			{"bad event id", http.MethodPost, wr.HTTPURL + "/v1/events/evt%7Bx%7D/queue", "acc-1", nil, 400, "event_id"},
 			{"negative rate", http.MethodPut, admin, "", map[string]int{"admit_per_second": -1}, 400, "admit_per_second"},
 			{"rate missing", http.MethodPut, admin, "", map[string]int{}, 400, "admit_per_second"},
@@ -110,6 +115,20 @@ func TestEndToEnd(t *testing.T) {
 				}
 			})
 		}
+	})
+
+	// A flash sale the catalog announces opens a queue of its own.
+	js := testkit.JetStream(t, nats.ClientURL())
+	if _, err := natsconn.EnsureStream(context.Background(), js, CatalogStream, []string{catalogEventSubjects}); err != nil {
+		t.Fatal(err)
+	}
+	sale, _ := protojson.Marshal(&catalogv1.EventChange{Id: "evt-announced@v1", Event: &catalogv1.Event{
+		Id: "evt-announced", FlashSale: true, StartsAt: timestamppb.New(time.Now().Add(24 * time.Hour))}})
+	if _, err := js.Publish(context.Background(), "boxoffice.catalog.event.created", sale); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the catalog's flash sale joinable", func() bool {
+		return call(t, http.MethodPost, wr.HTTPURL+"/v1/events/evt-announced/queue", "acc-1", nil, nil) == http.StatusOK
 	})
 
 	// The queue survives a restart: it lives in Redis, not in the process.

@@ -5,8 +5,10 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,9 +30,14 @@ import (
 //	wr:{evt}:admitted  HASH account → admission time (ms); the pass expires PassTTL later
 //	wr:{evt}:rate      admissions per second, when an admin set one
 //	wr:{evt}:slot      HASH {slot, count}: the current second and how many it admitted
+//	wr:{evt}:sale      present while the event is a flash sale fans may join (see Open)
 //
 // and one key outside any event, wr:events, the SET of events the admitter visits (TTL
 // QueueTTL too, refreshed by joins).
+//
+// Only an opened sale can be joined: a queue for any id a caller makes up would be listed
+// in wr:events and visited by every replica's admitter on every tick, so made-up ids could
+// stretch a tick past its interval and slow the admissions of the real sales.
 //
 // Every read-modify-write is one Lua script, so replicas never interleave inside one.
 // Set the fields, then use the Queue from any goroutine.
@@ -50,22 +57,27 @@ type Queue struct {
 	PassTTL time.Duration
 	// QueueTTL is how long an idle event's keys live; 0 means DefaultQueueTTL.
 	QueueTTL time.Duration
+	// MaxEventsPerTick bounds the events one AdmitAll visits, taking the listed events in
+	// turns when there are more; 0 means DefaultMaxEventsPerTick.
+	MaxEventsPerTick int
 	// MeterProvider receives boxoffice.waitroom.admissions, fans admitted by this replica per
 	// event (sum over replicas for the total); nil means none.
 	MeterProvider metric.MeterProvider
 
 	once       sync.Once
 	admissions metric.Int64Counter
+	// turn is where the next AdmitAll starts in the sorted list of events.
+	turn atomic.Uint64
 }
 
 // eventsKey lists the events with a queue, for the admitter; see AdmitAll.
 const eventsKey = "wr:events"
 
-type keys struct{ seq, waiting, admitted, rate, slot string }
+type keys struct{ seq, waiting, admitted, rate, slot, sale string }
 
 func keysFor(event string) keys {
 	p := "wr:{" + event + "}:"
-	return keys{seq: p + "seq", waiting: p + "waiting", admitted: p + "admitted", rate: p + "rate", slot: p + "slot"}
+	return keys{seq: p + "seq", waiting: p + "waiting", admitted: p + "admitted", rate: p + "rate", slot: p + "slot", sale: p + "sale"}
 }
 
 // luaNow is the clock every script reads: the caller's milliseconds, or the server's TIME
@@ -79,9 +91,11 @@ local function now_ms(arg)
 end
 `
 
-// The scripts answer {state, position, admitted_at_ms, rate}; state 0 is "not in the queue".
+// The scripts answer {state, position, admitted_at_ms, rate}; state 0 is "not in the queue",
+// -1 "no sale open to join".
 const (
-	stateNone = iota
+	stateNoSale = iota - 1
+	stateNone
 	stateWaiting
 	stateAdmitted
 	stateExpired
@@ -89,22 +103,43 @@ const (
 
 // joinScript puts ARGV[1] at the back of the queue unless already in it (same position when
 // joining twice) or admitted with a live pass. A lapsed admission goes to the back again.
-// KEYS: waiting, admitted, seq, rate. ARGV: account, now, pass TTL ms, queue TTL s, default rate.
+// Taking a new place needs the sale open (KEYS[5]); a fan already in the queue keeps theirs
+// even after the sale closed. A join keeps the sale open for at least the queue TTL.
+// KEYS: waiting, admitted, seq, rate, sale. ARGV: account, now, pass TTL ms, queue TTL s,
+// default rate.
 var joinScript = redis.NewScript(luaNow + `
 local now = now_ms(ARGV[2])
 local rate = tonumber(redis.call('GET', KEYS[4]) or ARGV[5])
 local at = redis.call('HGET', KEYS[2], ARGV[1])
-if at then
-  if tonumber(at) + tonumber(ARGV[3]) > now then
-    return {2, 0, tonumber(at), rate}
-  end
-  redis.call('HDEL', KEYS[2], ARGV[1])
+if at and tonumber(at) + tonumber(ARGV[3]) > now then
+  return {2, 0, tonumber(at), rate}
 end
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  if redis.call('EXISTS', KEYS[5]) == 0 then return {-1, 0, 0, rate} end
   redis.call('ZADD', KEYS[1], redis.call('INCR', KEYS[3]), ARGV[1])
 end
+if at then redis.call('HDEL', KEYS[2], ARGV[1]) end
 for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[4]) end
+local left = redis.call('TTL', KEYS[5])
+if left >= 0 and left < tonumber(ARGV[4]) then redis.call('EXPIRE', KEYS[5], ARGV[4]) end
 return {1, redis.call('ZRANK', KEYS[1], ARGV[1]) + 1, 0, rate}
+`)
+
+// openScript makes KEYS[1] (an event's sale key) last until ARGV[1] ms, or the queue TTL
+// from now when ARGV[1] is -1, unless it already lasts longer: opening never shortens a sale.
+// A time already past leaves the sale as it was. It answers 1 when the sale is open after.
+// The expiry is relative to now, so an injected clock and the server's agree on it.
+// ARGV: until ms, now, queue TTL ms.
+var openScript = redis.NewScript(luaNow + `
+local now = now_ms(ARGV[2])
+local until_ms = tonumber(ARGV[1])
+if until_ms < 0 then until_ms = now + tonumber(ARGV[3]) end
+local left = redis.call('PTTL', KEYS[1])
+if until_ms <= now or left == -1 or (left >= 0 and now + left >= until_ms) then
+  return redis.call('EXISTS', KEYS[1])
+end
+redis.call('SET', KEYS[1], '1', 'PX', until_ms - now)
+return 1
 `)
 
 // statusScript reads ARGV[1]'s place without changing anything.
@@ -123,7 +158,7 @@ return {0, 0, 0, rate}
 `)
 
 // admitScript admits the head of the queue, up to the rate per second, and answers how many
-// it admitted (-1 when the event's queue is gone).
+// it admitted (-1 when nobody waits: the queue drained or expired).
 //
 // The budget is kept per one-second slot in Redis, not per replica: whichever replica runs
 // the script first in a second admits up to the rate, the others find the slot spent. So N
@@ -132,7 +167,7 @@ return {0, 0, 0, rate}
 // replicas can add at most one extra slot's worth over any stretch, never a multiple.
 // KEYS: waiting, admitted, slot, rate. ARGV: now, default rate, queue TTL s.
 var admitScript = redis.NewScript(luaNow + `
-if redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then return -1 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local now = now_ms(ARGV[1])
 local slot = math.floor(now / 1000)
 local rate = tonumber(redis.call('GET', KEYS[4]) or ARGV[2])
@@ -150,27 +185,26 @@ for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
 return n
 `)
 
-// Join puts user in event's queue, or answers their place if already in it.
+// Join puts user in event's queue, or answers their place if already in it. Only the queue
+// of an open sale (see Open) takes new places: any other event is NotFound.
 func (q *Queue) Join(ctx context.Context, event, user string) (Status, error) {
 	if err := q.check(event, user); err != nil {
 		return Status{}, err
 	}
 	k := keysFor(event)
-	res, err := joinScript.Run(ctx, q.Redis, []string{k.waiting, k.admitted, k.seq, k.rate},
+	res, err := joinScript.Run(ctx, q.Redis, []string{k.waiting, k.admitted, k.seq, k.rate, k.sale},
 		user, q.nowArg(), q.passTTL().Milliseconds(), seconds(q.queueTTL()), q.defaultRate()).Int64Slice()
 	if err != nil {
 		return Status{}, fmt.Errorf("join %s: %w", event, err)
 	}
+	if len(res) > 0 && res[0] == stateNoSale {
+		return Status{}, problem.New(problem.NotFound, "no waiting room for event %s", event)
+	}
 	// Outside the script: wr:events lives in another cluster slot. Adding on every join
-	// keeps the event listed even if the admitter pruned it a moment ago (see AdmitAll); its
+	// keeps the event listed even if the admitter pruned it a moment ago (see unlist); its
 	// TTL outlives every queue it lists, since each join refreshes both.
-	_, err = q.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.SAdd(ctx, eventsKey, event)
-		p.Expire(ctx, eventsKey, q.queueTTL())
-		return nil
-	})
-	if err != nil {
-		return Status{}, fmt.Errorf("join %s: list event: %w", event, err)
+	if err := q.list(ctx, event); err != nil {
+		return Status{}, fmt.Errorf("join %s: %w", event, err)
 	}
 	return q.status(event, user, res)
 }
@@ -229,23 +263,29 @@ func (q *Queue) Admit(ctx context.Context, event string) (int, error) {
 	return n, nil
 }
 
-// AdmitAll runs Admit for every listed event and reports how many fans it admitted in all.
-// An event whose queue expired is dropped from the list; a join re-lists it, so a join
-// racing the drop costs its event at most the time until that join's own SADD lands.
+// AdmitAll runs Admit for the listed events and reports how many fans it admitted in all.
+//
+// It visits at most MaxEventsPerTick events, one script call each, so a tick's work has a
+// bound whatever is listed; with more events listed, successive calls take them in turns.
+// The trade-off: an event is then visited every few ticks rather than every tick, which
+// costs it nothing while it is visited at least once a second, since its budget is per
+// second (admitScript).
+//
+// An event nobody waits in any more is dropped from the list (see unlist).
 func (q *Queue) AdmitAll(ctx context.Context) (int, error) {
 	events, err := q.Redis.SMembers(ctx, eventsKey).Result()
 	if err != nil {
 		return 0, fmt.Errorf("list queued events: %w", err)
 	}
 	total := 0
-	for _, event := range events {
+	for _, event := range q.turnOf(events) {
 		n, err := q.Admit(ctx, event)
 		if err != nil {
 			return total, err
 		}
 		if n < 0 {
-			if err := q.Redis.SRem(ctx, eventsKey, event).Err(); err != nil {
-				return total, fmt.Errorf("unlist %s: %w", event, err)
+			if err := q.unlist(ctx, event); err != nil {
+				return total, err
 			}
 			continue
 		}
@@ -255,6 +295,54 @@ func (q *Queue) AdmitAll(ctx context.Context) (int, error) {
 		total += n
 	}
 	return total, nil
+}
+
+// turnOf is this call's share of events: all of them, or MaxEventsPerTick of them taken in
+// sorted order from where the previous call stopped.
+func (q *Queue) turnOf(events []string) []string {
+	limit := q.maxEventsPerTick()
+	if len(events) <= limit {
+		return events
+	}
+	slices.Sort(events)
+	start := int((q.turn.Add(uint64(limit)) - uint64(limit)) % uint64(len(events)))
+	turn := make([]string, 0, limit)
+	for i := range limit {
+		turn = append(turn, events[(start+i)%len(events)])
+	}
+	return turn
+}
+
+// unlist drops event from the admitter's list once its queue is empty. A join racing the
+// drop adds its fan (in the script) before listing the event (SADD): when that SADD lands
+// before the SREM, the fan is already in the queue, so the check after the SREM finds them
+// and lists the event again; when it lands after, it re-lists the event itself. Either way
+// no fan is left waiting in an unlisted queue.
+func (q *Queue) unlist(ctx context.Context, event string) error {
+	if err := q.Redis.SRem(ctx, eventsKey, event).Err(); err != nil {
+		return fmt.Errorf("unlist %s: %w", event, err)
+	}
+	waiting, err := q.Redis.Exists(ctx, keysFor(event).waiting).Result()
+	if err != nil {
+		return fmt.Errorf("unlist %s: %w", event, err)
+	}
+	if waiting > 0 {
+		return q.list(ctx, event)
+	}
+	return nil
+}
+
+// list adds event to the admitter's list and keeps the list alive for the queue TTL.
+func (q *Queue) list(ctx context.Context, event string) error {
+	_, err := q.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.SAdd(ctx, eventsKey, event)
+		p.Expire(ctx, eventsKey, q.queueTTL())
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", event, err)
+	}
+	return nil
 }
 
 // Run admits every interval until ctx is done. Every replica runs it; the scripts' shared
@@ -282,7 +370,28 @@ type Settings struct {
 	Admitted       int64  `json:"admitted"`
 }
 
-// SetRate sets event's admissions per second (0 pauses admission).
+// Open opens event's sale to joins until at least until, or for the queue TTL from now
+// when until is zero, and reports whether the sale is open after the call; joins keep it
+// open for the queue TTL after the last one. Opening again never shortens a sale, and an
+// until already past changes nothing. Sales are opened by the catalog's flash sales
+// (SaleFollower) and by an admin setting the rate.
+func (q *Queue) Open(ctx context.Context, event string, until time.Time) (bool, error) {
+	if err := ValidateEventID("id", event); err != nil {
+		return false, err
+	}
+	untilArg := int64(-1)
+	if !until.IsZero() {
+		untilArg = until.UnixMilli()
+	}
+	open, err := openScript.Run(ctx, q.Redis, []string{keysFor(event).sale}, untilArg, q.nowArg(), q.queueTTL().Milliseconds()).Bool()
+	if err != nil {
+		return false, fmt.Errorf("open sale %s: %w", event, err)
+	}
+	return open, nil
+}
+
+// SetRate sets event's admissions per second (0 pauses admission) and opens its sale (see
+// Open): an admin who sets a queue's rate means fans to join it.
 func (q *Queue) SetRate(ctx context.Context, event string, rate int) error {
 	if err := ValidateEventID("id", event); err != nil {
 		return err
@@ -293,7 +402,8 @@ func (q *Queue) SetRate(ctx context.Context, event string, rate int) error {
 	if err := q.Redis.Set(ctx, keysFor(event).rate, rate, q.queueTTL()).Err(); err != nil {
 		return fmt.Errorf("set rate of %s: %w", event, err)
 	}
-	return nil
+	_, err := q.Open(ctx, event, time.Time{})
+	return err
 }
 
 // Settings reads event's rate and how many fans wait and are admitted.
@@ -361,6 +471,13 @@ func (q *Queue) passTTL() time.Duration {
 		return q.PassTTL
 	}
 	return DefaultPassTTL
+}
+
+func (q *Queue) maxEventsPerTick() int {
+	if q.MaxEventsPerTick > 0 {
+		return q.MaxEventsPerTick
+	}
+	return DefaultMaxEventsPerTick
 }
 
 func (q *Queue) queueTTL() time.Duration {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/server"
 	waitroomv1 "boxoffice.dev/proto/boxoffice/waitroom/v1"
@@ -52,7 +54,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return server.MainWith(ctx, Spec, getenv, stdout, LoadConfig, build)
 }
 
-// build wires the service; the admitter runs as the process's worker.
+// build wires the service; the admitter and the follower of the catalog's flash sales run
+// as the process's workers.
 func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, error) {
 	rdb, err := s.Redis(ctx)
 	if err != nil {
@@ -70,6 +73,17 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 		q.Run(ctx, cfg.AdmitInterval, s.Log)
 		return nil
 	})
+	if s.NATS != nil {
+		js, err := jetstream.New(s.NATS)
+		if err != nil {
+			return nil, fmt.Errorf("jetstream: %w", err)
+		}
+		sales := &SaleFollower{JS: js, Queue: q, Log: s.Log}
+		s.Go("sale-consumer", sales.Run) // waits for the catalog's stream; returns nil at shutdown
+	} else {
+		s.Log.Warn("NATS_URL is not set: the catalog's flash sales open no queues; " +
+			"fans can join only the queues opened by PUT /v1/admin/events/{id}/queue")
+	}
 	waitroomv1.RegisterWaitroomServer(s.GRPC(), &grpcServer{queue: q})
 	return routes(s.Log, q).Mux(), nil
 }

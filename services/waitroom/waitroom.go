@@ -26,6 +26,11 @@ const (
 	// MaxAdmitPerSecond bounds the admin knob: beyond it the queue admits a crowd per tick
 	// and stops being a queue.
 	MaxAdmitPerSecond = 100_000
+	// DefaultMaxEventsPerTick bounds one admitter tick's work. A visit is one script round
+	// trip, a fraction of a millisecond, so a tick stays well inside the 100ms interval;
+	// and since each listed event needs a visit only once a second (its budget is per
+	// second), up to ten times this many sales at once admit at their full rates.
+	DefaultMaxEventsPerTick = 100
 )
 
 // State is where a fan is in an event's queue.
