@@ -60,6 +60,7 @@ type problemBody struct {
 	Status int    `json:"status"`
 	Code   string `json:"code"`
 	Field  string `json:"field"`
+	Detail string `json:"detail"`
 }
 
 func TestEndToEnd(t *testing.T) {

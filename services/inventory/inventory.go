@@ -278,6 +278,30 @@ func CheckAdmission(key ed25519.PublicKey, token string, now time.Time, event, u
 	return nil
 }
 
+// SaleWindow is when an event's tickets may be held, as the catalog says: from Opens (its
+// on_sale_at) until Starts (its starts_at). A zero bound does not restrict, so the zero
+// SaleWindow is always on sale: that is the window of a map stored before inventory knew the
+// catalog's, or declared by an admin for an event the catalog never announced.
+type SaleWindow struct {
+	Opens  time.Time
+	Starts time.Time
+}
+
+// Check says whether tickets of event may be held at now: from Opens on (Opens itself
+// included) and before Starts. Outside, the answer is Unprocessable, a request that is well
+// formed but not allowed now, rather than Conflict, which tells a fan the seats are taken
+// and to pick others; before the sale it says when the sale opens.
+func (w SaleWindow) Check(now time.Time, event string) error {
+	switch {
+	case !w.Opens.IsZero() && now.Before(w.Opens):
+		return problem.New(problem.Unprocessable, "tickets of event %s are not on sale yet: the sale opens at %s",
+			event, w.Opens.UTC().Format(time.RFC3339Nano))
+	case !w.Starts.IsZero() && !now.Before(w.Starts):
+		return problem.New(problem.Unprocessable, "event %s has started: its tickets are no longer on sale", event)
+	}
+	return nil
+}
+
 // Hold is a set of tickets an account keeps for itself until ExpiresAt, then confirms
 // (sold) or gives back. Seated holds list Seats; GA holds name Class. Quantity counts the
 // tickets either way, and Tickets counts them per class so an order can price them.

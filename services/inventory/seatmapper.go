@@ -37,7 +37,8 @@ const SeatMapConsumer = "inventory-seatmaps"
 var catalogChangeJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
 
 // SeatMapper lays out the default seat map (DefaultLayout) of every event the catalog creates
-// or changes, as Store.ApplyCatalogLayout decides. It is what gives demo events their seat
+// or changes, and keeps when its tickets are on sale (CatalogSale), as
+// Store.ApplyCatalogLayout decides. It is what gives demo events their seat
 // maps in every run mode: the catalog seeds them and announces each one. Set the fields,
 // then call Run once.
 //
@@ -129,7 +130,7 @@ func (m *SeatMapper) apply(ctx context.Context, payload []byte) (string, Sync, e
 	if e == nil {
 		return "", "", problem.InvalidField("event", "the change %s carries no event", change.GetId())
 	}
-	outcome, err := m.Store.ApplyCatalogLayout(ctx, e.GetId(), e.GetVersion(), CatalogLayout(e))
+	outcome, err := m.Store.ApplyCatalogLayout(ctx, e.GetId(), e.GetVersion(), CatalogLayout(e), CatalogSale(e))
 	return e.GetId(), outcome, err
 }
 
@@ -143,6 +144,21 @@ func CatalogLayout(e *catalogv1.Event) Layout {
 	l := DefaultLayout(classes)
 	l.FlashSale = e.GetFlashSale()
 	return l
+}
+
+// CatalogSale is when a catalog event's tickets may be held: from its on_sale_at until its
+// starts_at. A timestamp the change lacks leaves that bound open (the catalog requires both;
+// an older or foreign publisher may not send them), where reading it as the epoch would
+// close the sale for good.
+func CatalogSale(e *catalogv1.Event) SaleWindow {
+	var w SaleWindow
+	if t := e.GetOnSaleAt(); t != nil {
+		w.Opens = t.AsTime()
+	}
+	if t := e.GetStartsAt(); t != nil {
+		w.Starts = t.AsTime()
+	}
+	return w
 }
 
 func (m *SeatMapper) retryEvery() time.Duration { return cmp.Or(m.RetryEvery, time.Second) }

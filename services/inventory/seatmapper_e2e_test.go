@@ -43,10 +43,13 @@ func TestSeatMapsFollowTheCatalog(t *testing.T) {
 	if code := do(t, http.MethodPost, cat.HTTPURL+"/v1/admin/venues", "", venue, nil); code != http.StatusCreated {
 		t.Fatalf("POST venue = %d, want 201", code)
 	}
-	create := func(t *testing.T, id string, flash bool) {
+	// The processes run on the real clock: the events go on sale when told (onSale from now)
+	// and start in a month.
+	starts := time.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Second)
+	create := func(t *testing.T, id string, flash bool, onSale time.Duration) {
 		t.Helper()
 		ev := map[string]any{"id": id, "title": "Concerto " + id, "venue_id": "ven-e2e", "flash_sale": flash,
-			"starts_at": "2031-03-01T21:00:00Z", "on_sale_at": "2031-01-01T10:00:00Z",
+			"starts_at": starts.Format(time.RFC3339), "on_sale_at": time.Now().Add(onSale).UTC().Format(time.RFC3339),
 			"ticket_classes": []map[string]any{
 				{"id": "plateia", "name": "Plateia", "price": map[string]any{"currency": "EUR", "minor": 4000}, "seated": true, "capacity": 240},
 				{"id": "pista", "name": "Pista", "price": map[string]any{"currency": "EUR", "minor": 2500}, "capacity": 60},
@@ -62,7 +65,7 @@ func TestSeatMapsFollowTheCatalog(t *testing.T) {
 	}
 
 	t.Run("a created event gets its seat map within a second", func(t *testing.T) {
-		create(t, "evt-e2e-1", false)
+		create(t, "evt-e2e-1", false, -time.Hour)
 		var m SeatMap
 		testkit.Eventually(t, time.Second, "inventory serves evt-e2e-1's seats", func() bool {
 			var code int
@@ -104,6 +107,33 @@ func TestSeatMapsFollowTheCatalog(t *testing.T) {
 		}
 	})
 
+	t.Run("holds wait for the sale the catalog announces", func(t *testing.T) {
+		create(t, "evt-e2e-soon", false, time.Hour)
+		testkit.Eventually(t, time.Second, "inventory serves evt-e2e-soon's seats", func() bool {
+			_, code := seats(t, "evt-e2e-soon")
+			return code == http.StatusOK
+		})
+		hold := map[string]any{"class": "pista", "quantity": 1}
+		var p problemBody
+		if code := do(t, http.MethodPost, inv.HTTPURL+"/v1/events/evt-e2e-soon/holds", "acc-1", hold, &p); code != http.StatusUnprocessableEntity || !strings.Contains(p.Detail, "the sale opens at") {
+			t.Errorf("hold before the sale = %d %q, want 422 saying when the sale opens", code, p.Detail)
+		}
+
+		// The catalog moves the sale earlier: inventory follows and the hold goes through.
+		patch := map[string]any{"on_sale_at": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)}
+		if code := do(t, http.MethodPatch, cat.HTTPURL+"/v1/admin/events/evt-e2e-soon", "", patch, nil); code != http.StatusOK {
+			t.Fatalf("PATCH on_sale_at = %d, want 200", code)
+		}
+		var code int
+		testkit.Eventually(t, 5*time.Second, "a hold of evt-e2e-soon once its sale opened", func() bool {
+			code = do(t, http.MethodPost, inv.HTTPURL+"/v1/events/evt-e2e-soon/holds", "acc-1", hold, nil)
+			return code != http.StatusUnprocessableEntity
+		})
+		if code != http.StatusCreated {
+			t.Errorf("hold after the catalog opened the sale = %d, want 201", code)
+		}
+	})
+
 	t.Run("an unreadable change is dropped, not redelivered forever", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -137,7 +167,7 @@ func TestSeatMapsFollowTheCatalog(t *testing.T) {
 	})
 
 	t.Run("a flash sale's map needs the waiting room's pass", func(t *testing.T) {
-		create(t, "evt-e2e-flash", true)
+		create(t, "evt-e2e-flash", true, -time.Hour)
 		testkit.Eventually(t, time.Second, "inventory serves evt-e2e-flash's seats", func() bool {
 			_, code := seats(t, "evt-e2e-flash")
 			return code == http.StatusOK

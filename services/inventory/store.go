@@ -91,6 +91,22 @@ func (s *Store) holdTTL() time.Duration {
 	return DefaultHoldTTL
 }
 
+// msOrNull stores t as milliseconds since the epoch, the zero time as NULL.
+func msOrNull(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
+}
+
+// timeOrZero reads what msOrNull stored.
+func timeOrZero(ms sql.NullInt64) time.Time {
+	if !ms.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms.Int64).UTC()
+}
+
 // newID returns prefix + 24 hex digits of randomness: 96 bits, unguessable, so a hold id
 // in a URL grants nothing by being known.
 func (s *Store) newID(prefix string) (string, error) {

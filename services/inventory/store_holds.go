@@ -13,9 +13,11 @@ import (
 )
 
 // PlaceHold claims the tickets req asks for, all or none, for HoldTTL, and records a
-// hold.placed event. It answers NotFound for an event without a seat map, Forbidden for a
-// flash-sale event without a valid admission pass, Invalid for seats or a class the event
-// does not have, and Conflict when any asked seat is taken or too few GA tickets are left.
+// hold.placed event. It answers NotFound for an event without a seat map, Unprocessable
+// outside the event's SaleWindow (before the sale opens, or once the event has started),
+// Forbidden for a flash-sale event without a valid admission pass, Invalid for seats or a
+// class the event does not have, and Conflict when any asked seat is taken or too few GA
+// tickets are left.
 //
 // The claim is one conditional UPDATE whose row count is checked inside the transaction:
 //
@@ -63,12 +65,19 @@ func (s *Store) placeHold(ctx context.Context, req HoldRequest) (Hold, error) {
 	err = s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		// FOR SHARE: many holds proceed together, a seat-map replacement waits for them.
 		var flash bool
-		err := tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT flash_sale FROM events WHERE event_id = ?`+s.forShare()), h.EventID).Scan(&flash)
+		var onSale, starts sql.NullInt64
+		err := tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT flash_sale, on_sale_ms, starts_ms FROM events WHERE event_id = ?`+s.forShare()), h.EventID).
+			Scan(&flash, &onSale, &starts)
 		if errors.Is(err, sql.ErrNoRows) {
 			return problem.New(problem.NotFound, "event %s has no seat map", h.EventID)
 		}
 		if err != nil {
 			return fmt.Errorf("read event: %w", err)
+		}
+		// The window before the pass: a fan early for a flash sale learns when it opens,
+		// not that a pass is missing.
+		if err := (SaleWindow{Opens: timeOrZero(onSale), Starts: timeOrZero(starts)}).Check(now, h.EventID); err != nil {
+			return err
 		}
 		if flash {
 			if err := CheckAdmission(s.PassKey, req.Pass, now, h.EventID, h.Account); err != nil {

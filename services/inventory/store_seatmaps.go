@@ -26,15 +26,16 @@ type Sync string
 const (
 	SyncCreated  Sync = "created"  // the event had no seat map; it has the default one now
 	SyncReplaced Sync = "replaced" // new classes, no ticket held or sold: the seats were laid out again
-	SyncUpdated  Sync = "updated"  // the same seats; only whether holds need a pass changed
-	SyncInUse    Sync = "in_use"   // new classes, but tickets are held or sold: the seats stay, the flash-sale flag follows
-	SyncDeclared Sync = "declared" // an admin declared this map: the catalog's classes do not change it
+	SyncUpdated  Sync = "updated"  // the same seats; only the terms of sale changed: the flash-sale flag, the SaleWindow
+	SyncInUse    Sync = "in_use"   // new classes, but tickets are held or sold: the seats stay, the terms of sale follow
+	SyncDeclared Sync = "declared" // an admin declared this map: the catalog's classes do not change it, its SaleWindow does
 	SyncCurrent  Sync = "current"  // nothing to change: the same layout, or a change no newer than the one applied
 )
 
 // PutSeatMap declares (or replaces) the seat map of eventID. Replacing is refused with
 // Conflict while any ticket of the event is held or sold: seats are not moved under a fan.
-// A declared map wins over the default one: later catalog changes leave it alone.
+// A declared map wins over the default one: later catalog changes leave its seats alone. It
+// leaves the event's SaleWindow as it is: the catalog, not the map, says when tickets sell.
 func (s *Store) PutSeatMap(ctx context.Context, eventID string, l Layout) (SeatMap, error) {
 	if err := ValidateEventID("id", eventID); err != nil {
 		return SeatMap{}, err
@@ -82,21 +83,23 @@ func (s *Store) PutSeatMap(ctx context.Context, eventID string, l Layout) (SeatM
 }
 
 // ApplyCatalogLayout brings eventID's seat map in step with version of the catalog's event,
-// whose ticket classes lay out as l (DefaultLayout, with the event's FlashSale). The rule,
-// in one transaction:
-//   - no seat map: store l (SyncCreated);
-//   - a map an admin declared: leave it (SyncDeclared), the explicit map wins;
+// whose ticket classes lay out as l (DefaultLayout, with the event's FlashSale) and whose
+// tickets are on sale in sale (CatalogSale). The rule, in one transaction:
+//   - no seat map: store l and sale (SyncCreated);
+//   - a map an admin declared: keep its seats (SyncDeclared), the explicit map wins, but
+//     follow sale: the catalog, not the map, says when the event is on sale;
 //   - a version no newer than the one applied: leave it (SyncCurrent). Events may come twice
 //     or out of order, as a redelivery or from two replicas sharing the consumer;
-//   - the same seats: follow the flash-sale flag (SyncUpdated, or SyncCurrent if equal too);
+//   - the same seats: follow the flash-sale flag and sale (SyncUpdated, or SyncCurrent if
+//     equal too);
 //   - other seats, none held or sold: lay them out again (SyncReplaced);
 //   - other seats, some held or sold: keep them, never moving seats under a fan, and follow
-//     the flag (SyncInUse). The next change from the catalog tries again.
+//     the flag and sale (SyncInUse). The next change from the catalog tries again.
 //
 // It is idempotent: applying a change again does nothing. Two Stores applying changes of one
 // event at once serialise on the event's row: the first INSERT creates it, the other's
 // does nothing and then waits for the row lock (PostgreSQL) or the write lock (SQLite).
-func (s *Store) ApplyCatalogLayout(ctx context.Context, eventID string, version int64, l Layout) (Sync, error) {
+func (s *Store) ApplyCatalogLayout(ctx context.Context, eventID string, version int64, l Layout, sale SaleWindow) (Sync, error) {
 	if err := ValidateEventID("event.id", eventID); err != nil {
 		return "", err
 	}
@@ -107,12 +110,13 @@ func (s *Store) ApplyCatalogLayout(ctx context.Context, eventID string, version 
 	if err != nil {
 		return "", fmt.Errorf("encode layout: %w", err)
 	}
+	onSale, starts := msOrNull(sale.Opens), msOrNull(sale.Starts)
 	var outcome Sync
 	err = s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		now := s.now().UnixMilli()
-		res, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO events (event_id, flash_sale, updated_ms, source, catalog_version, layout)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`),
-			eventID, l.FlashSale, now, sourceCatalog, version, string(layout))
+		res, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO events (event_id, flash_sale, updated_ms, source, catalog_version, layout, on_sale_ms, starts_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`),
+			eventID, l.FlashSale, now, sourceCatalog, version, string(layout), onSale, starts)
 		if err != nil {
 			return fmt.Errorf("write event: %w", err)
 		}
@@ -125,12 +129,20 @@ func (s *Store) ApplyCatalogLayout(ctx context.Context, eventID string, version 
 
 		var source, stored string
 		var applied int64
-		if err := tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT source, catalog_version, layout FROM events WHERE event_id = ?`+s.forUpdate()), eventID).
-			Scan(&source, &applied, &stored); err != nil {
+		var oldOnSale, oldStarts sql.NullInt64
+		if err := tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT source, catalog_version, layout, on_sale_ms, starts_ms FROM events WHERE event_id = ?`+s.forUpdate()), eventID).
+			Scan(&source, &applied, &stored, &oldOnSale, &oldStarts); err != nil {
 			return fmt.Errorf("read event: %w", err)
 		}
 		if source != sourceCatalog {
 			outcome = SyncDeclared
+			if applied >= version {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE events SET catalog_version = ?, on_sale_ms = ?, starts_ms = ?, updated_ms = ? WHERE event_id = ?`),
+				version, onSale, starts, now, eventID); err != nil {
+				return fmt.Errorf("write event: %w", err)
+			}
 			return nil
 		}
 		if applied >= version {
@@ -143,7 +155,7 @@ func (s *Store) ApplyCatalogLayout(ctx context.Context, eventID string, version 
 		}
 		next := l
 		switch {
-		case sameSeats(old, l) && old.FlashSale == l.FlashSale:
+		case sameSeats(old, l) && old.FlashSale == l.FlashSale && oldOnSale == onSale && oldStarts == starts:
 			outcome = SyncCurrent
 		case sameSeats(old, l):
 			outcome = SyncUpdated
@@ -172,8 +184,9 @@ func (s *Store) ApplyCatalogLayout(ctx context.Context, eventID string, version 
 				return fmt.Errorf("encode layout: %w", err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE events SET flash_sale = ?, catalog_version = ?, layout = ?, updated_ms = ? WHERE event_id = ?`),
-			next.FlashSale, version, string(record), now, eventID); err != nil {
+		if _, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE events SET flash_sale = ?, catalog_version = ?, layout = ?, on_sale_ms = ?, starts_ms = ?, updated_ms = ?
+			WHERE event_id = ?`),
+			next.FlashSale, version, string(record), onSale, starts, now, eventID); err != nil {
 			return fmt.Errorf("write event: %w", err)
 		}
 		return nil

@@ -22,10 +22,17 @@ var (
 
 func withFlash(l Layout) Layout { l.FlashSale = true; return l }
 
-// apply is one catalog change as the consumer makes it; it fails the test on an error.
+// apply is one catalog change as the consumer makes it, of an event always on sale; it fails
+// the test on an error.
 func apply(t *testing.T, s *Store, event string, version int64, l Layout) Sync {
 	t.Helper()
-	got, err := s.ApplyCatalogLayout(context.Background(), event, version, l)
+	return applySale(t, s, event, version, l, SaleWindow{})
+}
+
+// applySale is apply of an event on sale in sale.
+func applySale(t *testing.T, s *Store, event string, version int64, l Layout, sale SaleWindow) Sync {
+	t.Helper()
+	got, err := s.ApplyCatalogLayout(context.Background(), event, version, l, sale)
 	if err != nil {
 		t.Fatalf("ApplyCatalogLayout(%s, v%d): %v", event, version, err)
 	}
@@ -138,7 +145,7 @@ func TestApplyCatalogLayoutRefusesWhatCannotBeStored(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				_, err := s.ApplyCatalogLayout(context.Background(), tt.event, 1, tt.layout)
+				_, err := s.ApplyCatalogLayout(context.Background(), tt.event, 1, tt.layout, SaleWindow{})
 				assertField(t, "ApplyCatalogLayout", err, tt.field)
 				if _, err := s.SeatMap(context.Background(), tt.event); problem.CodeOf(err) != problem.NotFound {
 					t.Errorf("SeatMap(%s) after a refused layout = %v, want not found", tt.event, err)
@@ -163,7 +170,7 @@ func TestApplyCatalogLayoutConcurrently(t *testing.T) {
 		)
 		for i := range calls {
 			wg.Go(func() {
-				got, err := stores[i%2].ApplyCatalogLayout(context.Background(), "evt-race", 1, hall60)
+				got, err := stores[i%2].ApplyCatalogLayout(context.Background(), "evt-race", 1, hall60, SaleWindow{})
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
