@@ -14,14 +14,20 @@ import (
 // concurrent use: queries share a read lock, and a Put holds the write lock for one
 // document's terms.
 //
-// A query word that may be a prefix is matched by scanning the vocabulary. For a catalog of
-// thousands of events the vocabulary is tens of thousands of short strings, scanned in well
-// under a millisecond; a sorted term list or a trie would make it logarithmic at the cost of
-// upkeep on every Put.
+// A query word that may be a prefix is matched by a binary search of the sorted vocabulary
+// for the range of terms starting with it, so a query costs the terms it matches, not the
+// size of the vocabulary. The price is paid by a Put that adds or removes terms: it moves
+// the runs of the sorted list between them, a memory move of the vocabulary (microseconds
+// for tens of thousands of terms) under the write lock.
 type Index struct {
 	mu       sync.RWMutex
 	docs     map[string]*entry
 	postings map[string]map[string]field // term → doc id → fields
+	terms    []string                    // the keys of postings, sorted
+
+	// onMatch, when set, is called with each query word the index looks up, so a test can
+	// count the work a query does. Set it before the index is shared.
+	onMatch func(word string)
 }
 
 type entry struct {
@@ -42,6 +48,7 @@ func (ix *Index) Put(d Doc) bool {
 	e := &entry{doc: d, terms: d.terms(), cityKey: Fold(d.City)}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	var dropped map[string]bool // terms of the old version no document holds any more
 	if old, ok := ix.docs[d.ID]; ok {
 		if old.doc.Version >= d.Version {
 			return false
@@ -50,17 +57,70 @@ func (ix *Index) Put(d Doc) bool {
 			delete(ix.postings[t], d.ID)
 			if len(ix.postings[t]) == 0 {
 				delete(ix.postings, t)
+				if dropped == nil {
+					dropped = map[string]bool{}
+				}
+				dropped[t] = true
 			}
 		}
 	}
 	ix.docs[d.ID] = e
+	var added []string // terms new to the vocabulary
 	for t, f := range e.terms {
 		if ix.postings[t] == nil {
 			ix.postings[t] = map[string]field{}
+			if dropped[t] {
+				delete(dropped, t) // back again: still in ix.terms
+			} else {
+				added = append(added, t)
+			}
 		}
 		ix.postings[t][d.ID] = f
 	}
+	ix.updateTerms(dropped, added)
 	return true
+}
+
+// updateTerms brings the sorted vocabulary in step with postings after a Put: it removes
+// dropped, terms no document holds any more, and merges in added, terms not yet listed.
+// Each is found by binary search and the runs between them move with copy, so a Put costs
+// a few memory moves of the vocabulary, not a comparison or a hash of every term.
+func (ix *Index) updateTerms(dropped map[string]bool, added []string) {
+	if len(dropped) > 0 {
+		at := make([]int, 0, len(dropped))
+		for t := range dropped {
+			i, _ := slices.BinarySearch(ix.terms, t)
+			at = append(at, i)
+		}
+		slices.Sort(at)
+		w := at[0]
+		for k, i := range at {
+			end := len(ix.terms)
+			if k+1 < len(at) {
+				end = at[k+1]
+			}
+			w += copy(ix.terms[w:], ix.terms[i+1:end])
+		}
+		clear(ix.terms[w:]) // let the dropped strings be collected
+		ix.terms = ix.terms[:w]
+	}
+	if len(added) == 0 {
+		return
+	}
+	slices.Sort(added)
+	// Fill the grown slice from the back: each added term below the run of old terms greater
+	// than it. ix.terms[:end] are the old terms not yet moved; the slots from k on are final.
+	end := len(ix.terms)
+	ix.terms = slices.Grow(ix.terms, len(added))[:end+len(added)]
+	k := len(ix.terms)
+	for j := len(added) - 1; j >= 0; j-- {
+		i, _ := slices.BinarySearch(ix.terms[:end], added[j])
+		k -= end - i
+		copy(ix.terms[k:], ix.terms[i:end])
+		end = i
+		k--
+		ix.terms[k] = added[j]
+	}
 }
 
 // Len is the number of documents.
@@ -70,8 +130,8 @@ func (ix *Index) Len() int {
 	return len(ix.docs)
 }
 
-// Query is a search: words to match, all of them (Text), and an exact city (City); both
-// ignore case and accents. Limit 0 means 20.
+// Query is a search: words to match, all of them (Text, at most maxQueryBytes and
+// maxQueryWords), and an exact city (City); both ignore case and accents. Limit 0 means 20.
 type Query struct {
 	Text  string
 	City  string
@@ -81,6 +141,16 @@ type Query struct {
 const (
 	defaultLimit = 20
 	maxLimit     = 100
+)
+
+// maxQueryBytes and maxQueryWords bound a query's text. A search box holds a few words, and
+// each word is a lookup under the read lock, which a Put of a catalog change waits behind
+// and every later search behind the Put: an unbounded text would let one request stall them
+// all. Longer text is refused, not cut, so a caller never gets results for words it did not
+// see matched.
+const (
+	maxQueryBytes = 256
+	maxQueryWords = 16
 )
 
 // Hit is a matching document and its score.
@@ -112,8 +182,9 @@ type Result struct {
 }
 
 // Search runs q. Every word must match a term of the document, exactly or as a prefix (see
-// minPrefix); a document scores the sum over words of its best field's weight. Without
-// words every document in the city matches, soonest first.
+// minPrefix); a document scores the sum over distinct words of its best field's weight.
+// Without words every document in the city matches, soonest first. A text over the bounds
+// is an Invalid error naming "q", as the HTTP API calls it.
 func (ix *Index) Search(q Query) (Result, error) {
 	limit := q.Limit
 	switch {
@@ -122,7 +193,10 @@ func (ix *Index) Search(q Query) (Result, error) {
 	case limit < 0 || limit > maxLimit:
 		return Result{}, problem.InvalidField("limit", "want 1 to %d", maxLimit)
 	}
-	words := Tokenize(q.Text)
+	words, err := queryWords(q.Text)
+	if err != nil {
+		return Result{}, err
+	}
 	city := Fold(q.City)
 
 	ix.mu.RLock()
@@ -134,18 +208,21 @@ func (ix *Index) Search(q Query) (Result, error) {
 			scores[id] = 0
 		}
 	}
-	for i, w := range words {
-		matched := ix.match(w, len(w) >= minPrefix || i == len(words)-1)
+	for _, w := range words {
+		matched := ix.match(w.text, w.prefix)
 		if scores == nil {
 			scores = matched
-			continue
-		}
-		for id, s := range scores {
-			if m, ok := matched[id]; ok {
-				scores[id] = s + m
-			} else {
-				delete(scores, id)
+		} else {
+			for id, s := range scores {
+				if m, ok := matched[id]; ok {
+					scores[id] = s + m
+				} else {
+					delete(scores, id)
+				}
 			}
+		}
+		if len(scores) == 0 {
+			break // every word must match, and no document is left for the rest to
 		}
 	}
 
@@ -165,8 +242,41 @@ func (ix *Index) Search(q Query) (Result, error) {
 	return res, nil
 }
 
-// match scores every document holding word, or with prefix a term starting with it.
+// queryWord is a word of a query, and whether it also matches as a prefix.
+type queryWord struct {
+	text   string
+	prefix bool
+}
+
+// queryWords splits a query's text into its distinct words, in order, or refuses a text
+// over the bounds. A word matches as a prefix when it has minPrefix letters or more, or is
+// the last, the one being typed; a short word given twice is exact if either is not last.
+func queryWords(text string) ([]queryWord, error) {
+	if len(text) > maxQueryBytes {
+		return nil, problem.InvalidField("q", "want at most %d bytes", maxQueryBytes)
+	}
+	tokens := Tokenize(text)
+	if len(tokens) > maxQueryWords {
+		return nil, problem.InvalidField("q", "want at most %d words", maxQueryWords)
+	}
+	out := make([]queryWord, 0, len(tokens))
+	for i, t := range tokens {
+		prefix := len(t) >= minPrefix || i == len(tokens)-1
+		if k := slices.IndexFunc(out, func(w queryWord) bool { return w.text == t }); k >= 0 {
+			out[k].prefix = out[k].prefix && prefix
+			continue
+		}
+		out = append(out, queryWord{t, prefix})
+	}
+	return out, nil
+}
+
+// match scores every document holding word, or with prefix a term starting with it. The
+// terms starting with word are one run of the sorted vocabulary, found by binary search.
 func (ix *Index) match(word string, prefix bool) map[string]float64 {
+	if ix.onMatch != nil {
+		ix.onMatch(word)
+	}
 	out := map[string]float64{}
 	add := func(term string, factor float64) {
 		for id, f := range ix.postings[term] {
@@ -175,10 +285,12 @@ func (ix *Index) match(word string, prefix bool) map[string]float64 {
 	}
 	add(word, 1)
 	if prefix {
-		for term := range ix.postings {
-			if len(term) > len(word) && strings.HasPrefix(term, word) {
-				add(term, prefixWeight)
-			}
+		i, exact := slices.BinarySearch(ix.terms, word)
+		if exact {
+			i++ // word itself counted above, at full weight
+		}
+		for ; i < len(ix.terms) && strings.HasPrefix(ix.terms[i], word); i++ {
+			add(ix.terms[i], prefixWeight)
 		}
 	}
 	return out
