@@ -272,6 +272,12 @@ func TestFlashSaleWithARealWaitroom(t *testing.T) {
 		t.Fatalf("PUT seatmap = %d", code)
 	}
 
+	// The waitroom queues fans only for a sale it knows is open: an admin setting the rate
+	// opens it, as the catalog's flash-sale flag would.
+	rate := map[string]int{"admit_per_second": waitroom.DefaultAdmitPerSecond}
+	if code := do(t, http.MethodPut, wrBase+"/v1/admin/events/evt-flash/queue", "", rate, nil); code != http.StatusOK {
+		t.Fatalf("PUT queue settings = %d, want 200", code)
+	}
 	var st waitroom.Status
 	for _, fan := range []string{"acc-1", "acc-2"} {
 		if code := do(t, http.MethodPost, wrBase+"/v1/events/evt-flash/queue", fan, nil, &st); code != http.StatusOK {
