@@ -86,7 +86,21 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return nil, fmt.Errorf("load scenarios: %w", err)
 		}
-		rs := newRuns(ctx, list, cfg.target, scenario.Options{}, s.Log)
-		return routes(ctx, rs).Mux(), nil
+		return serve(ctx, s, list, cfg.target, scenario.Options{}), nil
 	})
+}
+
+// serve wires the playground on s: the runs of list's scenarios against the system target
+// finds, with o for every run, and the routes that start and follow them. As the process
+// stops, a worker waits for the active run to put the system back (see runs.close), within
+// SHUTDOWN_TIMEOUT: the run ends with ctx, at the start of the shutdown.
+func serve(ctx context.Context, s *server.Server, list []scenario.Scenario, target func() (scenario.Target, error), o scenario.Options) http.Handler {
+	rs := newRuns(ctx, list, target, o, s.Log)
+	s.Go("runs", func(stop context.Context) error {
+		<-stop.Done()
+		wait, cancel := context.WithTimeout(context.WithoutCancel(stop), s.Config.ShutdownTimeout)
+		defer cancel()
+		return rs.close(wait)
+	})
+	return handler(ctx, rs, s.Log)
 }

@@ -3,11 +3,17 @@ package playground
 import (
 	"context"
 	"io/fs"
+	"log/slog"
 	"net/http"
 
 	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/playground/web"
 )
+
+// handler serves routes behind guardWrites: what the process serves.
+func handler(ctx context.Context, rs *runs, log *slog.Logger) http.Handler {
+	return guardWrites(log)(routes(ctx, rs).Mux())
+}
 
 // routes is the playground's whole HTTP surface: the JSON API under /api and the embedded
 // pages everywhere else. ctx is the process's; event streams end with it.

@@ -23,9 +23,18 @@ const keepRuns = 8
 // knobTimeout bounds turning one knob: a few calls to the admin API or one NATS publish.
 const knobTimeout = 10 * time.Second
 
+// MaxRunDuration is the longest a run may be asked to last (POST /api/runs "duration", the
+// CLI's --duration): longer than any lesson needs, short enough that a run forgotten in a
+// tab ends, and that its per-second series stays small.
+const MaxRunDuration = 10 * time.Minute
+
 // runs starts scenario runs and keeps them. At most one run is active at a time: runs share
 // one system, and two at once would each measure the other's load. Finished runs stay
 // readable until keepRuns newer ones replace them. Safe for concurrent use.
+//
+// A run changes the system it drives (gateway limits, control knobs) and puts it back as it
+// ends. The process must not exit in between, or the changes outlive it (the gateway stores
+// its admin edits): close stops the active run and waits for it, put-back included.
 type runs struct {
 	// ctx is the process's: a run outlives the request that started it and ends with the
 	// process.
@@ -44,6 +53,10 @@ type runs struct {
 	all   []*runRecord // oldest first
 	byID  map[string]*runRecord
 	alive *runRecord // starting or running; nil when idle
+	// closed: the process is stopping and starts no run. Set under mu, so no run joins
+	// running after close began waiting.
+	closed  bool
+	running sync.WaitGroup // the runs' goroutines, until each has put the system back
 }
 
 func newRuns(ctx context.Context, scenarios []scenario.Scenario, target func() (scenario.Target, error), o scenario.Options, log *slog.Logger) *runs {
@@ -141,6 +154,30 @@ func (rec *runRecord) info(withResult bool) runInfo {
 // errBusy is the answer to a second run while one is active.
 var errBusy = errors.New("a run is active")
 
+// close stops the active run and waits until every run has ended and put back what it
+// changed, or ctx ends. No run starts afterwards. The process calls it as it stops, while
+// the system the runs drive still serves.
+func (rs *runs) close(ctx context.Context) error {
+	rs.mu.Lock()
+	rs.closed = true
+	alive := rs.alive
+	rs.mu.Unlock()
+	if alive != nil {
+		alive.stop()
+	}
+	done := make(chan struct{})
+	go func() {
+		rs.running.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runs not put back: %w", ctx.Err())
+	}
+}
+
 // start begins a run of the named scenario and profile ("" = the scenario's first) and
 // returns its record at once; the run sets the system up in the background.
 func (rs *runs) start(name, profile string, duration time.Duration) (*runRecord, error) {
@@ -154,6 +191,9 @@ func (rs *runs) start(name, profile string, duration time.Duration) (*runRecord,
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	if rs.closed {
+		return nil, problem.New(problem.Unavailable, "the playground is stopping; it starts no new run")
+	}
 	if rs.alive != nil && rs.alive.active() {
 		return nil, &problem.Error{Code: problem.Conflict, Err: errBusy,
 			Message: fmt.Sprintf("run %s (%s) is still %s; stop it first: the playground runs one scenario at a time", rs.alive.ID, rs.alive.Scenario.Name, rs.alive.state())}
@@ -172,7 +212,9 @@ func (rs *runs) start(name, profile string, duration time.Duration) (*runRecord,
 	o := rs.options
 	o.Duration = duration
 	o.Log = rs.log.With("run", rec.ID)
+	rs.running.Add(1)
 	go func() {
+		defer rs.running.Done()
 		defer cancel()
 		t, err := rs.target()
 		if err == nil {
@@ -239,6 +281,7 @@ func handleScenarios(rs *runs) http.Handler {
 
 // handleStartRun is POST /api/runs {scenario, profile, duration}: it answers 202 with the
 // run's id at once, while the run sets the system up; GET /api/runs/{id}/events follows it.
+// duration, when set, is from 1s to MaxRunDuration.
 func handleStartRun(rs *runs) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
@@ -254,8 +297,8 @@ func handleStartRun(rs *runs) http.Handler {
 		var d time.Duration
 		if in.Duration != "" {
 			var err error
-			if d, err = time.ParseDuration(in.Duration); err != nil || d < time.Second {
-				problem.Write(w, r, rs.log, problem.InvalidField("duration", "want a duration of at least 1s, such as 30s or 2m"))
+			if d, err = time.ParseDuration(in.Duration); err != nil || d < time.Second || d > MaxRunDuration {
+				problem.Write(w, r, rs.log, problem.InvalidField("duration", "want a duration from 1s to %v, such as 30s or 2m", MaxRunDuration))
 				return
 			}
 		}

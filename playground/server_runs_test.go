@@ -53,18 +53,16 @@ func playgroundServer(t *testing.T, list []scenario.Scenario, target func() (sce
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	rs := newRuns(ctx, list, target, scenario.Options{}, nil)
-	srv := httptest.NewServer(routes(ctx, rs).Mux())
+	srv := httptest.NewServer(handler(ctx, rs, nil))
 	t.Cleanup(func() {
 		cancel()
 		srv.Close()
 		// Runs end with the process's context; wait for them so their requests stop before
 		// the system they drive does.
-		for _, rec := range rs.list() {
-			r, _ := rs.get(rec.ID)
-			<-r.started
-			if r.run != nil {
-				<-r.run.Done()
-			}
+		wait, stop := context.WithTimeout(context.Background(), 20*time.Second)
+		defer stop()
+		if err := rs.close(wait); err != nil {
+			t.Errorf("runs.close = %v, want nil", err)
 		}
 	})
 	return srv, cancel
@@ -344,12 +342,16 @@ func TestRunRequestErrors(t *testing.T) {
 	}{
 		{"unknown scenario", "POST", "/api/runs", map[string]string{"scenario": "nope"}, http.StatusBadRequest, `no scenario \"nope\"`},
 		{"unknown profile", "POST", "/api/runs", map[string]string{"scenario": "probe", "profile": "long"}, http.StatusBadRequest, `no profile \"long\"`},
-		{"too short a duration", "POST", "/api/runs", map[string]string{"scenario": "probe", "duration": "10ms"}, http.StatusBadRequest, "at least 1s"},
+		{"too short a duration", "POST", "/api/runs", map[string]string{"scenario": "probe", "duration": "10ms"}, http.StatusBadRequest, `"field":"duration"`},
+		{"too long a duration", "POST", "/api/runs", map[string]string{"scenario": "probe", "duration": "100000h"}, http.StatusBadRequest, `"field":"duration"`},
+		{"just over the longest duration", "POST", "/api/runs", map[string]string{"scenario": "probe", "duration": "10m1s"}, http.StatusBadRequest, "from 1s to 10m0s"},
 		{"not JSON", "POST", "/api/runs", []byte("scenario=probe"), http.StatusBadRequest, "not valid JSON"},
 		{"unknown run", "GET", "/api/runs/r99", nil, http.StatusNotFound, `no run \"r99\"`},
 		{"events of an unknown run", "GET", "/api/runs/r99/events", nil, http.StatusNotFound, `no run \"r99\"`},
 		{"knobs of an unknown run", "POST", "/api/runs/r99/knobs", map[string]string{"name": "outage", "value": "down"}, http.StatusNotFound, `no run \"r99\"`},
 		{"stop an unknown run", "POST", "/api/runs/r99/stop", nil, http.StatusNotFound, `no run \"r99\"`},
+		// Last: it starts a run (which fails at once: no system), so later starts would clash.
+		{"the longest duration", "POST", "/api/runs", map[string]string{"scenario": "probe", "duration": "10m"}, http.StatusAccepted, `"id":"r1"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
