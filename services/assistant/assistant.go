@@ -107,7 +107,7 @@ func Parse(question string, now time.Time) Intent {
 	}
 	in.From, in.To, in.Period = dates(q, now.In(loc))
 	if m := priceRe.FindStringSubmatch(q); m != nil {
-		in.MaxPrice = minorUnits(m[1])
+		in.MaxPrice, _ = minorUnits(m[1]) // too large to cap anything: no cap
 	}
 	for _, g := range genres {
 		if contains(q, g.words...) {
@@ -182,12 +182,23 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// minorUnits reads "200", "49.90" or "49,90" as minor units.
-func minorUnits(s string) int64 {
+// maxPriceDigits bounds the whole units of a price cap. Nine digits, under a billion, is
+// beyond any ticket and keeps the cap in minor units far from overflowing int64; a longer
+// amount caps nothing, so a question with one ("under 100000000000000000") asks for every
+// price, and is answered as one without a cap rather than refused.
+const maxPriceDigits = 9
+
+// minorUnits reads "200", "49.90" or "49,90" as minor units, or reports false when the
+// whole units have more than maxPriceDigits digits (leading zeros aside).
+func minorUnits(s string) (int64, bool) {
 	whole, frac, _ := strings.Cut(strings.ReplaceAll(s, ",", "."), ".")
-	n, _ := strconv.ParseInt(whole, 10, 64) // digits only, by the pattern
+	whole = strings.TrimLeft(whole, "0")
+	if len(whole) > maxPriceDigits {
+		return 0, false
+	}
+	n, _ := strconv.ParseInt("0"+whole, 10, 64) // digits only, by the pattern
 	cents, _ := strconv.ParseInt((frac + "00")[:2], 10, 64)
-	return n*100 + cents
+	return n*100 + cents, true
 }
 
 // fold lower-cases s and strips its accents, so "São" reads as "sao" and "Até" as "ate".

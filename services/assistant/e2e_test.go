@@ -85,6 +85,15 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("a price beyond any ticket is no cap", func(t *testing.T) {
+		capped, _ := ask(t, url, "jazz in Lisboa under 100000000000000000")
+		plain, _ := ask(t, url, "jazz in Lisboa")
+		if capped.Understood.MaxPrice != 0 || len(capped.Events) == 0 || len(capped.Events) != len(plain.Events) {
+			t.Errorf("ask(jazz in Lisboa under 10^17) = max price %d, %d events; want no cap and the %d events without a price",
+				capped.Understood.MaxPrice, len(capped.Events), len(plain.Events))
+		}
+	})
+
 	t.Run("grpc", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
