@@ -27,7 +27,7 @@ const (
 
 type SearchRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Query         string                 `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`  // words; one of 3+ letters, or the last, also matches as a prefix ("lumin"); empty matches every event
+	Query         string                 `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`  // words; one of 3+ letters, or the last, also matches as a prefix ("lumin"); empty matches every event; at most 256 bytes and 16 words
 	City          string                 `protobuf:"bytes,2,opt,name=city,proto3" json:"city,omitempty"`    // only events in this city ("sao paulo" finds "São Paulo")
 	Limit         int32                  `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"` // 0 = 20, at most 100
 	unknownFields protoimpl.UnknownFields
