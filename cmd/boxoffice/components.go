@@ -26,6 +26,11 @@ type component struct {
 	name      string
 	run       server.RunFunc
 	instances []ports
+	// front: the component drives the others (the playground turns the gateway's limits and
+	// the services' knobs during a run), so `up` stops it first and the rest only once it has
+	// returned: its clean-up must reach them while they still serve. Nothing balances over a
+	// front component, so it skips the drain delay.
+	front bool
 }
 
 type ports struct{ http, grpc int }
@@ -33,19 +38,19 @@ type ports struct{ http, grpc int }
 // Port plan: services 81xx (HTTP) / 91xx (gRPC); a second instance adds 100; the gateway's
 // admin API listens on 9080.
 var components = []component{
-	{"auth", auth.Run, []ports{{8101, 9101}}},
-	{"catalog", catalog.Run, []ports{{8102, 9102}, {8202, 9202}}},
-	{"search", search.Run, []ports{{8103, 9103}}},
-	{"inventory", inventory.Run, []ports{{8104, 9104}, {8204, 9204}}},
-	{"waitroom", waitroom.Run, []ports{{8105, 9105}}},
-	{"order", order.Run, []ports{{8106, 9106}, {8206, 9206}}},
-	{"payment", payment.Run, []ports{{8107, 9107}}},
-	{"notification", notification.Run, []ports{{8108, 9108}}},
-	{"assistant", assistant.Run, []ports{{8109, 9109}}},
-	{"bff-mobile", bffmobile.Run, []ports{{8111, 0}}},
-	{"bff-web", bffweb.Run, []ports{{8112, 0}}},
-	{"gateway", gateway.Run, []ports{{8080, 0}}},
-	{"playground", playground.Run, []ports{{8090, 0}}},
+	{"auth", auth.Run, []ports{{8101, 9101}}, false},
+	{"catalog", catalog.Run, []ports{{8102, 9102}, {8202, 9202}}, false},
+	{"search", search.Run, []ports{{8103, 9103}}, false},
+	{"inventory", inventory.Run, []ports{{8104, 9104}, {8204, 9204}}, false},
+	{"waitroom", waitroom.Run, []ports{{8105, 9105}}, false},
+	{"order", order.Run, []ports{{8106, 9106}, {8206, 9206}}, false},
+	{"payment", payment.Run, []ports{{8107, 9107}}, false},
+	{"notification", notification.Run, []ports{{8108, 9108}}, false},
+	{"assistant", assistant.Run, []ports{{8109, 9109}}, false},
+	{"bff-mobile", bffmobile.Run, []ports{{8111, 0}}, false},
+	{"bff-web", bffweb.Run, []ports{{8112, 0}}, false},
+	{"gateway", gateway.Run, []ports{{8080, 0}}, false},
+	{"playground", playground.Run, []ports{{8090, 0}}, true},
 }
 
 // wiring is the environment that tells components where the others listen: every address a

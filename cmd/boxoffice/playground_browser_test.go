@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"image/png"
 	"os"
@@ -300,43 +299,4 @@ func (p *pageProblems) String() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return strings.Join(p.list, "; ")
-}
-
-// startUp runs `boxoffice up` in-process on free ports with its data in a temporary
-// directory, waits for endpoints.json, and stops it when the test ends, failing the test if
-// it does not stop cleanly.
-func startUp(t *testing.T) Endpoints {
-	t.Helper()
-	dir := t.TempDir()
-	off := freeOffset(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out testkit.Buffer
-	logs := out.String
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"boxoffice", "up", "--data-dir", dir, "--port-offset", strconv.Itoa(off)},
-			func(string) string { return "" }, &out, &out)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("up after cancel = %v, want nil\n%s", err, logs())
-			}
-		case <-time.After(15 * time.Second):
-			t.Errorf("up did not stop within 15s of cancel")
-		}
-	})
-	var ep Endpoints
-	testkit.Eventually(t, 60*time.Second, "boxoffice up writes endpoints.json", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("up returned before writing endpoints.json: %v\n%s", err, logs())
-		default:
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "endpoints.json"))
-		return err == nil && json.Unmarshal(b, &ep) == nil && ep.Playground != ""
-	})
-	return ep
 }

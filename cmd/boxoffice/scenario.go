@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"boxoffice.dev/playground"
 	"boxoffice.dev/playground/report"
 	"boxoffice.dev/playground/scenario"
 	"boxoffice.dev/scenarios"
@@ -72,7 +73,7 @@ func runOneScenario(ctx context.Context, args []string, list []scenario.Scenario
 	fs := flag.NewFlagSet("scenario run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	profile := fs.String("profile", "", "the profile to run (default: the scenario's first)")
-	duration := fs.Duration("duration", 0, "scale the profile's phases to last about this long")
+	duration := fs.Duration("duration", 0, fmt.Sprintf("scale the profile's phases to last about this long (at most %v)", playground.MaxRunDuration))
 	target := fs.String("target", "", "a running system: its endpoints.json, or the gateway's `URL` (then --admin, --admin-token, --nats)")
 	admin := fs.String("admin", "", "the gateway admin API's URL, with --target URL")
 	adminToken := fs.String("admin-token", getenv("ADMIN_TOKEN"), "the admin API's bearer token (default $ADMIN_TOKEN)")
@@ -90,6 +91,10 @@ func runOneScenario(ctx context.Context, args []string, list []scenario.Scenario
 			return nil
 		}
 		return err
+	}
+	// The playground's bound: a longer run is a typo, and would hold the system for hours.
+	if *duration < 0 || *duration > playground.MaxRunDuration {
+		return fmt.Errorf("scenario run: --duration %v: want at most %v (0 runs the profile as written)", *duration, playground.MaxRunDuration)
 	}
 	sc, err := scenario.Find(list, name)
 	if err != nil {

@@ -114,3 +114,28 @@ func TestScenarioRunStartsTheSystemItself(t *testing.T) {
 		t.Errorf("an expectation failed:\n%s", out.String())
 	}
 }
+
+// TestScenarioRunBoundsTheDuration: a --duration beyond the playground's cap is refused
+// before anything starts; one at the cap is taken (the run then fails on the unreachable
+// target, not on the flag).
+func TestScenarioRunBoundsTheDuration(t *testing.T) {
+	tests := []struct {
+		duration string
+		want     string
+	}{
+		{"100000h", "--duration 100000h0m0s: want at most 10m0s"},
+		{"10m1s", "--duration 10m1s: want at most 10m0s"},
+		{"-1s", "--duration -1s: want at most 10m0s"},
+		{"10m", "connection refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.duration, func(t *testing.T) {
+			var out, errs bytes.Buffer
+			err := run(context.Background(), []string{"boxoffice", "scenario", "run", "rate-limiter", "--duration", tt.duration, "--target", "http://127.0.0.1:1"},
+				func(string) string { return "" }, &out, &errs)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("scenario run --duration %s = %v, want an error containing %q", tt.duration, err, tt.want)
+			}
+		})
+	}
+}

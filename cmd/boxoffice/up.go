@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -64,7 +65,8 @@ type Redis struct {
 
 // runUp starts every component in this process: an embedded NATS server, one Redis, then each
 // component instance on its fixed port with the shared settings in its environment. It
-// returns when ctx is done and every component has drained.
+// returns when ctx is done and every component has drained: the playground first, so that a
+// run it stops puts the system back while the system still serves, then the rest.
 func runUp(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -120,15 +122,28 @@ func runUp(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	ep.Users, ep.Partners = demoCredentials(demoSecret)
 
+	// The stop is ordered: the front components (the playground) get runCtx and stop as soon
+	// as up does, or a component fails; the others get backCtx, which ends only once every
+	// front component has returned. A run the playground stops puts the gateway's limits
+	// back through the admin API, which must still be listening.
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, runCtx := errgroup.WithContext(runCtx)
+	backCtx, stopBack := context.WithCancel(context.WithoutCancel(runCtx))
+	defer stopBack()
+	var front sync.WaitGroup
 	var urls []string
 	for _, c := range components {
 		for i, p := range c.instances {
 			env := map[string]string{"HTTP_ADDR": addr(p.http + *offset), "GRPC_ADDR": ""}
 			if p.grpc != 0 {
 				env["GRPC_ADDR"] = addr(p.grpc + *offset)
+			}
+			cctx := backCtx
+			if c.front {
+				cctx = runCtx
+				env["DRAIN_DELAY"] = "0s"
+				front.Add(1)
 			}
 			name := c.name
 			if len(c.instances) > 1 {
@@ -141,7 +156,10 @@ func runUp(ctx context.Context, args []string, getenv func(string) string, stdou
 			defer logf.Close()
 			getenv := overlay(getenv, shared, env)
 			g.Go(func() error {
-				if err := c.run(runCtx, []string{name}, getenv, logf, logf); err != nil {
+				if c.front {
+					defer front.Done()
+				}
+				if err := c.run(cctx, []string{name}, getenv, logf, logf); err != nil {
 					return fmt.Errorf("%s: %w", name, err)
 				}
 				return nil
@@ -151,6 +169,11 @@ func runUp(ctx context.Context, args []string, getenv func(string) string, stdou
 			ep.add(c.name, url)
 		}
 	}
+	go func() {
+		<-runCtx.Done()
+		front.Wait()
+		stopBack()
+	}()
 
 	ready := make(chan error, 1)
 	go func() { ready <- waitHealthy(runCtx, urls, *readyWithin) }()

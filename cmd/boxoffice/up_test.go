@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -162,5 +164,66 @@ func TestWiringNamesEveryAddress(t *testing.T) {
 	}
 	if got := w["UPSTREAM_BFF_MOBILE"]; got != "http://127.0.0.1:8211" {
 		t.Errorf("wiring(100)[UPSTREAM_BFF_MOBILE] = %q, want http://127.0.0.1:8211", got)
+	}
+}
+
+// startUp runs `boxoffice up` in-process on free ports with its data in a temporary
+// directory, waits for endpoints.json, and stops it when the test ends, failing the test if
+// it does not stop cleanly.
+func startUp(t *testing.T) Endpoints {
+	t.Helper()
+	u := startUpIn(t, t.TempDir(), freeOffset(t))
+	t.Cleanup(func() { u.stop(t) })
+	return u.ep
+}
+
+// upProcess is `boxoffice up` running in this test.
+type upProcess struct {
+	ep     Endpoints
+	cancel context.CancelFunc
+	done   chan error
+	logs   func() string
+}
+
+// startUpIn runs `boxoffice up` on dir and port offset off, and waits for the endpoints.json
+// it writes once the system is up (one an earlier up left in dir is removed first). The
+// caller stops it.
+func startUpIn(t *testing.T, dir string, off int) *upProcess {
+	t.Helper()
+	path := filepath.Join(dir, "endpoints.json")
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &testkit.Buffer{}
+	u := &upProcess{cancel: cancel, done: make(chan error, 1), logs: out.String}
+	go func() {
+		u.done <- run(ctx, []string{"boxoffice", "up", "--data-dir", dir, "--port-offset", strconv.Itoa(off)},
+			func(string) string { return "" }, out, out)
+	}()
+	testkit.Eventually(t, 60*time.Second, "boxoffice up writes endpoints.json", func() bool {
+		select {
+		case err := <-u.done:
+			cancel()
+			t.Fatalf("up returned before writing endpoints.json: %v\n%s", err, u.logs())
+		default:
+		}
+		b, err := os.ReadFile(path)
+		return err == nil && json.Unmarshal(b, &u.ep) == nil && u.ep.Playground != ""
+	})
+	return u
+}
+
+// stop cancels up, as Ctrl-C does, and fails the test unless it returns nil within 15s.
+func (u *upProcess) stop(t *testing.T) {
+	t.Helper()
+	u.cancel()
+	select {
+	case err := <-u.done:
+		if err != nil {
+			t.Errorf("up after cancel = %v, want nil\n%s", err, u.logs())
+		}
+	case <-time.After(15 * time.Second):
+		t.Errorf("up did not stop within 15s of cancel")
 	}
 }
