@@ -16,6 +16,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -64,7 +65,7 @@ type Stream struct {
 	Name string
 	// Rate is the arrival rate (per second) at elapsed time since the run started; it is
 	// read again at every arrival, so it may change while the run goes on (a ramp, a knob).
-	// A rate of 0 pauses the stream.
+	// A rate of 0 pauses the stream; one above MaxRate, or NaN, ends it with ErrRate.
 	Rate func(elapsed time.Duration) float64
 	// Behaviour is the retry behaviour of a request starting now; nil means no retries.
 	Behaviour func() Behaviour
@@ -77,6 +78,15 @@ type Stream struct {
 
 // ErrTooManyArrivals is returned by Run when MaxArrivals cut it short.
 var ErrTooManyArrivals = errors.New("load: arrival bound reached")
+
+// MaxRate is the highest arrival rate a Stream may have, per second: far above what one
+// machine's playground can serve, and low enough that a mistyped rate cannot spend the
+// run's arrival bound in a moment. A stream whose rate goes above it, or is not a number,
+// stops with ErrRate.
+const MaxRate = 10_000
+
+// ErrRate is returned by Run when a stream's rate was not a number from 0 to MaxRate.
+var ErrRate = errors.New("load: rate out of range")
 
 func (e *Engine) defaults() {
 	if e.HTTP == nil {
@@ -112,7 +122,8 @@ func (e *Engine) InFlight() int { return int(e.inFlight.Load()) }
 
 // Run schedules every stream's arrivals for d (measured from the Recorder's start), then
 // waits for the jobs still running, each bounded by its attempts' timeouts. It returns
-// ctx's error when ctx ended it early, ErrTooManyArrivals when the arrival bound did, nil
+// ctx's error when ctx ended it early, ErrTooManyArrivals when the arrival bound did, an
+// ErrRate when a stream's rate was out of range (that stream stops, the others go on), nil
 // otherwise. Jobs see a context that ends when ctx does.
 func (e *Engine) Run(ctx context.Context, d time.Duration, streams ...Stream) error {
 	e.defaults()
@@ -157,6 +168,9 @@ func (e *Engine) schedule(ctx context.Context, d time.Duration, s Stream, arriva
 	var n int64
 	for {
 		rate := s.Rate(due)
+		if !(rate <= MaxRate) { // NaN too
+			return fmt.Errorf("stream %s: %g/s: %w (want 0 to %d/s)", s.Name, rate, ErrRate, MaxRate)
+		}
 		if rate <= 0 {
 			// Paused: look again a little later.
 			due += 100 * time.Millisecond
@@ -191,13 +205,17 @@ func (e *Engine) schedule(ctx context.Context, d time.Duration, s Stream, arriva
 	}
 }
 
-// gap is the time to the next arrival at rate.
+// maxGap is the longest wait between two arrivals: a tiny rate (1e-300/s) would otherwise
+// make a gap too long for a Duration, which converts to a negative one.
+const maxGap = time.Hour
+
+// gap is the time to the next arrival at rate (0 < rate <= MaxRate), at most maxGap.
 func (e *Engine) gap(rate float64) time.Duration {
-	mean := float64(time.Second) / rate
+	g := float64(time.Second) / rate
 	if e.Poisson {
-		return time.Duration(-math.Log(1-e.Rand()) * mean)
+		g *= -math.Log(1 - e.Rand())
 	}
-	return time.Duration(mean)
+	return time.Duration(min(g, float64(maxGap)))
 }
 
 // arrive starts one job, or records it as dropped when MaxInFlight jobs are running.

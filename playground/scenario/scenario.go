@@ -10,9 +10,11 @@ package scenario
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -134,8 +136,15 @@ type KnobSpec struct {
 	// Kind is bool, int, float, duration or enum.
 	Kind    string   `yaml:"kind" json:"kind"`
 	Options []string `yaml:"options,omitempty" json:"options,omitempty"`
-	Default string   `yaml:"default" json:"default"`
-	Help    string   `yaml:"help" json:"help"`
+	// Min and Max bound an int, float or duration knob, written in its kind ("1", "0.5",
+	// "5s"); a value outside them is refused. Min defaults to 0: every number the runner
+	// turns is a count, a rate or a duration. Max defaults to the kind's ceiling
+	// (knobCeilings), which a scenario may lower but not raise. Bool and enum knobs take
+	// neither.
+	Min     string `yaml:"min,omitempty" json:"min,omitempty"`
+	Max     string `yaml:"max,omitempty" json:"max,omitempty"`
+	Default string `yaml:"default" json:"default"`
+	Help    string `yaml:"help" json:"help"`
 }
 
 // Profile is a load shape: phases run one after another, then the expectations are checked.
@@ -320,8 +329,13 @@ func (s *Scenario) validate() error {
 		default:
 			bad(fmt.Sprintf("streams[%d].identity", i), "%q: want ip, user or apikey", st.Identity)
 		}
-		if st.RateKnob != "" && s.Knob(st.RateKnob) == nil {
-			bad(fmt.Sprintf("streams[%d].rate_knob", i), "%q is not a knob", st.RateKnob)
+		if st.RateKnob != "" {
+			k := s.Knob(st.RateKnob)
+			if k == nil {
+				bad(fmt.Sprintf("streams[%d].rate_knob", i), "%q is not a knob", st.RateKnob)
+			} else if _, hi, err := k.bounds(); err == nil && (k.Kind != "int" && k.Kind != "float" || hi > load.MaxRate) {
+				bad(fmt.Sprintf("streams[%d].rate_knob", i), "%q: want an int or float knob of at most %d/s", st.RateKnob, load.MaxRate)
+			}
 		}
 	}
 	if _, err := load.Policy(s.Client.Retry, s.Client.Retries); err != nil {
@@ -331,6 +345,10 @@ func (s *Scenario) validate() error {
 		errs = append(errs, err)
 	}
 	for i, k := range s.Knobs {
+		if _, _, err := k.bounds(); err != nil {
+			bad(fmt.Sprintf("knobs[%s]", k.Name), "%v", err)
+			continue
+		}
 		if err := k.check(k.Default); err != nil {
 			bad(fmt.Sprintf("knobs[%s].default", k.Name), "%v", err)
 		}
@@ -352,8 +370,8 @@ func (s *Scenario) validate() error {
 			if ph.Duration <= 0 || ph.Settle < 0 || ph.Settle >= ph.Duration {
 				bad(f, "duration must be positive and settle shorter than it")
 			}
-			if ph.Rate < 0 || ph.To < 0 {
-				bad(f, "rates must not be negative")
+			if !(ph.Rate >= 0 && ph.Rate <= load.MaxRate && ph.To >= 0 && ph.To <= load.MaxRate) { // NaN fails too
+				bad(f, "rates must be from 0 to %d/s", load.MaxRate)
 			}
 			for name, v := range ph.Knobs {
 				k := s.Knob(name)
@@ -396,15 +414,19 @@ func (k KnobSpec) check(v string) error {
 	case "bool":
 		_, err := strconv.ParseBool(v)
 		return err
-	case "int":
-		_, err := strconv.Atoi(v)
-		return err
-	case "float":
-		_, err := strconv.ParseFloat(v, 64)
-		return err
-	case "duration":
-		_, err := time.ParseDuration(v)
-		return err
+	case "int", "float", "duration":
+		n, err := k.number(v)
+		if err != nil {
+			return err
+		}
+		lo, hi, err := k.bounds()
+		if err != nil {
+			return err
+		}
+		if n < lo || n > hi {
+			return fmt.Errorf("%q: want a value from %s to %s", v, cmp.Or(k.Min, "0"), cmp.Or(k.Max, knobCeilings[k.Kind]))
+		}
+		return nil
 	case "enum":
 		if !slices.Contains(k.Options, v) {
 			return fmt.Errorf("%q: want one of %s", v, strings.Join(k.Options, ", "))
@@ -413,4 +435,57 @@ func (k KnobSpec) check(v string) error {
 	default:
 		return fmt.Errorf("knob %s: kind %q: want bool, int, float, duration or enum", k.Name, k.Kind)
 	}
+}
+
+// knobCeilings are the largest values a numeric knob may take, whatever its scenario says:
+// far above what any lesson needs, and low enough that no value floods the system (a rate
+// of a million a second) or parks it (a service time of years). A float knob's ceiling is
+// the load engine's highest rate, since a stream's rate knob is a float.
+var knobCeilings = map[string]string{
+	"int":      "100000",
+	"float":    strconv.Itoa(load.MaxRate),
+	"duration": "1m",
+}
+
+// bounds returns the knob's Min and Max as numbers (see number), checked against 0 and the
+// kind's ceiling; both are 0 for a bool or enum knob.
+func (k KnobSpec) bounds() (lo, hi float64, err error) {
+	ceiling, numeric := knobCeilings[k.Kind]
+	if !numeric {
+		if k.Min != "" || k.Max != "" {
+			return 0, 0, fmt.Errorf("min and max: only int, float and duration knobs take them, not %s", k.Kind)
+		}
+		return 0, 0, nil
+	}
+	top, _ := k.number(ceiling)
+	if lo, err = k.number(cmp.Or(k.Min, "0")); err != nil {
+		return 0, 0, fmt.Errorf("min: %w", err)
+	}
+	if hi, err = k.number(cmp.Or(k.Max, ceiling)); err != nil {
+		return 0, 0, fmt.Errorf("max: %w", err)
+	}
+	if lo < 0 || hi < lo || hi > top {
+		return 0, 0, fmt.Errorf("min %q, max %q: want 0 <= min <= max <= %s", k.Min, k.Max, ceiling)
+	}
+	return lo, hi, nil
+}
+
+// number reads v as a number of the knob's kind: an int, a finite float, or a duration in
+// nanoseconds.
+func (k KnobSpec) number(v string) (float64, error) {
+	switch k.Kind {
+	case "int":
+		n, err := strconv.Atoi(v)
+		return float64(n), err
+	case "float":
+		f, err := strconv.ParseFloat(v, 64)
+		if err == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			return 0, fmt.Errorf("%q: want a finite number", v)
+		}
+		return f, err
+	case "duration":
+		d, err := time.ParseDuration(v)
+		return float64(d), err
+	}
+	return 0, fmt.Errorf("kind %q has no numbers", k.Kind)
 }

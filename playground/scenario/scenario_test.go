@@ -42,6 +42,7 @@ request: {method: GET, path: /v1/events, route: events}
 streams: [{name: a, identity: ip, count: 2}]
 knobs:
   - {name: retry, kind: enum, options: [none, naive], default: none}
+  - {name: retries, kind: int, max: "10", default: "3"}
 profiles:
   - name: p
     phases:
@@ -68,6 +69,14 @@ func TestParseRejectsWhatARunCannotDo(t *testing.T) {
 		{"bad gateway retry budget", "name: retry, kind", "name: gateway_retry_budget, kind: enum, options: [\"off\", \"20\"], default: \"off\"}\n  - {name: retry, kind", "knobs[gateway_retry_budget]"},
 		{"bad gateway adaptive", "name: retry, kind", "name: gateway_adaptive, kind: enum, options: [\"off\", fast], default: \"off\"}\n  - {name: retry, kind", "knobs[gateway_adaptive]"},
 		{"bad identity", "identity: ip", "identity: fingerprint", "identity"},
+		{"phase knob out of range", "knobs: {retry: naive}", "knobs: {retries: \"-1\"}", `knobs.retries: "-1": want a value from 0 to 10`},
+		{"default out of range", "default: \"3\"}", "default: \"11\"}", `knobs[retries].default: "11"`},
+		{"bounds on an enum", "default: none}", "default: none, max: \"3\"}", "knobs[retry]: min and max"},
+		{"max above the kind's ceiling", "max: \"10\"", "max: \"1000000\"", "knobs[retries]: min"},
+		{"phase rate above the engine's", "duration: 2s, rate: 10}", "duration: 2s, rate: 20000}", "rates must be from 0 to 10000/s"},
+		{"phase rate not a number", "duration: 2s, rate: 10}", "duration: 2s, rate: .nan}", "rates must be from 0 to 10000/s"},
+		{"rate knob of another kind", "identity: ip, count: 2}", "identity: ip, count: 2, rate_knob: retry}", `rate_knob: "retry": want an int or float knob of at most 10000/s`},
+		{"rate knob above the engine's", "count: 2}]\nknobs:\n", "count: 2, rate_knob: fast}]\nknobs:\n  - {name: fast, kind: int, default: \"0\"}\n", `rate_knob: "fast": want an int or float knob of at most 10000/s`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
