@@ -61,6 +61,10 @@ type Run struct {
 	knobMu  sync.Mutex
 	knobs   map[string]string
 	budgets map[string]*load.Budget
+	// setting holds one token: whoever turns knobs (setAll) holds it from setting the values
+	// to recording them, so that changes reach the system in the order they were made and
+	// the last value set is the one in force.
+	setting chan struct{}
 
 	randMu sync.Mutex
 
@@ -137,7 +141,8 @@ func Start(ctx context.Context, sc Scenario, profile string, t Target, o Options
 		sc: sc, profile: scale(*p, o.Duration), target: t, o: o,
 		log:  o.Log.With("scenario", sc.Name, "profile", p.Name),
 		done: make(chan struct{}), knobs: map[string]string{}, budgets: map[string]*load.Budget{},
-		subs: map[chan Sample]struct{}{},
+		setting: make(chan struct{}, 1),
+		subs:    map[chan Sample]struct{}{},
 	}
 	for _, k := range sc.Knobs {
 		r.knobs[k.Name] = k.Default
@@ -404,7 +409,18 @@ func (r *Run) set(ctx context.Context, name, value, who string) error {
 // is applied, and each group of knobs applied together (knobGroup) is applied once, so that
 // a group never goes through a mix of old and new values. A group that fails keeps its old
 // values; the errors are returned, one per knob or group that failed.
+//
+// Calls run one at a time, each from setting its values to recording them: two people
+// turning the same knob at once would otherwise race their admin calls, and the slower,
+// earlier one would land last and stay in force while the run reports the other. A call
+// that cannot take its turn before ctx ends changes nothing.
 func (r *Run) setAll(ctx context.Context, values map[string]string, who string) []error {
+	select {
+	case r.setting <- struct{}{}:
+		defer func() { <-r.setting }()
+	case <-ctx.Done():
+		return []error{fmt.Errorf("waiting for another knob change: %w", ctx.Err())}
+	}
 	var errs []error
 	names := slices.Sorted(maps.Keys(values))
 	old := map[string]string{}
