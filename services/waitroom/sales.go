@@ -15,22 +15,15 @@ import (
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 )
 
-// The catalog's stream, which the catalog creates, and the subjects of its event changes
-// (boxoffice.catalog.event.created and .updated, each a catalogv1.EventChange carrying the
-// whole event as protojson).
+// What SaleFollower reads: the catalog's stream (the catalog creates it), the subjects of
+// its event changes (boxoffice.catalog.event.created and .updated, each a
+// catalogv1.EventChange as protojson), and the durable consumer all waitroom replicas share
+// as a work queue, since the sale a change opens lives in the Redis they share.
 const (
 	CatalogStream        = "CATALOG"
 	catalogEventSubjects = "boxoffice.catalog.event.>"
+	SaleConsumer         = "waitroom-sales"
 )
-
-// SaleConsumer is the durable consumer on CatalogStream that every waitroom replica shares,
-// as a work queue: the sale a change opens lives in the Redis all replicas share, so one
-// replica applying it is enough.
-const SaleConsumer = "waitroom-sales"
-
-// catalogChangeJSON reads the catalog's payloads, skipping fields a newer catalog added, so
-// the two services need not be deployed in lockstep.
-var catalogChangeJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
 
 // SaleFollower opens the queue (Queue.Open) of every flash sale the catalog creates or
 // changes, until the queue TTL after the event starts: it is how the demo's flash sale and
@@ -42,15 +35,11 @@ var catalogChangeJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
 // harmless. An unreadable change is terminated rather than redelivered forever; a failure
 // that may pass (Redis away) is redelivered after RetryEvery.
 type SaleFollower struct {
-	// JS is the JetStream the catalog publishes to. Required.
-	JS jetstream.JetStream
-	// Queue opens the sales. Required.
-	Queue *Queue
-	// Log receives what was opened and what failed; nil discards it.
-	Log *slog.Logger
-	// RetryEvery is the pause before looking again for a CatalogStream that does not exist
-	// yet (the waitroom started before the catalog) and before a failed change is
-	// redelivered; 0 means 1s.
+	JS    jetstream.JetStream // where the catalog publishes; required
+	Queue *Queue              // opens the sales; required
+	Log   *slog.Logger        // what was opened and what failed; nil discards
+	// RetryEvery is the pause before looking again for a CatalogStream not there yet (the
+	// waitroom started first) and before redelivering a failed change; 0 means 1s.
 	RetryEvery time.Duration
 }
 
@@ -99,7 +88,8 @@ func (f *SaleFollower) handle(ctx context.Context, msg jetstream.Msg) {
 // ago stays closed). A payload that cannot be read is an Invalid problem.
 func (f *SaleFollower) apply(ctx context.Context, payload []byte) (event string, opened bool, err error) {
 	var change catalogv1.EventChange
-	if err := catalogChangeJSON.Unmarshal(payload, &change); err != nil {
+	// Fields a newer catalog added are skipped: the services need not deploy in lockstep.
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(payload, &change); err != nil {
 		return "", false, &problem.Error{Code: problem.Invalid, Message: "unreadable catalog change", Err: err}
 	}
 	e := change.GetEvent()
