@@ -27,9 +27,9 @@ const (
 	// and stops being a queue.
 	MaxAdmitPerSecond = 100_000
 	// DefaultMaxEventsPerTick bounds one admitter tick's work. A visit is one script round
-	// trip, a fraction of a millisecond, so a tick stays well inside the 100ms interval;
-	// and since each listed event needs a visit only once a second (its budget is per
-	// second), up to ten times this many sales at once admit at their full rates.
+	// trip, a fraction of a millisecond, so a tick stays well inside the default 100ms
+	// interval; and since a listed event needs a visit only once a second (its budget is
+	// per second), at that interval up to ten times this many sales admit at full rate.
 	DefaultMaxEventsPerTick = 100
 )
 
