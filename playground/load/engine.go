@@ -1,7 +1,9 @@
 // Package load is the playground's open-model load engine. Arrivals are scheduled by rate,
 // whether or not earlier requests have returned: a slow server cannot slow the schedule down
 // and so hide its own latency (the "coordinated omission" of closed-loop load tools, which
-// wait for a response before sending the next request). Every attempt is bounded by a
+// wait for a response before sending the next request). For the same reason a job's latency
+// is timed from when its arrival was due, not from when the engine got round to sending it:
+// an engine running late shows its wait rather than hiding it. Every attempt is bounded by a
 // timeout, every run by a duration and an arrival count, and what happens is bucketed per
 // second into a Recorder: attempts sent, unique requests, outcomes (2xx, 429, 503, other 5xx,
 // client errors, timeouts), goodput, and an HDR histogram of accepted latency.
@@ -189,7 +191,7 @@ func (e *Engine) schedule(ctx context.Context, d time.Duration, s Stream, arriva
 			if arrivals.Add(1) > e.MaxArrivals {
 				return ErrTooManyArrivals
 			}
-			e.arrive(ctx, s, n, jobs)
+			e.arrive(ctx, s, n, start.Add(due), jobs)
 			n++
 			due += e.gap(rate)
 			continue
@@ -218,15 +220,16 @@ func (e *Engine) gap(rate float64) time.Duration {
 	return time.Duration(min(g, float64(maxGap)))
 }
 
-// arrive starts one job, or records it as dropped when MaxInFlight jobs are running.
-func (e *Engine) arrive(ctx context.Context, s Stream, n int64, jobs *sync.WaitGroup) {
+// arrive starts one job, due at at, or records it as dropped when MaxInFlight jobs are
+// running.
+func (e *Engine) arrive(ctx context.Context, s Stream, n int64, at time.Time, jobs *sync.WaitGroup) {
 	if e.inFlight.Add(1) > int64(e.MaxInFlight) {
 		e.inFlight.Add(-1)
 		e.Recorder.Sent(s.Name, true)
 		e.Recorder.Done(s.Name, Dropped, 0)
 		return
 	}
-	c := &Client{e: e, stream: s.Name, budget: s.Budget}
+	c := &Client{e: e, stream: s.Name, budget: s.Budget, due: at}
 	if s.Behaviour != nil {
 		c.behaviour = s.Behaviour()
 	}
@@ -238,12 +241,15 @@ func (e *Engine) arrive(ctx context.Context, s Stream, n int64, jobs *sync.WaitG
 }
 
 // Client sends one job's requests, recording every attempt under its stream. A job may use it
-// for several requests (a fan's journey); it is not shared between jobs.
+// for several requests (a fan's journey), one at a time; it is not shared between jobs.
 type Client struct {
 	e         *Engine
 	stream    string
 	behaviour Behaviour
 	budget    *Budget
+	// due is when the job's arrival was scheduled, until its first attempt is sent; zero
+	// after.
+	due time.Time
 }
 
 // Response is an attempt's answer: the status, headers and up to 64 KiB of body.
@@ -252,7 +258,12 @@ type Response struct {
 	Header  http.Header
 	Body    []byte
 	Outcome Outcome
-	Latency time.Duration
+	// Latency is the time from when the attempt was due to its answer: for a job's first
+	// attempt, from when its arrival was scheduled, so that an engine running late (a GC
+	// pause, a starved CPU) shows its wait in the latency instead of hiding it; for later
+	// attempts, from when the job sent them. ServiceTime is from the send alone.
+	Latency     time.Duration
+	ServiceTime time.Duration
 }
 
 // Recorder is where the client records; jobs add their own counters to it.
@@ -314,7 +325,14 @@ func (c *Client) attempt(ctx context.Context, build func(ctx context.Context) (*
 		c.e.Recorder.Done(c.stream, ClientError, 0)
 		return &Response{Outcome: ClientError}
 	}
-	start := c.e.Now()
+	sent := c.e.Now()
+	due := sent
+	if !c.due.IsZero() {
+		if c.due.Before(sent) {
+			due = c.due
+		}
+		c.due = time.Time{}
+	}
 	resp, err := c.e.HTTP.Do(req)
 	var out *Response
 	if err == nil {
@@ -328,7 +346,8 @@ func (c *Client) attempt(ctx context.Context, build func(ctx context.Context) (*
 	} else {
 		out = &Response{Outcome: failure(ctx, err)}
 	}
-	out.Latency = c.e.Now().Sub(start)
+	answered := c.e.Now()
+	out.Latency, out.ServiceTime = answered.Sub(due), answered.Sub(sent)
 	c.e.Recorder.Done(c.stream, out.Outcome, out.Latency)
 	if out.Outcome == TooMany {
 		for _, rule := range ViolatedPolicies(out.Body) {
