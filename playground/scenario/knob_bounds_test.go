@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -109,17 +108,7 @@ profiles:
 // A running scenario refuses a knob value out of range and keeps the value it had: an
 // infinite rate is not a rate, and a negative count is not a count.
 func TestSetKnobRefusesValuesOutOfRange(t *testing.T) {
-	srv := httptest.NewServer(newFakeSystem())
-	defer srv.Close()
-	sc, err := Parse([]byte(noisyScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := Start(context.Background(), sc, "", Target{Gateway: srv.URL}, Options{})
-	if err != nil {
-		t.Fatalf("Start = %v", err)
-	}
-	defer func() { run.Stop(); <-run.Done() }()
+	run := startOnFake(t, noisyScenario, newFakeSystem(), Options{})
 	tests := []struct{ knob, v string }{
 		{"noisy_rate", "Inf"},
 		{"noisy_rate", "NaN"},

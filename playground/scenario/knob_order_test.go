@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -18,7 +17,7 @@ func TestConcurrentKnobChangesEndAsTheKnobsSay(t *testing.T) {
 	sys := newFakeSystem()
 	slowPut := make(chan struct{})
 	var once sync.Once
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	run := startOnFake(t, fakeScenario, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPut && r.URL.Path == "/admin/limits/lim" {
 			body, _ := io.ReadAll(r.Body)
 			if strings.Contains(string(body), `"rate":"10/s"`) {
@@ -28,18 +27,7 @@ func TestConcurrentKnobChangesEndAsTheKnobsSay(t *testing.T) {
 			r.Body = io.NopCloser(strings.NewReader(string(body)))
 		}
 		sys.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	sc, err := Parse([]byte(fakeScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := Target{Gateway: srv.URL, Admin: srv.URL, AdminToken: "t", Services: map[string][]string{"catalog": {srv.URL}}}
-	run, err := Start(context.Background(), sc, "", target, Options{})
-	if err != nil {
-		t.Fatalf("Start = %v", err)
-	}
-	defer func() { run.Stop(); <-run.Done() }()
+	}), Options{})
 
 	var wg sync.WaitGroup
 	wg.Go(func() {

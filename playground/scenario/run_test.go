@@ -281,6 +281,25 @@ func runOnFakeSystem(t *testing.T, doc string) (*fakeSystem, Result) {
 	return sys, res
 }
 
+// startOnFake starts the scenario doc's first profile against h, which serves as gateway,
+// admin API and the catalog's one instance, and stops the run when the test ends.
+func startOnFake(t *testing.T, doc string, h http.Handler, o Options) *Run {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	sc, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := Target{Gateway: srv.URL, Admin: srv.URL, AdminToken: "t", Services: map[string][]string{"catalog": {srv.URL}}}
+	run, err := Start(context.Background(), sc, "", target, o)
+	if err != nil {
+		t.Fatalf("Start = %v", err)
+	}
+	t.Cleanup(func() { run.Stop(); <-run.Done() })
+	return run
+}
+
 // catalogScenario is the start of a scenario against the fake system's catalog: name, title
 // and knobs follow.
 const catalogScenario = `

@@ -1,8 +1,6 @@
 package scenario
 
 import (
-	"context"
-	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -10,17 +8,7 @@ import (
 // A run planned to last for days and stopped after a second ends at once, and its result
 // covers the seconds that ran, not the ones planned.
 func TestStopOfALongRunReturnsQuickly(t *testing.T) {
-	srv := httptest.NewServer(newFakeSystem())
-	defer srv.Close()
-	sc, err := Parse([]byte(fakeScenario))
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := Target{Gateway: srv.URL, Admin: srv.URL, AdminToken: "t", Services: map[string][]string{"catalog": {srv.URL}}}
-	run, err := Start(context.Background(), sc, "", target, Options{Duration: 10000 * time.Hour})
-	if err != nil {
-		t.Fatalf("Start = %v", err)
-	}
+	run := startOnFake(t, fakeScenario, newFakeSystem(), Options{Duration: 10000 * time.Hour})
 	samples, cancel := run.Subscribe()
 	defer cancel()
 	<-samples // a second has run
