@@ -187,6 +187,13 @@ func TestDemoCatalog(t *testing.T) {
 	if flash != 1 {
 		t.Errorf("demo has %d flash-sale events, want exactly 1", flash)
 	}
+	// East of UTC the local date runs ahead of UTC's; every demo sale must still be open.
+	east := time.Date(2026, 6, 2, 1, 0, 0, 0, time.FixedZone("UTC+14", 14*3600))
+	for _, e := range DemoCatalog(east).Events {
+		if e.OnSaleAt.After(east) {
+			t.Errorf("DemoCatalog(%v): %s goes on sale at %v, want already on sale", east, e.ID, e.OnSaleAt)
+		}
+	}
 }
 
 // assertField checks err is nil when field is "", else an Invalid problem naming field.

@@ -78,6 +78,7 @@ var demoActs = []demoAct{
 // The same today gives the same catalog, ids included, so other services' demo data can
 // refer to it.
 func DemoCatalog(today time.Time) Demo {
+	today = today.UTC() // the day as UTC sees it: east of UTC, a local date would put sales in the future
 	day := time.Date(today.Year(), today.Month(), today.Day(), 0, 0, 0, 0, time.UTC)
 	onSale := day.AddDate(0, 0, -7) // already on sale: the demo is for buying
 	var d Demo

@@ -45,7 +45,8 @@ type InventoryClient interface {
 	BatchGetAvailability(ctx context.Context, in *BatchGetAvailabilityRequest, opts ...grpc.CallOption) (*BatchGetAvailabilityResponse, error)
 	// PlaceHold holds named seats, or a quantity of a GA class, for the calling user: all or
 	// nothing. ALREADY_EXISTS when a seat is taken or too few GA tickets are left;
-	// PERMISSION_DENIED on a flash-sale event without a valid admission pass.
+	// PERMISSION_DENIED on a flash-sale event without a valid admission pass;
+	// FAILED_PRECONDITION before the event's on_sale_at or once its starts_at has passed.
 	PlaceHold(ctx context.Context, in *PlaceHoldRequest, opts ...grpc.CallOption) (*Hold, error)
 	// ReleaseHold gives the seats back. Idempotent; ALREADY_EXISTS when already confirmed.
 	ReleaseHold(ctx context.Context, in *ReleaseHoldRequest, opts ...grpc.CallOption) (*Hold, error)
@@ -152,7 +153,8 @@ type InventoryServer interface {
 	BatchGetAvailability(context.Context, *BatchGetAvailabilityRequest) (*BatchGetAvailabilityResponse, error)
 	// PlaceHold holds named seats, or a quantity of a GA class, for the calling user: all or
 	// nothing. ALREADY_EXISTS when a seat is taken or too few GA tickets are left;
-	// PERMISSION_DENIED on a flash-sale event without a valid admission pass.
+	// PERMISSION_DENIED on a flash-sale event without a valid admission pass;
+	// FAILED_PRECONDITION before the event's on_sale_at or once its starts_at has passed.
 	PlaceHold(context.Context, *PlaceHoldRequest) (*Hold, error)
 	// ReleaseHold gives the seats back. Idempotent; ALREADY_EXISTS when already confirmed.
 	ReleaseHold(context.Context, *ReleaseHoldRequest) (*Hold, error)
