@@ -330,6 +330,8 @@ func TestRunRejectsBadConfiguration(t *testing.T) {
 		{"bad public key", map[string]string{"WAITROOM_PUBLIC_KEY": "not-a-key"}, "WAITROOM_PUBLIC_KEY"},
 		{"short public key", map[string]string{"WAITROOM_PUBLIC_KEY": "AAAA"}, "WAITROOM_PUBLIC_KEY"},
 		{"bad hold TTL", map[string]string{"HOLD_TTL": "forever"}, "HOLD_TTL"},
+		{"no account cap", map[string]string{"HOLD_ACCOUNT_CAP": "0"}, "HOLD_ACCOUNT_CAP"},
+		{"account cap past any venue", map[string]string{"HOLD_ACCOUNT_CAP": "1000000"}, "HOLD_ACCOUNT_CAP"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,6 +25,11 @@ import (
 // empty a section in one request.
 const MaxTicketsPerHold = 8
 
+// DefaultMaxTicketsPerAccount is how many tickets of one event one account may hold at a
+// time, across its active holds, when the Store sets no other cap (see CheckAccountCap): one
+// hold's worth, so an account admitted to a flash sale cannot hoard its seats hold after hold.
+const DefaultMaxTicketsPerAccount = MaxTicketsPerHold
+
 // DefaultHoldTTL is how long a hold keeps its seats when the process sets no HOLD_TTL: long
 // enough to pay, short enough that abandoned carts return seats during a flash sale.
 const DefaultHoldTTL = 5 * time.Minute
@@ -300,6 +305,21 @@ func (w SaleWindow) Check(now time.Time, event string) error {
 		return problem.New(problem.Unprocessable, "event %s has started: its tickets are no longer on sale", event)
 	}
 	return nil
+}
+
+// CheckAccountCap says whether an account already holding held tickets of event, across its
+// active holds, may hold asked more when it may hold at most limit at a time. Over the cap
+// the answer is Unprocessable, like a sale that is not open: the request is well formed and
+// the tickets may be free, but this account may not hold them now. Only active holds count:
+// a confirmed hold's tickets are sold and no longer held, so an account that bought its cap
+// may hold again (how many one account may buy in all is another rule, not this one).
+func CheckAccountCap(held, asked, limit int, event string) error {
+	if held+asked <= limit {
+		return nil
+	}
+	return problem.New(problem.Unprocessable,
+		"the account holds %d tickets of event %s and may hold at most %d at a time; this hold asks for %d more (order or release a hold first)",
+		held, event, limit, asked)
 }
 
 // Hold is a set of tickets an account keeps for itself until ExpiresAt, then confirms

@@ -24,8 +24,13 @@ var Spec = server.Spec{Name: "inventory", HTTPAddr: ":8104", GRPCAddr: ":9104"}
 type Config struct {
 	HoldTTL       time.Duration     // HOLD_TTL: how long a hold keeps its seats; default 5m
 	SweepInterval time.Duration     // HOLD_SWEEP_INTERVAL: how often expired holds are released; default 1s
+	AccountCap    int               // HOLD_ACCOUNT_CAP: tickets of one event one account may hold at a time; default 8
 	PassKey       ed25519.PublicKey // WAITROOM_PUBLIC_KEY: base64 Ed25519 key; unset refuses flash-sale holds
 }
+
+// maxAccountCap bounds HOLD_ACCOUNT_CAP: a cap past any venue's size is no cap, and a typo
+// should not pass for one.
+const maxAccountCap = 10_000
 
 // LoadConfig reads Config through r; problems are reported by r.Err, and by err for the
 // one variable the Reader cannot parse itself (the key).
@@ -33,6 +38,7 @@ func LoadConfig(r *config.Reader) (c Config) {
 	c = Config{
 		HoldTTL:       r.Duration("HOLD_TTL", DefaultHoldTTL),
 		SweepInterval: r.Duration("HOLD_SWEEP_INTERVAL", time.Second),
+		AccountCap:    r.Int("HOLD_ACCOUNT_CAP", DefaultMaxTicketsPerAccount, 1, maxAccountCap),
 	}
 	if v := r.String("WAITROOM_PUBLIC_KEY", ""); v != "" {
 		var err error
@@ -55,7 +61,8 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 	if err != nil {
 		return nil, err
 	}
-	store := &Store{DB: db, HoldTTL: cfg.HoldTTL, PassKey: cfg.PassKey, MeterProvider: s.Telemetry.MeterProvider}
+	store := &Store{DB: db, HoldTTL: cfg.HoldTTL, MaxTicketsPerAccount: cfg.AccountCap, PassKey: cfg.PassKey,
+		MeterProvider: s.Telemetry.MeterProvider}
 	if err := store.Init(ctx); err != nil {
 		return nil, err
 	}

@@ -43,6 +43,10 @@ type Store struct {
 	Rand io.Reader
 	// HoldTTL is how long a new hold lasts; 0 means DefaultHoldTTL.
 	HoldTTL time.Duration
+	// MaxTicketsPerAccount is how many tickets of one event one account may hold at a time,
+	// across its active holds (see CheckAccountCap and PlaceHold); 0 means
+	// DefaultMaxTicketsPerAccount.
+	MaxTicketsPerAccount int
 	// PassKey verifies waitroom admission passes for flash-sale events; nil refuses
 	// flash-sale holds (see CheckAdmission).
 	PassKey ed25519.PublicKey
@@ -89,6 +93,13 @@ func (s *Store) holdTTL() time.Duration {
 		return s.HoldTTL
 	}
 	return DefaultHoldTTL
+}
+
+func (s *Store) maxTicketsPerAccount() int {
+	if s.MaxTicketsPerAccount > 0 {
+		return s.MaxTicketsPerAccount
+	}
+	return DefaultMaxTicketsPerAccount
 }
 
 // msOrNull stores t as milliseconds since the epoch, the zero time as NULL.

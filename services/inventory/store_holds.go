@@ -10,14 +10,17 @@ import (
 	"time"
 
 	"boxoffice.dev/platform/problem"
+	"boxoffice.dev/platform/sqldb"
 )
 
 // PlaceHold claims the tickets req asks for, all or none, for HoldTTL, and records a
 // hold.placed event. It answers NotFound for an event without a seat map, Unprocessable
-// outside the event's SaleWindow (before the sale opens, or once the event has started),
-// Forbidden for a flash-sale event without a valid admission pass, Invalid for seats or a
-// class the event does not have, and Conflict when any asked seat is taken or too few GA
-// tickets are left.
+// outside the event's SaleWindow (before the sale opens, or once the event has started) or
+// when the account would hold more than MaxTicketsPerAccount tickets of the event across its
+// active holds (CheckAccountCap; confirmed holds are sold and do not count, nor do holds past
+// their expiry that the sweeper has yet to end), Forbidden for a flash-sale event without a
+// valid admission pass, Invalid for seats or a class the event does not have, and Conflict
+// when any asked seat is taken or too few GA tickets are left.
 //
 // The claim is one conditional UPDATE whose row count is checked inside the transaction:
 //
@@ -33,6 +36,9 @@ import (
 //   - SQLite: every transaction begins IMMEDIATE and takes the database's single write lock
 //     (sqldb.Open), so claims run one at a time, across connections and across processes
 //     sharing the file; the second simply finds the seat held.
+//
+// The account's cap is a count, then a write, so it needs a lock where the claim does not:
+// see checkAccountCap.
 //
 // The schema's CHECKs (ga_classes.held + sold <= capacity; a seat's hold_id set exactly when
 // it is not available) are a last line the engine enforces whatever the code does.
@@ -84,6 +90,9 @@ func (s *Store) placeHold(ctx context.Context, req HoldRequest) (Hold, error) {
 				return err
 			}
 		}
+		if err := s.checkAccountCap(ctx, tx, h, now); err != nil {
+			return err
+		}
 		if h.Class != "" {
 			if err := s.claimGA(ctx, tx, h); err != nil {
 				return err
@@ -112,6 +121,32 @@ func (s *Store) placeHold(ctx context.Context, req HoldRequest) (Hold, error) {
 		return s.record(ctx, tx, verbPlaced, h, now)
 	})
 	return h, err
+}
+
+// checkAccountCap refuses h when the tickets h.Account already holds of h.EventID and h's
+// own would pass the cap. Two holds of one account must not both count before either is
+// written, so on PostgreSQL the count runs under a transaction-scoped advisory lock on the
+// (event, account) pair: one account's holds of one event queue from here to their commit,
+// while other accounts' holds run on as before. Row locks would not do: an account's first
+// holds have no rows yet to lock, and locking the event row would queue every fan of a flash
+// sale behind one another. Two pairs whose keys hash alike merely queue too. SQLite's
+// IMMEDIATE transactions already run one at a time.
+func (s *Store) checkAccountCap(ctx context.Context, tx *sql.Tx, h Hold, now time.Time) error {
+	if s.DB.Dialect == sqldb.Postgres {
+		// The two-key form: its keys never meet the one-key locks of the outbox and of migrations.
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, h.EventID, h.Account); err != nil {
+			return fmt.Errorf("lock the account's holds: %w", err)
+		}
+	}
+	var held int
+	// A hold past its expiry no longer counts: it can no longer be confirmed, and its tickets
+	// go back to sale at the sweeper's next pass.
+	err := tx.QueryRowContext(ctx, s.DB.Rebind(`SELECT COALESCE(SUM(quantity), 0) FROM holds
+		WHERE account = ? AND event_id = ? AND status = 'active' AND expires_ms > ?`), h.Account, h.EventID, now.UnixMilli()).Scan(&held)
+	if err != nil {
+		return fmt.Errorf("count the account's tickets: %w", err)
+	}
+	return CheckAccountCap(held, h.Quantity, s.maxTicketsPerAccount(), h.EventID)
 }
 
 // claimSeats marks h's seats held by h, or fails without changing any.
