@@ -108,7 +108,10 @@ function drawKnobs() {
   clear(knobsForm);
   for (const k of current.knobs ?? []) {
     const id = `knob-${k.name}`;
-    const help = k.help ? el("span", { class: "hint", id: `${id}-help` }, ` ${k.help}`) : null;
+    // A numeric knob's range, when the scenario states one, is shown before a value is refused.
+    const range = k.max ? `from ${k.min || "0"} to ${k.max}` : "";
+    const hint = [k.help, range].filter(Boolean).join("; ");
+    const help = hint ? el("span", { class: "hint", id: `${id}-help` }, ` ${hint}`) : null;
     let control;
     if (k.kind === "bool") {
       control = el("input", { type: "checkbox", id, name: k.name, "aria-describedby": help ? `${id}-help` : null });
