@@ -270,11 +270,14 @@ func (r *Run) run(ctx context.Context) {
 	r.sample(ctx, loadDone)
 	wg.Wait()
 
+	// What the run changed goes back before the driver's tally, which may wait up to a
+	// minute for orders to settle: a process stopping mid-run has only its shutdown timeout,
+	// and the gateway's limits must not outlive the run. The tally reads no restored knob.
+	stopped := ctx.Err() != nil
+	r.putBack()
 	cleanup, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r.driver.finish(cleanup, r)
-	stopped := ctx.Err() != nil
-	r.putBack()
 	r.finish(stopped)
 }
 
