@@ -13,14 +13,18 @@ var KeyHeaders = []string{"Idempotency-Key"}
 
 // RefuseBadText answers 400, an Invalid problem naming the part at fault, to a request whose
 // decoded path ("path"), query parameter names or values (the parameter's name), or
-// KeyHeaders (the header's name) are not valid UTF-8 or hold a control character
-// (problem.CheckText); other requests go to next.
+// KeyHeaders (the header's name) are not valid UTF-8 or hold a control character; other
+// requests go to next.
 //
 // These are what a handler passes to its store as ids, filters and keys, and PostgreSQL's
 // text type refuses NUL and invalid UTF-8 as an internal error (SQLSTATE 22021): refusing
 // them here, once, turns a 500 on one engine (and a quiet 200 or 404 on SQLite) into the
-// same 400 on both, for every service. No handler needs control characters in these, so the
-// rule is the strict one; free text travels in bodies, which problem.DecodeJSON checks.
+// same 400 on both, for every service. The path, parameter names and keys name things, so
+// they get the strict rule (problem.CheckText). Query values get the free-text rule
+// (problem.CheckFreeText), which allows tab, line feed and carriage return: a value may be
+// free text, and a GraphQL query sent by GET (a BFF's persisted query, the first time) is
+// written on several lines. A handler that takes an id from the query and must not see a
+// line break checks it itself, as it checks the id's shape.
 //
 // net/http already refuses control characters in header values (except tab, which
 // CheckText refuses here too) but lets through bytes 0x80 to 0xFF, invalid UTF-8 when they
@@ -50,7 +54,7 @@ func checkText(r *http.Request) error {
 			}
 			err := problem.CheckText(name, name)
 			if err == nil {
-				err = checkAll(name, values)
+				err = checkAll(problem.CheckFreeText, name, values)
 			}
 			if err != nil {
 				bad, badErr = name, err
@@ -61,17 +65,17 @@ func checkText(r *http.Request) error {
 		}
 	}
 	for _, h := range KeyHeaders {
-		if err := checkAll(h, r.Header.Values(h)); err != nil {
+		if err := checkAll(problem.CheckText, h, r.Header.Values(h)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// checkAll returns the error of the first of values problem.CheckText refuses, or nil.
-func checkAll(field string, values []string) error {
+// checkAll returns the error of the first of values check refuses, or nil.
+func checkAll(check func(field, s string) error, field string, values []string) error {
 	for _, v := range values {
-		if err := problem.CheckText(field, v); err != nil {
+		if err := check(field, v); err != nil {
 			return err
 		}
 	}

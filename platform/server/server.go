@@ -325,8 +325,8 @@ func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener)
 // Handler is the process's whole HTTP surface: platform endpoints plus h. The control hook
 // wraps only h, so injected faults never make a health probe lie. Requests for h carry at
 // most httpserver.DefaultMaxBodyBytes and are refused with 400 when their path, query or
-// Idempotency-Key is not valid UTF-8 text without control characters
-// (httpserver.RefuseBadText). An edge component's surface is h and the health endpoints
+// Idempotency-Key holds invalid UTF-8 or a control character (httpserver.RefuseBadText
+// says which; a query value may hold tabs and line breaks). An edge component's surface is h and the health endpoints
 // alone, without those two checks (Spec.Edge).
 func (s *Server) Handler(h http.Handler) http.Handler {
 	mux := http.NewServeMux()

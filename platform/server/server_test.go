@@ -96,6 +96,7 @@ func TestMainServesPlatformEndpointsAndRoutes(t *testing.T) {
 		{"/anything/caf%C3%A9?city=S%C3%A3o+Paulo", "hello", 200},
 		{"/anything/a%00b", `"field":"path"`, 400},
 		{"/anything?q=a%00b", `"field":"q"`, 400},
+		{"/anything?q=line+one%0Aline+two", "hello", 200},
 		{"/anything/%FF/seats", `"field":"path"`, 400},
 	}
 	for _, tt := range tests {
