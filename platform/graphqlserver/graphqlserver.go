@@ -6,14 +6,18 @@
 //   - automatic persisted queries (Apollo's APQ protocol) over an in-memory LRU: a client
 //     sends a query's SHA-256 and the query itself only the first time the server does not
 //     know it, which is what makes a mobile request small;
-//   - a depth limit and a complexity limit, both checked after validation and before any
-//     resolver runs, so an expensive query costs one parse and no service call;
+//   - a small request body and a bounded number of tokens per query, so parsing and
+//     validation (quadratic in the worst case) stay cheap whatever a client sends;
+//   - a depth limit, a complexity limit and one write per operation, all checked after
+//     validation and before any resolver runs, so an expensive query costs one parse and no
+//     service call, and one request is at most one write whatever its aliases;
 //   - the caller the gateway verified, taken from its headers (never from the query) into the
 //     context, and onto every outgoing gRPC call as identity metadata;
 //   - errors as GraphQL errors with a problem code in extensions ("not_found",
 //     "unavailable"); internal ones are logged and shown as "internal error" with a trace id;
 //   - GraphiQL and introspection only when asked (the all-in-one mode): in production the
-//     schema is the clients' contract, not a public map of the API.
+//     schema is the clients' contract, not a public map of the API, so validation errors
+//     suggest no field names either.
 package graphqlserver
 
 import (
@@ -23,18 +27,20 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"go.opentelemetry.io/otel/trace"
 
+	"boxoffice.dev/platform/httpserver"
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/problem"
@@ -47,7 +53,22 @@ type Options struct {
 	// MaxComplexity bounds gqlgen's complexity of an operation: one per field unless the
 	// schema's complexity functions weigh lists by their size; 0 or less = 1000.
 	MaxComplexity int
+	// MaxTokens bounds how many tokens (names, punctuation, values) of a query the parser
+	// reads before refusing it; 0 or less = 1000. Parsing and validating cost grows with the
+	// tokens, quadratically for repeated fields, and runs before any other limit: 8000
+	// repeated fields take seconds of a core. The clients' largest query (the web's event
+	// page) is about 100 tokens, GraphiQL's introspection about 200.
+	MaxTokens int
+	// MaxBodyBytes bounds a request's body, the query and its variables; 0 or less = 16 KiB,
+	// ten times the clients' largest request and far below the platform's 1 MiB for JSON
+	// APIs. A bigger body is refused with 413 before it is read.
+	MaxBodyBytes int64
+	// WriteQueries names the root Query fields that act (bff-web's ask spends assistant
+	// tokens). Beside every Mutation field, they are the writes an operation may carry one
+	// of (OneWrite); nil = only the mutations.
+	WriteQueries []string
 	// PersistedQueries is how many persisted queries the APQ cache keeps; 0 or less = 1000.
+	// Neither it nor the parsed-query cache keeps a query over 4 KiB.
 	PersistedQueries int
 	// GraphiQL serves the GraphiQL page to a browser's GET and allows introspection.
 	GraphiQL bool
@@ -71,6 +92,12 @@ func New(es graphql.ExecutableSchema, o Options) http.Handler {
 	if o.MaxComplexity <= 0 {
 		o.MaxComplexity = 1000
 	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = 1000
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 16 << 10
+	}
 	if o.PersistedQueries <= 0 {
 		o.PersistedQueries = 1000
 	}
@@ -83,13 +110,18 @@ func New(es graphql.ExecutableSchema, o Options) http.Handler {
 	srv := handler.New(es)
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
-	srv.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](o.PersistedQueries)})
+	srv.SetParserTokenLimit(o.MaxTokens)
+	srv.SetQueryCache(queryCache(1000))
+	srv.Use(extension.AutomaticPersistedQuery{Cache: persistedQueries(o.PersistedQueries)})
 	if o.GraphiQL {
 		srv.Use(extension.Introspection{})
+	} else {
+		srv.Use(NoIntrospection{})
+		srv.SetDisableSuggestion(true) // "Did you mean …" would map the schema field by field
 	}
 	srv.Use(DepthLimit{Max: o.MaxDepth})
 	srv.Use(extension.FixedComplexityLimit(o.MaxComplexity))
+	srv.Use(OneWrite{Queries: o.WriteQueries})
 	srv.SetErrorPresenter(presentError(o.Log))
 	srv.SetRecoverFunc(recoverPanic(o.Log))
 
@@ -97,7 +129,13 @@ func New(es graphql.ExecutableSchema, o Options) http.Handler {
 	if o.GraphiQL {
 		h = withGraphiQL(h, o.Title)
 	}
-	return withCaller(h)
+	return httpserver.LimitBody(o.MaxBodyBytes)(withCaller(h))
+}
+
+// A refusal before execution with a problem code (OneWrite's) is the request's fault, and
+// answers 422 as gqlgen's own validation failures do, not 200.
+func init() {
+	errcode.RegisterErrorType(string(problem.Invalid), errcode.KindProtocol)
 }
 
 // withGraphiQL answers a browser's GET (Accept: text/html) with the GraphiQL page, which
@@ -143,7 +181,9 @@ func User(ctx context.Context) (string, error) {
 
 // presentError turns a resolver's error into a GraphQL error a client can act on: a problem
 // keeps its message and gives its code; gqlgen's own errors (syntax, validation, limits) stay
-// as they are; anything else is internal, logged with its cause and shown without it.
+// as they are, and those it raised on a path while reading the request (an argument it could
+// not coerce) say invalid; anything else is internal, logged with its cause and shown
+// without it.
 func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		gqlErr := graphql.DefaultErrorPresenter(ctx, err)
@@ -158,6 +198,10 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 		if own, ok := errors.AsType[*gqlerror.Error](err); ok && own.Err == nil {
 			return own
 		}
+		if field, ok := argumentAt(ctx, gqlErr.Path); ok {
+			gqlErr.Extensions = map[string]any{"code": string(problem.Invalid), "field": field}
+			return gqlErr
+		}
 		log.ErrorContext(ctx, "graphql field failed", "path", gqlErr.Path.String(), "error", err)
 		gqlErr.Message = "internal error"
 		gqlErr.Extensions = map[string]any{"code": string(problem.Internal)}
@@ -166,6 +210,26 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 		}
 		return gqlErr
 	}
+}
+
+// argumentAt reports whether path leads from the field of ctx into one of its arguments, and
+// names it there ("input.quantity"). That is where gqlgen puts an error reading an argument
+// it could not coerce (a custom scalar's parse, a value validation let through): the
+// request is at fault, not the server. A resolver's own error has the field's path.
+func argumentAt(ctx context.Context, path ast.Path) (string, bool) {
+	fc := graphql.GetFieldContext(ctx)
+	if fc == nil || fc.Field.Field == nil || fc.Field.Definition == nil {
+		return "", false
+	}
+	own := fc.Path()
+	if len(path) <= len(own) || !slices.Equal(path[:len(own)], own) {
+		return "", false
+	}
+	name, ok := path[len(own)].(ast.PathName)
+	if !ok || fc.Field.Definition.Arguments.ForName(string(name)) == nil {
+		return "", false
+	}
+	return path[len(own):].String(), true
 }
 
 // recoverPanic keeps a bug in one resolver from taking the process down: the field fails as

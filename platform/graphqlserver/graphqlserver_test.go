@@ -28,6 +28,11 @@ type Query {
 	me: String
 	node: Node
 	fail(code: String!): String
+	ask(question: String): String
+}
+type Mutation {
+	hold(n: Int): String
+	release: String
 }
 type Node {
 	name: String
@@ -37,29 +42,37 @@ type Node {
 
 // schema is an executable schema without generated code: it answers every operation with
 // what answer returns for its context, and counts how many operations it executed, which
-// is how the tests see that a rejected query never reached a resolver.
+// is how the tests see that a rejected query never reached a resolver. Unlike gqlgen's
+// ExecutableSchemaMock it keeps nothing of the calls, so a test can measure what the
+// server itself keeps.
 type schema struct {
-	graphql.ExecutableSchemaMock
+	parsed   *ast.Schema
+	answer   func(ctx context.Context) string
 	executed atomic.Int32
 }
 
+var _ graphql.ExecutableSchema = (*schema)(nil)
+
 func newSchema(answer func(ctx context.Context) string) *schema {
-	s := &schema{}
-	parsed := gqlparser.MustLoadSchema(&ast.Source{Input: testSchema})
-	s.SchemaFunc = func() *ast.Schema { return parsed }
-	s.ComplexityFunc = func(context.Context, string, string, int, map[string]any) (int, bool) { return 0, false }
-	s.ExecFunc = func(ctx context.Context) graphql.ResponseHandler {
-		s.executed.Add(1)
-		done := false
-		return func(ctx context.Context) *graphql.Response {
-			if done {
-				return nil
-			}
-			done = true
-			return &graphql.Response{Data: []byte(answer(ctx))}
+	return &schema{parsed: gqlparser.MustLoadSchema(&ast.Source{Input: testSchema}), answer: answer}
+}
+
+func (s *schema) Schema() *ast.Schema { return s.parsed }
+
+func (s *schema) Complexity(context.Context, string, string, int, map[string]any) (int, bool) {
+	return 0, false
+}
+
+func (s *schema) Exec(ctx context.Context) graphql.ResponseHandler {
+	s.executed.Add(1)
+	done := false
+	return func(ctx context.Context) *graphql.Response {
+		if done {
+			return nil
 		}
+		done = true
+		return &graphql.Response{Data: []byte(s.answer(ctx))}
 	}
-	return s
 }
 
 // gqlResponse is a GraphQL response as a client reads it.
@@ -184,6 +197,29 @@ func TestErrorsCarryProblemCodes(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "db password rejected") {
 		t.Errorf("log = %q, want the internal error's cause", logs.String())
+	}
+}
+
+// TestArgumentErrorsAreInvalid reads an argument the way gqlgen's generated code does (on
+// the argument's path below its field) and fails, as a custom scalar's parse would.
+func TestArgumentErrorsAreInvalid(t *testing.T) {
+	var logs bytes.Buffer
+	var s *schema
+	s = newSchema(func(ctx context.Context) string {
+		field := &ast.Field{Alias: "fail", Name: "fail", Definition: s.parsed.Query.Fields.ForName("fail")}
+		ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{Field: graphql.CollectedField{Field: field}})
+		arg := graphql.WithPathContext(ctx, graphql.NewPathWithField("code"))
+		graphql.AddError(ctx, graphql.ErrorOnPath(arg, errors.New("cannot use 7 as a code")))
+		return `{"fail":null}`
+	})
+	h := New(s, Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	_, resp := post(t, h, map[string]any{"query": `{ fail(code: "7") }`})
+	if len(resp.Errors) != 1 || firstCode(resp) != "invalid" || resp.Errors[0].Extensions["field"] != "code" ||
+		resp.Errors[0].Message != "cannot use 7 as a code" {
+		t.Errorf("errors = %+v, want one invalid %q naming the field code", resp.Errors, "cannot use 7 as a code")
+	}
+	if logs.Len() > 0 {
+		t.Errorf("log = %q, want nothing: the request is at fault, not the server", logs.String())
 	}
 }
 
