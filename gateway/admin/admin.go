@@ -49,6 +49,7 @@ import (
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/upstream"
 	"boxoffice.dev/platform/control"
+	"boxoffice.dev/platform/httpserver"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/problem"
 )
@@ -137,12 +138,14 @@ func New(o Options) http.Handler {
 	if o.Control != nil {
 		mux.Handle(control.Path, o.Control)
 	}
+	// Path ids become table keys: NUL or invalid UTF-8 is a 400 here, not PostgreSQL's 500.
+	api := requireToken(o.Token, httpserver.RefuseBadText(mux))
 	if o.Metrics == nil {
-		return requireToken(o.Token, mux)
+		return api
 	}
 	open := http.NewServeMux()
 	open.Handle("GET /metrics", o.Metrics)
-	open.Handle("/", requireToken(o.Token, mux))
+	open.Handle("/", api)
 	return open
 }
 
