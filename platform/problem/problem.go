@@ -18,8 +18,6 @@ import (
 	"strconv"
 
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Code classifies an error by what the client can do about it.
@@ -85,13 +83,6 @@ var httpStatus = map[Code]int{
 	Unavailable: http.StatusServiceUnavailable, Internal: http.StatusInternalServerError,
 }
 
-var grpcCode = map[Code]codes.Code{
-	Invalid: codes.InvalidArgument, Unauthorized: codes.Unauthenticated, Forbidden: codes.PermissionDenied,
-	NotFound: codes.NotFound, Conflict: codes.AlreadyExists, Gone: codes.FailedPrecondition,
-	Unprocessable: codes.FailedPrecondition, TooMany: codes.ResourceExhausted,
-	Unavailable: codes.Unavailable, Internal: codes.Internal,
-}
-
 // HTTPStatus is the status code for err.
 func HTTPStatus(err error) int { return httpStatus[CodeOf(err)] }
 
@@ -138,44 +129,6 @@ func WriteDetails(w http.ResponseWriter, status int, body any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-}
-
-// GRPC converts err to a gRPC status error for a handler to return. Internal errors carry a
-// generic message.
-func GRPC(err error) error {
-	if err == nil {
-		return nil
-	}
-	if e, ok := errors.AsType[*Error](err); ok && e.Code != Internal {
-		msg := e.Message
-		if e.Field != "" {
-			msg = e.Field + ": " + msg
-		}
-		return status.Error(grpcCode[e.Code], msg)
-	}
-	return status.Error(codes.Internal, "internal error")
-}
-
-// FromGRPC turns a gRPC client error back into an *Error so a caller two hops away still
-// answers with the right status.
-func FromGRPC(err error) error {
-	if err == nil {
-		return nil
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return err
-	}
-	for code, c := range grpcCode {
-		if c == st.Code() && code != Unprocessable && code != Internal {
-			return &Error{Code: code, Message: st.Message(), Err: err}
-		}
-	}
-	switch st.Code() {
-	case codes.DeadlineExceeded, codes.Canceled:
-		return &Error{Code: Unavailable, Message: "upstream timed out", Err: err}
-	}
-	return fmt.Errorf("grpc: %w", err)
 }
 
 // DecodeJSON reads a JSON request body into v, rejecting unknown fields and trailing data,

@@ -10,9 +10,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 func TestWriteMapsCodesToStatus(t *testing.T) {
@@ -52,34 +49,6 @@ func TestWriteMapsCodesToStatus(t *testing.T) {
 				t.Errorf("internal cause must be logged but not shown: body %q, log %q", rec.Body, logs.String())
 			}
 		})
-	}
-}
-
-func TestGRPCRoundTrip(t *testing.T) {
-	tests := []struct {
-		err      error
-		wantCode codes.Code
-		back     Code
-	}{
-		{InvalidField("email", "not an email"), codes.InvalidArgument, Invalid},
-		{New(NotFound, "no such event"), codes.NotFound, NotFound},
-		{New(Conflict, "seat taken"), codes.AlreadyExists, Conflict},
-		{New(TooMany, "slow down"), codes.ResourceExhausted, TooMany},
-		{errors.New("disk on fire"), codes.Internal, Internal},
-	}
-	for _, tt := range tests {
-		t.Run(string(tt.back), func(t *testing.T) {
-			gerr := GRPC(tt.err)
-			if got := status.Code(gerr); got != tt.wantCode {
-				t.Fatalf("GRPC(%v) code = %v, want %v", tt.err, got, tt.wantCode)
-			}
-			if got := CodeOf(FromGRPC(gerr)); got != tt.back {
-				t.Errorf("CodeOf(FromGRPC(...)) = %v, want %v", got, tt.back)
-			}
-		})
-	}
-	if s := status.Convert(GRPC(errors.New("secret dsn"))); strings.Contains(s.Message(), "secret") {
-		t.Errorf("internal gRPC message leaks the cause: %q", s.Message())
 	}
 }
 
