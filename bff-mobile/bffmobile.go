@@ -22,7 +22,8 @@ import (
 const Path = "/graphql/mobile"
 
 // Handler is bff-mobile's GraphQL endpoint over res: the platform's GraphQL server (limits,
-// persisted queries, the gateway's caller) with a request's dataloaders in front of it.
+// persisted queries, the gateway's caller) with a request's dataloaders in front of it. Its
+// writes are its mutations, one per operation; every query only reads (queue polls).
 func Handler(res *graph.Resolver, o graphqlserver.Options, lo loaders.Options) http.Handler {
 	return loaders.Middleware(res.Catalog, res.Inventory, lo)(graphqlserver.New(graph.NewSchema(res), o))
 }

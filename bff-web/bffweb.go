@@ -23,8 +23,10 @@ const Path = "/graphql/web"
 
 // Handler is bff-web's GraphQL endpoint over res: the platform's GraphQL server (limits,
 // persisted queries, the gateway's caller) with a request's dataloaders in front of it, and
-// the assistant tokens its answer cost in the graph.TokensHeader response header.
+// the assistant tokens its answer cost in the graph.TokensHeader response header. Whatever
+// o.WriteQueries holds, it is graph.WriteQueries: the schema knows which queries act.
 func Handler(res *graph.Resolver, o graphqlserver.Options, lo loaders.Options) http.Handler {
+	o.WriteQueries = graph.WriteQueries
 	return reportTokens(loaders.Middleware(res.Catalog, res.Inventory, lo)(graphqlserver.New(graph.NewSchema(res), o)))
 }
 

@@ -40,7 +40,9 @@ type Config struct {
 
 // LoadConfig reads bff-web's variables. The depth limit leaves room for the deepest query the
 // web app sends (an order's event's seat map, seats included: 9 levels is over it); the
-// complexity limit for a search page of 100 hits with venues and availability.
+// complexity limit for a search page of 100 hits as a results list shows them (title, price,
+// venue name, availability level: 1410), not for 100 hits with every field and each venue's
+// sections (2910, refused).
 func LoadConfig(r *config.Reader) Config {
 	return Config{
 		CatalogAddr:      r.Addr("CATALOG_GRPC_ADDR", "127.0.0.1:9102"),

@@ -320,13 +320,13 @@ func TestAsk(t *testing.T) {
 		t.Errorf("ask = %+v, want an answer, its tokens and 3 events with venues", a)
 	}
 
-	// The gateway charges the assistant's token quota from the answer's header: two
-	// questions in one request cost both, a request without one costs nothing.
+	// The gateway charges the assistant's token quota from the answer's header: a question
+	// with other fields costs the question, a request without one costs nothing.
 	for _, tc := range []struct {
 		query string
 		want  string
 	}{
-		{`{ a: ask(question: "jazz?") { tokens } b: ask(question: "fado in Lisboa?") { tokens } }`, strconv.Itoa(len("jazz?") + len("fado in Lisboa?") + 2*len("I found 3 events for you."))},
+		{`{ ask(question: "fado in Lisboa?") { tokens } event(id: "evt-001") { title } }`, strconv.Itoa(len("fado in Lisboa?") + len("I found 3 events for you."))},
 		{`{ event(id: "evt-001") { title } }`, ""},
 	} {
 		body, _ := json.Marshal(map[string]string{"query": tc.query})
@@ -402,6 +402,10 @@ func TestIntrospectionOnlyWithGraphiQL(t *testing.T) {
 		errs := graphqltest.Post(t, f.fan, `{ __schema { queryType { name } } }`, &data)
 		if got := len(errs) == 0 && data.Schema != nil && data.Schema.QueryType.Name == "Query"; got != enabled {
 			t.Errorf("GraphiQL %v: introspection = %+v, %+v; want it answered %v", enabled, data.Schema, errs, enabled)
+		}
+		// Refused, it is the request's fault (a validation failure), not an internal error.
+		if !enabled && (len(errs) != 1 || errs[0].Code() != "GRAPHQL_VALIDATION_FAILED") {
+			t.Errorf("GraphiQL off: introspection errors = %+v, want one GRAPHQL_VALIDATION_FAILED", errs)
 		}
 	}
 }

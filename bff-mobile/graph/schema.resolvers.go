@@ -70,8 +70,12 @@ func (r *mutationResolver) PlaceHold(ctx context.Context, eventID string, seats 
 	if _, err := graphqlserver.User(ctx); err != nil {
 		return nil, err
 	}
+	n, err := protoconv.Int32("quantity", protoconv.Value(quantity))
+	if err != nil {
+		return nil, err
+	}
 	req := &inventoryv1.PlaceHoldRequest{EventId: eventID, Seats: seats, Class: protoconv.Value(ticketClass),
-		Quantity: int32(protoconv.Value(quantity)), AdmissionPass: protoconv.Value(admissionPass)}
+		Quantity: n, AdmissionPass: protoconv.Value(admissionPass)}
 	h, err := r.Inventory.PlaceHold(ctx, req)
 	if err != nil {
 		return nil, err

@@ -37,6 +37,11 @@ func NewSchema(r *Resolver) graphql.ExecutableSchema {
 	return NewExecutableSchema(cfg)
 }
 
+// WriteQueries are the Query fields that act rather than read: ask spends the fan's
+// assistant tokens. With the mutations, they are the writes an operation may carry one of
+// (graphqlserver.OneWrite), so one request is one question, as on the assistant's REST route.
+var WriteQueries = []string{"ask"}
+
 // The costs of the complexity limit, beyond gqlgen's one per field. A field that calls a
 // service alone costs callCost; a list costs its children once per item asked for; a seat
 // map is one call but hundreds of seats to send.

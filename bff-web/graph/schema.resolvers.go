@@ -111,8 +111,12 @@ func (r *mutationResolver) PlaceHold(ctx context.Context, input model.PlaceHoldI
 	if _, err := graphqlserver.User(ctx); err != nil {
 		return nil, err
 	}
+	quantity, err := protoconv.Int32("quantity", protoconv.Value(input.Quantity))
+	if err != nil {
+		return nil, err
+	}
 	req := &inventoryv1.PlaceHoldRequest{EventId: input.EventID, Seats: input.Seats, Class: protoconv.Value(input.TicketClass),
-		Quantity: int32(protoconv.Value(input.Quantity)), AdmissionPass: protoconv.Value(input.AdmissionPass)}
+		Quantity: quantity, AdmissionPass: protoconv.Value(input.AdmissionPass)}
 	h, err := r.Inventory.PlaceHold(ctx, req)
 	if err != nil {
 		return nil, err

@@ -69,3 +69,30 @@ func Post(t testing.TB, c *client.Client, query string, out any, opts ...client.
 	}
 	return errs
 }
+
+// Aliased is field n times under the aliases a0, a1, … in one selection set: how a client
+// asks for one field many times in a single operation.
+func Aliased(field string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "a%d: %s\n", i, field)
+	}
+	return b.String()
+}
+
+// Refused posts query through c and fails t unless the answer is one error with code whose
+// message contains text, and no service was called meanwhile; callsDuring counts the calls
+// (servicetest.Services.CallsDuring). It returns the error for further checks.
+func Refused(t testing.TB, c *client.Client, callsDuring func(func()) map[string]int, query, code, text string, opts ...client.Option) Error {
+	t.Helper()
+	var errs []Error
+	calls := callsDuring(func() { errs = Post(t, c, query, nil, opts...) })
+	if len(calls) > 0 {
+		t.Errorf("POST %.80s made calls %v, want none", query, calls)
+	}
+	if len(errs) != 1 || errs[0].Code() != code || !strings.Contains(errs[0].Message, text) {
+		t.Errorf("POST %.80s: errors = %+v, want one %s saying %q", query, errs, code, text)
+		return Error{}
+	}
+	return errs[0]
+}

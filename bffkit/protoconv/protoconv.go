@@ -5,6 +5,7 @@ package protoconv
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"boxoffice.dev/platform/problem"
@@ -37,6 +38,17 @@ func Page(first, max int, after *string) (*commonv1.PageRequest, error) {
 		p.PageToken = *after
 	}
 	return p, nil
+}
+
+// Int32 is an Int argument as a proto int32, or an Invalid problem naming field when v is
+// outside int32's range. GraphQL's Int is 32 bits, but gqlgen reads a variable into Go's int,
+// and int32(v) would wrap 4294967297 to a valid-looking 1. Within the range, the service
+// checks the value against its own rules.
+func Int32(field string, v int) (int32, error) {
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, problem.InvalidField(field, "%d is out of range", v)
+	}
+	return int32(v), nil
 }
 
 // NextCursor is where the next page starts, for a list's nextCursor; nil on the last page.

@@ -2,6 +2,7 @@ package protoconv
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 
@@ -57,6 +58,36 @@ func TestPage(t *testing.T) {
 			}
 			if err != nil || got.GetPageSize() != tc.want.GetPageSize() || got.GetPageToken() != tc.want.GetPageToken() {
 				t.Errorf("Page(%d, %v) = %v, %v; want %v", tc.first, tc.after, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestInt32(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		in      int
+		want    int32
+		wantErr bool
+	}{
+		{"a quantity", 2, 2, false},
+		{"zero", 0, 0, false},
+		{"the largest", math.MaxInt32, math.MaxInt32, false},
+		{"the smallest", math.MinInt32, math.MinInt32, false},
+		{"one past the largest", math.MaxInt32 + 1, 0, true},
+		{"one past the smallest", math.MinInt32 - 1, 0, true},
+		{"2^32+1, which wraps to 1", 1<<32 + 1, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Int32("quantity", tc.in)
+			if tc.wantErr {
+				if p, ok := errors.AsType[*problem.Error](err); !ok || p.Code != problem.Invalid || p.Field != "quantity" {
+					t.Errorf("Int32(%d) = %d, %v; want an invalid problem naming quantity", tc.in, got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("Int32(%d) = %d, %v; want %d", tc.in, got, err, tc.want)
 			}
 		})
 	}
