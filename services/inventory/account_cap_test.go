@@ -3,19 +3,13 @@ package inventory
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/testkit"
-	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"
 )
 
 // capVenue has seats and GA tickets enough for several accounts' caps.
@@ -251,19 +245,7 @@ func TestAccountCapOverEachAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		const want = "the account holds 7 tickets of event evt-capped and may hold at most 8 at a time; this hold asks for 2 more (order or release a hold first)"
-
-		srv := httptest.NewServer(routes(nil, s).Mux())
-		defer srv.Close()
-		var p problemBody
-		code := do(t, http.MethodPost, srv.URL+"/v1/events/evt-capped/holds", "acc-1", map[string]any{"class": "pista", "quantity": 2}, &p)
-		if code != http.StatusUnprocessableEntity || p.Code != string(problem.Unprocessable) || p.Detail != want {
-			t.Errorf("POST /v1/events/evt-capped/holds = %d %+v, want 422 saying %q", code, p, want)
-		}
-
-		g := &grpcServer{store: s}
-		_, err := g.PlaceHold(asUser("acc-1"), &inventoryv1.PlaceHoldRequest{EventId: "evt-capped", Seats: []string{"A-1-1", "A-1-2"}})
-		if st := status.Convert(err); st.Code() != codes.FailedPrecondition || st.Message() != want {
-			t.Errorf("PlaceHold(evt-capped) over gRPC = %v, want %v %q", err, codes.FailedPrecondition, want)
-		}
+		wantUnprocessableOverEachAPI(t, s, HoldRequest{EventID: "evt-capped", Account: "acc-1", Class: "pista", Quantity: 2}, want)
+		wantUnprocessableOverEachAPI(t, s, HoldRequest{EventID: "evt-capped", Account: "acc-1", Seats: []string{"A-1-1", "A-1-2"}}, want)
 	})
 }

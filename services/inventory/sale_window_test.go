@@ -213,21 +213,33 @@ func TestHoldBeforeTheSaleOverEachAPI(t *testing.T) {
 		s := newStore(t, db, testkit.NewClock(saleStart, 0))
 		applySale(t, s, "evt-early", 1, hallGA, tomorrow)
 		const want = "tickets of event evt-early are not on sale yet: the sale opens at 2026-06-01T10:00:00Z"
-
-		srv := httptest.NewServer(routes(nil, s).Mux())
-		defer srv.Close()
-		var p problemBody
-		code := do(t, http.MethodPost, srv.URL+"/v1/events/evt-early/holds", "acc-1", map[string]any{"class": "pista", "quantity": 1}, &p)
-		if code != http.StatusUnprocessableEntity || p.Code != string(problem.Unprocessable) || p.Detail != want {
-			t.Errorf("POST /v1/events/evt-early/holds = %d %+v, want 422 saying %q", code, p, want)
-		}
-
-		g := &grpcServer{store: s}
-		_, err := g.PlaceHold(asUser("acc-1"), &inventoryv1.PlaceHoldRequest{EventId: "evt-early", Seats: []string{"A-1-1"}})
-		if st := status.Convert(err); st.Code() != codes.FailedPrecondition || st.Message() != want {
-			t.Errorf("PlaceHold(evt-early) over gRPC = %v, want %v %q", err, codes.FailedPrecondition, want)
-		}
+		wantUnprocessableOverEachAPI(t, s, HoldRequest{EventID: "evt-early", Account: "acc-1", Class: "pista", Quantity: 1}, want)
+		wantUnprocessableOverEachAPI(t, s, HoldRequest{EventID: "evt-early", Account: "acc-1", Seats: []string{"A-1-1"}}, want)
 	})
+}
+
+// wantUnprocessableOverEachAPI places req over REST and over gRPC, as req.Account, and
+// expects both to refuse it saying want: REST with a 422 problem, gRPC FailedPrecondition.
+func wantUnprocessableOverEachAPI(t *testing.T, s *Store, req HoldRequest, want string) {
+	t.Helper()
+	body := map[string]any{"seats": req.Seats}
+	if req.Class != "" {
+		body = map[string]any{"class": req.Class, "quantity": req.Quantity}
+	}
+	srv := httptest.NewServer(routes(nil, s).Mux())
+	defer srv.Close()
+	var p problemBody
+	path := "/v1/events/" + req.EventID + "/holds"
+	code := do(t, http.MethodPost, srv.URL+path, req.Account, body, &p)
+	if code != http.StatusUnprocessableEntity || p.Code != string(problem.Unprocessable) || p.Detail != want {
+		t.Errorf("POST %s %v = %d %+v, want 422 saying %q", path, body, code, p, want)
+	}
+
+	g := &grpcServer{store: s}
+	_, err := g.PlaceHold(asUser(req.Account), &inventoryv1.PlaceHoldRequest{EventId: req.EventID, Seats: req.Seats, Class: req.Class, Quantity: int32(req.Quantity)})
+	if st := status.Convert(err); st.Code() != codes.FailedPrecondition || st.Message() != want {
+		t.Errorf("PlaceHold(%v) over gRPC = %v, want %v %q", req, err, codes.FailedPrecondition, want)
+	}
 }
 
 // TestSaleWindowUpgrade: seat maps stored before inventory knew sale windows stay on sale
