@@ -129,8 +129,8 @@ func (s *Store) placeHold(ctx context.Context, req HoldRequest) (Hold, error) {
 // (event, account) pair: one account's holds of one event queue from here to their commit,
 // while other accounts' holds run on as before. Row locks would not do: an account's first
 // holds have no rows yet to lock, and locking the event row would queue every fan of a flash
-// sale behind one another. Two pairs whose keys hash alike merely queue too. SQLite's
-// IMMEDIATE transactions already run one at a time.
+// sale behind one another. Two pairs whose hashes collide merely queue behind each other.
+// SQLite's IMMEDIATE transactions already run one at a time.
 func (s *Store) checkAccountCap(ctx context.Context, tx *sql.Tx, h Hold, now time.Time) error {
 	if s.DB.Dialect == sqldb.Postgres {
 		// The two-key form: its keys never meet the one-key locks of the outbox and of migrations.
