@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -62,24 +61,53 @@ func (f *Feeder) Ready() bool { return f.ready.Load() }
 // The consumer starts first: a change made while the rebuild pages through the catalog
 // arrives as an event, and one made before is in the pages. Both paths may bring the same
 // event, in any order; Index.Put keeps the highest version.
+//
+// Each time the consumer has to be set up again (deleted, NATS restarted without its
+// store), the index is rebuilt the same way: the new consumer starts at the stream's end,
+// so a change made while there was none is only in the catalog. A rebuild reads the whole
+// catalog once; replaying the stream from its start instead would read every change ever
+// made (the stream keeps them all), would miss the changes a NATS that lost its store never
+// had, and could not reuse a durable whose deliver policy differs. The index keeps serving,
+// and stays ready, during such a rebuild: it lags as it would behind a slow consumer.
 func (f *Feeder) Run(ctx context.Context) error {
 	if f.Log == nil {
 		f.Log = slog.New(slog.DiscardHandler)
 	}
-	if f.JS != nil {
-		subscribed, followed := make(chan struct{}), make(chan struct{})
-		var once sync.Once
-		go func() {
-			defer close(followed)
-			f.follow(ctx, func() { once.Do(func() { close(subscribed) }) })
-		}()
-		defer func() { <-followed }() // the consumer is stopped before Run returns
+	if f.JS == nil {
+		if f.rebuild(ctx) {
+			f.ready.Store(true)
+		}
+		<-ctx.Done()
+		return nil
+	}
+	// One pending signal is enough: set-ups while a rebuild runs need one rebuild after it.
+	subscribed, followed := make(chan struct{}, 1), make(chan struct{})
+	go func() {
+		defer close(followed)
+		f.follow(ctx, func() {
+			select {
+			case subscribed <- struct{}{}:
+			default:
+			}
+		})
+	}()
+	defer func() { <-followed }() // the consumer is stopped before Run returns
+	for {
 		select {
 		case <-subscribed:
 		case <-ctx.Done():
 			return nil
 		}
+		if !f.rebuild(ctx) {
+			return nil
+		}
+		f.ready.Store(true)
 	}
+}
+
+// rebuild puts the whole catalog into the index, retrying until it succeeds; it reports
+// false if ctx ended first.
+func (f *Feeder) rebuild(ctx context.Context) bool {
 	err := retry(ctx, f.Log, "rebuild from catalog", func() error {
 		n, err := Rebuild(ctx, f.Catalog, f.Index)
 		if err == nil {
@@ -87,23 +115,19 @@ func (f *Feeder) Run(ctx context.Context) error {
 		}
 		return err
 	})
-	if err != nil {
-		return nil
-	}
-	f.ready.Store(true)
-	<-ctx.Done()
-	return nil
+	return err == nil
 }
 
 // follow creates or resumes this instance's durable consumer and applies every change until
-// ctx is done, calling subscribed once the consumer is set up (again, after it went away).
+// ctx is done, calling subscribed each time the consumer is set up (again, after it went
+// away).
 // Each instance has its own consumer, since each has its own index: instances sharing one
 // would split the events between them.
 func (f *Feeder) follow(ctx context.Context, subscribed func()) {
 	natsconn.Follow(ctx, f.JS, catalogStream, jetstream.ConsumerConfig{
 		Durable:           f.Consumer,
 		FilterSubject:     eventSubjects,
-		DeliverPolicy:     jetstream.DeliverNewPolicy, // earlier events are in the rebuild
+		DeliverPolicy:     jetstream.DeliverNewPolicy, // earlier events are in the rebuild that follows each set-up
 		AckPolicy:         jetstream.AckExplicitPolicy,
 		InactiveThreshold: consumerIdle,
 	}, func(m jetstream.Msg) { f.apply(ctx, m) }, natsconn.FollowOptions{

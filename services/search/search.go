@@ -1,7 +1,8 @@
 // Package search is BoxOffice's search: an in-memory full-text index of events, a read
 // model (CQRS) of the catalog. On start it rebuilds the index by paging through the
 // catalog's gRPC ListEvents, and it follows the catalog's change events on JetStream with a
-// durable consumer, so a change shows in results within a second. Queries ignore case and
+// durable consumer, so a change shows in results within a second. If that consumer has to
+// be set up again while search runs, the index is rebuilt the same way. Queries ignore case and
 // accents: "são paulo" finds "Sao Paulo" and the other way round.
 //
 // This file holds the documents and the text rules; index.go the index. Neither does I/O.
