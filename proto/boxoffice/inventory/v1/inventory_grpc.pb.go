@@ -46,7 +46,9 @@ type InventoryClient interface {
 	// PlaceHold holds named seats, or a quantity of a GA class, for the calling user: all or
 	// nothing. ALREADY_EXISTS when a seat is taken or too few GA tickets are left;
 	// PERMISSION_DENIED on a flash-sale event without a valid admission pass;
-	// FAILED_PRECONDITION before the event's on_sale_at or once its starts_at has passed.
+	// FAILED_PRECONDITION before the event's on_sale_at, once its starts_at has passed, or when
+	// the account would hold more than its cap (default 8) of the event's tickets across its
+	// active holds.
 	PlaceHold(ctx context.Context, in *PlaceHoldRequest, opts ...grpc.CallOption) (*Hold, error)
 	// ReleaseHold gives the seats back. Idempotent; ALREADY_EXISTS when already confirmed.
 	ReleaseHold(ctx context.Context, in *ReleaseHoldRequest, opts ...grpc.CallOption) (*Hold, error)
@@ -154,7 +156,9 @@ type InventoryServer interface {
 	// PlaceHold holds named seats, or a quantity of a GA class, for the calling user: all or
 	// nothing. ALREADY_EXISTS when a seat is taken or too few GA tickets are left;
 	// PERMISSION_DENIED on a flash-sale event without a valid admission pass;
-	// FAILED_PRECONDITION before the event's on_sale_at or once its starts_at has passed.
+	// FAILED_PRECONDITION before the event's on_sale_at, once its starts_at has passed, or when
+	// the account would hold more than its cap (default 8) of the event's tickets across its
+	// active holds.
 	PlaceHold(context.Context, *PlaceHoldRequest) (*Hold, error)
 	// ReleaseHold gives the seats back. Idempotent; ALREADY_EXISTS when already confirmed.
 	ReleaseHold(context.Context, *ReleaseHoldRequest) (*Hold, error)
