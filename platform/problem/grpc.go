@@ -39,7 +39,7 @@ func GRPC(err error) error {
 		return nil
 	}
 	e, ok := errors.AsType[*Error](err)
-	if !ok || e.Code == Internal {
+	if !ok || CodeOf(err) == Internal {
 		return status.Error(codes.Internal, "internal error")
 	}
 	msg := e.Message

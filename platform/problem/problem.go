@@ -68,10 +68,14 @@ func InvalidField(field, format string, args ...any) *Error {
 	return &Error{Code: Invalid, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-// CodeOf returns err's Code, or Internal when err is not (or does not wrap) an *Error.
+// CodeOf returns err's Code, or Internal when err is not (or does not wrap) an *Error, or
+// its Code is none of the package's (the zero Code among them): an answer needs a status,
+// and an error nobody classified is ours.
 func CodeOf(err error) Code {
 	if e, ok := errors.AsType[*Error](err); ok {
-		return e.Code
+		if _, known := httpStatus[e.Code]; known {
+			return e.Code
+		}
 	}
 	return Internal
 }

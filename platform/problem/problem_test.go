@@ -10,6 +10,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func TestWriteMapsCodesToStatus(t *testing.T) {
@@ -26,6 +29,8 @@ func TestWriteMapsCodesToStatus(t *testing.T) {
 		{"gone", New(Gone, "hold expired"), 410, "hold expired", ""},
 		{"unavailable", New(Unavailable, "payment provider down"), 503, "payment provider down", ""},
 		{"plain error is internal", errors.New("pq: connection reset by 10.0.0.3"), 500, "internal error", ""},
+		{"a code of no one's is internal", &Error{Code: "bogus", Message: "from 10.0.0.3"}, 500, "internal error", ""},
+		{"the zero code is internal", &Error{Message: "from 10.0.0.3"}, 500, "internal error", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,5 +92,16 @@ func TestDecodeJSON(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGRPCOfAnUnknownCode checks that a problem with a code of no one's is an internal
+// error over gRPC too: mapped as it was, to codes.OK, it became a nil error, a success.
+func TestGRPCOfAnUnknownCode(t *testing.T) {
+	for _, e := range []*Error{{Code: "bogus", Message: "m"}, {Message: "m"}} {
+		err := GRPC(e)
+		if st, _ := status.FromError(err); err == nil || st.Code() != codes.Internal || st.Message() != "internal error" {
+			t.Errorf("GRPC(%+v) = %v, want Internal \"internal error\"", e, err)
+		}
 	}
 }
