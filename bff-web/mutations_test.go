@@ -34,3 +34,34 @@ func TestPlaceHoldRefusesAQuantityOutOfRange(t *testing.T) {
 		t.Errorf("placeHold(quantity: 4294967297) = %+v, want an error naming quantity (not a hold of 1)", err)
 	}
 }
+
+// TestServiceProblemsKeepTheirCodeAndField: a service's problem crosses gRPC and reaches the
+// client with its own code and the field at fault, not a code guessed from gRPC's status.
+func TestServiceProblemsKeepTheirCodeAndField(t *testing.T) {
+	f := newFixture(t, 3, false)
+	var held [2]struct{ PlaceHold struct{ ID string } }
+	for i, seat := range []string{"B-3-1", "B-3-2"} {
+		place := `mutation { placeHold(input: {eventId: "evt-001", seats: ["` + seat + `"]}) { id } }`
+		if errs := graphqltest.Post(t, f.fan, place, &held[i]); len(errs) > 0 {
+			t.Fatalf("placeHold %s: %+v", seat, errs)
+		}
+	}
+	checkout := `mutation($hold: ID!) { checkout(holdId: $hold, idempotencyKey: "k-1") { id } }`
+	if errs := graphqltest.Post(t, f.fan, checkout, nil, client.Var("hold", held[0].PlaceHold.ID)); len(errs) > 0 {
+		t.Fatalf("checkout: %+v", errs)
+	}
+	for _, tc := range []struct {
+		name, query, wantCode, wantField string
+		opts                             []client.Option
+	}{
+		{"a seat that is not on the map", `mutation { placeHold(input: {eventId: "evt-001", seats: ["Z-9-9"]}) { id } }`, "invalid", "seats", nil},
+		{"a key used for another hold", checkout, "unprocessable", "Idempotency-Key", []client.Option{client.Var("hold", held[1].PlaceHold.ID)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := graphqltest.Post(t, f.fan, tc.query, nil, tc.opts...)
+			if len(errs) != 1 || errs[0].Code() != tc.wantCode || errs[0].Extensions["field"] != tc.wantField {
+				t.Errorf("errors = %+v, want one %s naming %s", errs, tc.wantCode, tc.wantField)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"boxoffice.dev/platform/problem"
 	assistantv1 "boxoffice.dev/proto/boxoffice/assistant/v1"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
@@ -96,7 +97,8 @@ func (o *order) CreateOrder(ctx context.Context, req *orderv1.CreateOrderRequest
 	if id, ok := o.d.orderKeys[key]; ok {
 		existing := o.d.order(id)
 		if existing.HoldId != req.GetHoldId() {
-			return nil, status.Error(codes.FailedPrecondition, "idempotency_key: used for another hold")
+			// As the order service answers: its Unprocessable names the key's header.
+			return nil, problem.GRPC(&problem.Error{Code: problem.Unprocessable, Field: "Idempotency-Key", Message: "used for another hold"})
 		}
 		return &orderv1.CreateOrderResponse{Order: proto.CloneOf(existing)}, nil
 	}

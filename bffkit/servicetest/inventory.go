@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"boxoffice.dev/platform/identity"
+	"boxoffice.dev/platform/problem"
 	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
 	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"
 )
@@ -82,7 +83,7 @@ func (v *inventory) PlaceHold(ctx context.Context, req *inventoryv1.PlaceHoldReq
 		for _, id := range req.GetSeats() {
 			st := findSeat(m, id)
 			if st == nil {
-				return nil, status.Errorf(codes.InvalidArgument, "seats: no seat %s", id)
+				return nil, problem.GRPC(problem.InvalidField("seats", "no seat %s", id))
 			}
 			if st.Status != inventoryv1.SeatStatus_SEAT_STATUS_AVAILABLE {
 				return nil, status.Errorf(codes.AlreadyExists, "seat %s is taken", id)
@@ -97,7 +98,7 @@ func (v *inventory) PlaceHold(ctx context.Context, req *inventoryv1.PlaceHoldReq
 	case req.GetClass() != "" && req.GetQuantity() > 0:
 		i := slices.IndexFunc(m.Ga, func(g *inventoryv1.GAClass) bool { return g.Class == req.GetClass() })
 		if i < 0 {
-			return nil, status.Errorf(codes.InvalidArgument, "class: no general-admission class %s", req.GetClass())
+			return nil, problem.GRPC(problem.InvalidField("class", "no general-admission class %s", req.GetClass()))
 		}
 		if c := m.Ga[i].Counts; c.Available < req.GetQuantity() {
 			return nil, status.Error(codes.AlreadyExists, "too few tickets left")
@@ -107,7 +108,7 @@ func (v *inventory) PlaceHold(ctx context.Context, req *inventoryv1.PlaceHoldReq
 		h.Class, h.Quantity = req.GetClass(), req.GetQuantity()
 		h.Tickets = []*inventoryv1.TicketCount{{Class: req.GetClass(), Quantity: req.GetQuantity()}}
 	default:
-		return nil, status.Error(codes.InvalidArgument, "seats: name seats, or a class and a quantity")
+		return nil, problem.GRPC(problem.InvalidField("seats", "name seats, or a class and a quantity"))
 	}
 	recount(m)
 	v.d.Holds = append(v.d.Holds, h)
