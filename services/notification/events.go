@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -29,19 +30,42 @@ var Sources = []Source{
 	{Stream: "INVENTORY", Durable: "notification-hold-expired", Subject: "boxoffice.inventory.hold.expired"},
 }
 
+// Inbox is where a Consumer stores the messages it makes; *Store is one.
+type Inbox interface {
+	// Add stores m unless a message for its event exists, and reports whether it did.
+	Add(ctx context.Context, m Message) (Message, bool, error)
+}
+
+var _ Inbox = (*Store)(nil)
+
 // Consumer turns events into inbox messages. Set the fields, then call Run once.
 //
 // Delivery is at least once with explicit acks: a message is acknowledged only after its
 // effect is stored (or found already stored), so a crash between the two redelivers it, and
 // the store's unique event id absorbs the repeat. A payload that can never be read is
 // terminated rather than retried forever.
+//
+// Any other failure to store (the database away, a constraint that keeps failing) never
+// drops the event: the message is redelivered after a back-off that doubles with each
+// delivery, from Backoff up to MaxBackoff, and then every MaxBackoff until it is stored.
+// There is no dead-letter subject: a message parked there needs someone to replay it, and
+// a database outage would park every event of the outage; here an operator fixes the cause
+// and the stuck messages flow again by themselves, within MaxBackoff. They are visible
+// meanwhile: WARN lines while the back-off grows, an ERROR when it reaches MaxBackoff and
+// every 12th delivery after (hourly with the default), and the gauge
+// boxoffice.notification.events_redelivered (metrics.go). A
+// stuck message holds one of the consumer's unacknowledged slots (MaxAckPending, 1000 by
+// default); the others keep flowing, as inbox messages need no order.
 type Consumer struct {
 	JS    jetstream.JetStream
-	Store *Store
+	Store Inbox
 	// Log receives failures; nil discards them.
 	Log *slog.Logger
 	// Tracer records a span per message, continuing the producer's trace; nil means none.
 	Tracer trace.Tracer
+	// MeterProvider receives the gauge of events redelivered and not yet stored; nil
+	// means none.
+	MeterProvider metric.MeterProvider
 	// Sources are the streams to read; nil means Sources.
 	Sources []Source
 	// RetryEvery is how often a consumer looks again for a stream that does not exist yet
@@ -49,6 +73,14 @@ type Consumer struct {
 	RetryEvery time.Duration
 	// AckWait is how long the server waits for an ack before redelivering; 0 means 10s.
 	AckWait time.Duration
+	// Backoff is how long an event whose store write failed waits for its first retry;
+	// 0 means 1s. Each further failure doubles it, up to MaxBackoff; 0 means 5 minutes.
+	// The longer the cap, the fewer retries of a message that cannot be stored, and the
+	// longer a message may wait after the cause is fixed.
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+
+	backoff backoff
 }
 
 // Run consumes every source until ctx ends, then returns nil. A source whose stream does not
@@ -64,6 +96,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 	sources := c.Sources
 	if sources == nil {
 		sources = Sources
+	}
+	c.backoff = newBackoff(c.Backoff, c.MaxBackoff)
+	if gauge, err := observeRedelivered(c.MeterProvider, c.JS, sources); err != nil {
+		c.Log.WarnContext(ctx, "register the redelivered events gauge", "error", err)
+	} else {
+		defer func() { _ = gauge.Unregister() }() // fails only for another provider's registration
 	}
 	var wg sync.WaitGroup
 	for _, src := range sources {
@@ -99,12 +137,30 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	case ctx.Err() != nil:
 		return // shutting down: the server redelivers after AckWait
 	default:
-		c.Log.WarnContext(ctx, "event not stored; will be redelivered", "subject", msg.Subject(), "error", err)
-		err = msg.NakWithDelay(time.Second)
+		err = c.retryLater(ctx, msg, err)
 	}
 	if err != nil {
 		c.Log.WarnContext(ctx, "acknowledge event", "subject", msg.Subject(), "error", err)
 	}
+}
+
+// retryLater hands msg back to the server, to be delivered again after the back-off its
+// delivery count calls for, and logs the failure if the back-off says so.
+func (c *Consumer) retryLater(ctx context.Context, msg jetstream.Msg, cause error) error {
+	n := uint64(1)
+	var seq uint64
+	if meta, err := msg.Metadata(); err == nil {
+		n, seq = max(meta.NumDelivered, 1), meta.Sequence.Stream
+	}
+	delay := c.backoff.delay(n)
+	if level, ok := c.backoff.report(n); ok {
+		text := "event not stored; will be redelivered"
+		if level >= slog.LevelError {
+			text = "event still not stored after many deliveries; retrying at the longest back-off"
+		}
+		c.Log.Log(ctx, level, text, "subject", msg.Subject(), "stream_seq", seq, "deliveries", n, "retry_in", delay, "error", cause)
+	}
+	return msg.NakWithDelay(delay)
 }
 
 func (c *Consumer) apply(ctx context.Context, payload []byte) error {

@@ -35,7 +35,8 @@ func build(ctx context.Context, s *server.Server) (http.Handler, error) {
 		if err != nil {
 			return nil, fmt.Errorf("jetstream: %w", err)
 		}
-		c := &Consumer{JS: js, Store: store, Log: s.Log, Tracer: s.Telemetry.TracerProvider.Tracer("boxoffice.dev/services/notification")}
+		c := &Consumer{JS: js, Store: store, Log: s.Log, Tracer: s.Telemetry.TracerProvider.Tracer("boxoffice.dev/services/notification"),
+			MeterProvider: s.Telemetry.MeterProvider}
 		s.Go("consumer", c.Run) // failures are logged and retried; it returns nil at shutdown
 	} else {
 		s.Log.Warn("NATS_URL is not set: no events will reach the inbox")

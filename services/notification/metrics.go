@@ -1,0 +1,45 @@
+package notification
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// observeTimeout bounds the look-up of one consumer when the gauge is read.
+const observeTimeout = 2 * time.Second
+
+// observeRedelivered registers the gauge boxoffice.notification.events_redelivered: per
+// source's consumer, the events delivered more than once and not acknowledged yet, most
+// often messages in back-off after failed store writes (the rest were redelivered after an
+// instance stopped with them in hand). It is read from the server, which knows every
+// instance's messages, so every instance reports the same value: aggregate with max, not
+// sum. A consumer that does not exist yet is left out. Unregister it when done.
+func observeRedelivered(mp metric.MeterProvider, js jetstream.JetStream, sources []Source) (metric.Registration, error) {
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	meter := mp.Meter("boxoffice.dev/services/notification")
+	gauge, err := meter.Int64ObservableGauge("boxoffice.notification.events_redelivered",
+		metric.WithDescription("Events delivered more than once and not yet stored (in back-off after failed store writes), by consumer; every instance reports the whole consumer."),
+		metric.WithUnit("{event}"))
+	if err != nil {
+		return nil, err
+	}
+	return meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		for _, src := range sources {
+			cctx, cancel := context.WithTimeout(ctx, observeTimeout)
+			cons, err := js.Consumer(cctx, src.Stream, src.Durable)
+			cancel()
+			if err != nil {
+				continue // not created yet, or NATS away: no value rather than a wrong one
+			}
+			o.ObserveInt64(gauge, int64(cons.CachedInfo().NumRedelivered), metric.WithAttributes(attribute.String("consumer", src.Durable)))
+		}
+		return nil
+	}, gauge)
+}
