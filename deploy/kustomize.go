@@ -1,8 +1,10 @@
 package deploy
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"path"
 	"slices"
@@ -25,10 +27,12 @@ type Object struct {
 	} `yaml:"metadata"`
 	Spec struct {
 		// Deployment, StatefulSet, Job
-		Replicas *int `yaml:"replicas"`
-		Template struct {
+		Replicas    *int   `yaml:"replicas"`
+		ServiceName string `yaml:"serviceName"` // StatefulSet: its governing (headless) Service
+		Template    struct {
 			Metadata struct {
-				Labels map[string]string `yaml:"labels"`
+				Labels      map[string]string `yaml:"labels"`
+				Annotations map[string]string `yaml:"annotations"`
 			} `yaml:"metadata"`
 			Spec struct {
 				Containers []Container `yaml:"containers"`
@@ -41,17 +45,33 @@ type Object struct {
 			} `yaml:"spec"`
 		} `yaml:"template"`
 		// Service
-		ClusterIP string         `yaml:"clusterIP"`
-		Selector  map[string]any `yaml:"selector"` // a Service's labels; a workload's {matchLabels: …}
-		Ports     []ServicePort  `yaml:"ports"`
+		ClusterIP                string         `yaml:"clusterIP"`
+		PublishNotReadyAddresses bool           `yaml:"publishNotReadyAddresses"`
+		Selector                 map[string]any `yaml:"selector"` // a Service's labels; a workload's {matchLabels: …}
+		Ports                    []ServicePort  `yaml:"ports"`
 		// HorizontalPodAutoscaler
 		ScaleTargetRef struct {
 			Kind string `yaml:"kind"`
 			Name string `yaml:"name"`
 		} `yaml:"scaleTargetRef"`
 		MinReplicas *int `yaml:"minReplicas"`
+		// NetworkPolicy
+		PodSelector *LabelSelector `yaml:"podSelector"`
+		PolicyTypes []string       `yaml:"policyTypes"`
+		Ingress     []IngressRule  `yaml:"ingress"`
+		// HTTPRoute
+		ParentRefs []struct {
+			Name      string `yaml:"name"`
+			Namespace string `yaml:"namespace"`
+		} `yaml:"parentRefs"`
+		Rules []struct {
+			BackendRefs []struct {
+				Name string `yaml:"name"`
+				Port int    `yaml:"port"`
+			} `yaml:"backendRefs"`
+		} `yaml:"rules"`
 	} `yaml:"spec"`
-	Data map[string]string `yaml:"data"` // ConfigMap
+	Data map[string]string `yaml:"data"` // ConfigMap; a Secret's, base64-encoded
 }
 
 // ServicePort is one port of a Service.
@@ -63,16 +83,21 @@ type ServicePort struct {
 
 // Container is a pod's container, as the checks read it.
 type Container struct {
-	Name  string `yaml:"name"`
-	Image string `yaml:"image"`
-	Ports []struct {
+	Name    string   `yaml:"name"`
+	Image   string   `yaml:"image"`
+	Command []string `yaml:"command"`
+	Args    []string `yaml:"args"`
+	Ports   []struct {
 		Name          string `yaml:"name"`
 		ContainerPort int    `yaml:"containerPort"`
 	} `yaml:"ports"`
 	Env []struct {
-		Name      string     `yaml:"name"`
-		Value     string     `yaml:"value"`
-		ValueFrom *yaml.Node `yaml:"valueFrom"`
+		Name      string    `yaml:"name"`
+		Value     string    `yaml:"value"`
+		ValueFrom *struct { // a fieldRef, resourceFieldRef or other is set but not read
+			ConfigMapKeyRef *keyRef `yaml:"configMapKeyRef"`
+			SecretKeyRef    *keyRef `yaml:"secretKeyRef"`
+		} `yaml:"valueFrom"`
 	} `yaml:"env"`
 	EnvFrom []struct {
 		ConfigMapRef *struct {
@@ -184,8 +209,9 @@ func imageRepo(image string) string {
 // port; every container of every Deployment and StatefulSet has both probes, CPU and memory
 // requests and a memory limit (no CPU limit: throttling shows as latency, which is the thing
 // the gateway must not add); every service the gateway's policy finds by DNS has a headless
-// Service; the gateway and inventory have a HorizontalPodAutoscaler; and each deployable's
-// container sets what RequiredEnv asks and nothing its code does not read.
+// Service; the gateway and inventory have a HorizontalPodAutoscaler; each deployable's
+// container sets what RequiredEnv asks and nothing its code does not read; and the
+// NetworkPolicies admit exactly the connections the components make (CheckNetworkPolicies).
 func CheckManifests(w *Workspace, objs []Object) error {
 	b := build(objs)
 	var errs []error
@@ -204,6 +230,9 @@ func CheckManifests(w *Workspace, objs []Object) error {
 	errs = append(errs, checkHeadless(w, b)...)
 	for _, name := range []string{"gateway", "inventory"} {
 		errs = append(errs, checkAutoscaled(b, name)...)
+	}
+	if err := CheckNetworkPolicies(w, objs); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -345,25 +374,11 @@ func selects(selector map[string]any, labels map[string]string) bool {
 
 // checkManifestEnv applies RequiredEnv, and the gateway's UPSTREAM rule against the policy
 // the container mounts, to a deployable's container: a variable is set by env (a value or a
-// reference) or by an envFrom ConfigMap of the build (a Secret's keys count when the build
-// has it, and cannot be checked when it does not: the base leaves Secrets to the cluster).
+// reference) or by an envFrom ConfigMap or Secret of the build (a Secret's keys count when
+// the build has it, and cannot be checked when it does not: the base leaves Secrets to the
+// cluster).
 func checkManifestEnv(w *Workspace, b build, d Deployable, dep Object, c Container) []error {
-	set := map[string]string{}
-	for _, ef := range c.EnvFrom {
-		if ef.ConfigMapRef != nil {
-			if cm, ok := b.find("ConfigMap", ef.ConfigMapRef.Name); ok {
-				for k, v := range cm.Data {
-					set[k] = v
-				}
-			}
-		}
-	}
-	for _, e := range c.Env {
-		set[e.Name] = e.Value
-		if e.ValueFrom != nil {
-			set[e.Name] = "(reference)"
-		}
-	}
+	set := b.containerEnv(c)
 	at := ref(dep)
 	required := RequiredEnv(d)
 	var upstreams map[string]string
@@ -432,6 +447,67 @@ func checkManifestAddresses(w *Workspace, b build, at string, set map[string]str
 		}
 	}
 	return errs
+}
+
+// unknownValue stands for a variable set by a reference the build cannot follow: a field of
+// the pod, or a key of a Secret the cluster provides. It is set, and names no address.
+const unknownValue = "(reference)"
+
+// containerEnv returns the variables container c sets, by envFrom and env (which wins), with
+// their values where the build holds them: literals, and keys of its ConfigMaps and Secrets.
+func (b build) containerEnv(c Container) map[string]string {
+	env := map[string]string{}
+	for _, ef := range c.EnvFrom {
+		var data map[string]string
+		switch {
+		case ef.ConfigMapRef != nil:
+			data = b.keys("ConfigMap", ef.ConfigMapRef.Name)
+		case ef.SecretRef != nil:
+			data = b.keys("Secret", ef.SecretRef.Name)
+		}
+		maps.Copy(env, data)
+	}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+		if e.ValueFrom == nil {
+			continue
+		}
+		env[e.Name] = unknownValue
+		var v string
+		var ok bool
+		switch r := e.ValueFrom; {
+		case r.ConfigMapKeyRef != nil:
+			v, ok = b.keys("ConfigMap", r.ConfigMapKeyRef.Name)[r.ConfigMapKeyRef.Key]
+		case r.SecretKeyRef != nil:
+			v, ok = b.keys("Secret", r.SecretKeyRef.Name)[r.SecretKeyRef.Key]
+		}
+		if ok {
+			env[e.Name] = v
+		}
+	}
+	return env
+}
+
+// keyRef names a key of a ConfigMap or Secret (an env valueFrom).
+type keyRef struct {
+	Name string `yaml:"name"`
+	Key  string `yaml:"key"`
+}
+
+// keys returns the data of the ConfigMap or Secret called name (a Secret's decoded from
+// base64); nil when the build has no such object.
+func (b build) keys(kind, name string) map[string]string {
+	o, ok := b.find(kind, name)
+	if !ok || kind != "Secret" {
+		return o.Data
+	}
+	out := make(map[string]string, len(o.Data))
+	for k, v := range o.Data {
+		if dec, err := base64.StdEncoding.DecodeString(v); err == nil {
+			out[k] = string(dec)
+		}
+	}
+	return out
 }
 
 // manifestPolicy returns the policy a gateway container runs with: the file POLICY_FILE names,
