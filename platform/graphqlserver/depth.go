@@ -3,6 +3,7 @@ package graphqlserver
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -53,34 +54,50 @@ func (d DepthLimit) MutateOperationContext(_ context.Context, opCtx *graphql.Ope
 }
 
 // Depth is how many levels of fields set nests, fragments expanded from fragments. A field
-// with no selections is one level. A fragment that spreads itself (which validation rejects)
-// is not followed twice.
+// with no selections is one level. Each fragment is measured once, so the cost is linear in
+// the document even when fragments spread each other many times over; a fragment that
+// spreads itself (which validation rejects) is not followed twice.
 func Depth(set ast.SelectionSet, fragments ast.FragmentDefinitionList) int {
-	return depth(set, fragments, map[string]bool{})
+	return walk(set, fragments, map[string]int{}, func(a, b int) int { return max(a, b) }, func(f *ast.Field, below int) int {
+		if strings.HasPrefix(f.Name, "__") {
+			return 0
+		}
+		return 1 + below
+	})
 }
 
-func depth(set ast.SelectionSet, fragments ast.FragmentDefinitionList, visiting map[string]bool) int {
-	deepest := 0
+// walk folds set into one number: field gives a field's from its selections' (below),
+// combine joins the selections of one set (max for a depth, a sum for a count), and
+// fragments are folded once each, into known.
+func walk(set ast.SelectionSet, fragments ast.FragmentDefinitionList, known map[string]int,
+	combine func(a, b int) int, field func(f *ast.Field, below int) int) int {
+	out := 0
 	for _, sel := range set {
-		d := 0
+		n := 0
 		switch s := sel.(type) {
 		case *ast.Field:
-			if strings.HasPrefix(s.Name, "__") {
-				continue
-			}
-			d = 1 + depth(s.SelectionSet, fragments, visiting)
+			n = field(s, walk(s.SelectionSet, fragments, known, combine, field))
 		case *ast.InlineFragment:
-			d = depth(s.SelectionSet, fragments, visiting)
+			n = walk(s.SelectionSet, fragments, known, combine, field)
 		case *ast.FragmentSpread:
-			def := fragments.ForName(s.Name)
-			if def == nil || visiting[s.Name] {
-				continue
+			v, ok := known[s.Name]
+			if !ok {
+				known[s.Name] = 0 // while it is folded: a cycle back to it adds nothing
+				if def := fragments.ForName(s.Name); def != nil {
+					v = walk(def.SelectionSet, fragments, known, combine, field)
+				}
+				known[s.Name] = v
 			}
-			visiting[s.Name] = true
-			d = depth(def.SelectionSet, fragments, visiting)
-			visiting[s.Name] = false
+			n = v
 		}
-		deepest = max(deepest, d)
+		out = combine(out, n)
 	}
-	return deepest
+	return out
+}
+
+func saturatingAdd(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }

@@ -51,7 +51,8 @@ type Options struct {
 	// MaxDepth is how deeply selections may nest (fields, not fragments); 0 or less = 10.
 	MaxDepth int
 	// MaxComplexity bounds gqlgen's complexity of an operation: one per field unless the
-	// schema's complexity functions weigh lists by their size; 0 or less = 1000.
+	// schema's complexity functions weigh lists by their size; 0 or less = 1000. It bounds
+	// the operation's fields with its fragments expanded too (FieldLimit).
 	MaxComplexity int
 	// MaxTokens bounds how many tokens (names, punctuation, values) of a query the parser
 	// reads before refusing it; 0 or less = 1000. Parsing and validating cost grows with the
@@ -80,7 +81,8 @@ type Options struct {
 
 // Error codes in extensions.code for the limits, beside the problem codes.
 const (
-	CodeDepthLimit = "DEPTH_LIMIT_EXCEEDED"
+	CodeDepthLimit      = "DEPTH_LIMIT_EXCEEDED"
+	CodeComplexityLimit = "COMPLEXITY_LIMIT_EXCEEDED" // gqlgen's own, and FieldLimit's
 )
 
 // New returns the handler serving es. Mount it at the BFF's path; it serves whatever path it
@@ -120,6 +122,7 @@ func New(es graphql.ExecutableSchema, o Options) http.Handler {
 		srv.SetDisableSuggestion(true) // "Did you mean …" would map the schema field by field
 	}
 	srv.Use(DepthLimit{Max: o.MaxDepth})
+	srv.Use(FieldLimit{Max: o.MaxComplexity}) // before the complexity limit's own walk
 	srv.Use(extension.FixedComplexityLimit(o.MaxComplexity))
 	srv.Use(OneWrite{Queries: o.WriteQueries})
 	srv.SetErrorPresenter(presentError(o.Log))

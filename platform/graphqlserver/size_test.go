@@ -55,6 +55,36 @@ func TestTokenLimitRefusesABigQueryAtOnce(t *testing.T) {
 	}
 }
 
+// TestFragmentsThatMultiplyAreRefusedAtOnce: thirty fragments that each spread the next
+// twice are a query of 1.3 KB, well within the body and token limits, and two billion
+// fields once expanded; measuring them one by one would take minutes.
+func TestFragmentsThatMultiplyAreRefusedAtOnce(t *testing.T) {
+	s := newSchema(func(context.Context) string { return `{}` })
+	h := New(s, Options{MaxDepth: 3, MaxComplexity: 1000})
+	for _, tc := range []struct {
+		name     string
+		query    string
+		wantCode string // "" = executed
+	}{
+		{"9 doubling fragments, 1023 fields", doubling(9), CodeComplexityLimit},
+		{"8 doubling fragments, 511 fields", doubling(8), ""},
+		{"30 doubling fragments", doubling(30), CodeComplexityLimit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := s.executed.Load()
+			start := time.Now()
+			_, resp := post(t, h, map[string]any{"query": tc.query})
+			took := time.Since(start)
+			if got := firstCode(resp); got != tc.wantCode || (s.executed.Load() > before) != (tc.wantCode == "") {
+				t.Errorf("POST %d bytes: code %q, executed %v; want %q (errors %+v)", len(tc.query), got, s.executed.Load() > before, tc.wantCode, resp.Errors)
+			}
+			if took > 100*time.Millisecond {
+				t.Errorf("POST %d bytes answered in %v, want well under 100ms", len(tc.query), took)
+			}
+		})
+	}
+}
+
 func TestBodyLimit(t *testing.T) {
 	s := newSchema(func(context.Context) string { return `{"fail":null}` })
 	h := New(s, Options{})
