@@ -26,15 +26,22 @@ func TestDepth(t *testing.T) {
 		{"fragments that double, measured once each", doubling(70), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc, err := gqlparser.LoadQueryWithRules(s, tc.query, nil)
-			if err != nil {
-				t.Fatalf("LoadQuery(%s): %v", tc.query, err)
-			}
+			doc := load(t, s, tc.query)
 			if got := Depth(doc.Operations[0].SelectionSet, doc.Fragments); got != tc.want {
 				t.Errorf("Depth(%s) = %d, want %d", tc.query, got, tc.want)
 			}
 		})
 	}
+}
+
+// load parses query and validates it against s with the default rules.
+func load(t *testing.T, s *ast.Schema, query string) *ast.QueryDocument {
+	t.Helper()
+	doc, err := gqlparser.LoadQueryWithRules(s, query, nil)
+	if err != nil {
+		t.Fatalf("LoadQuery(%.60s): %v", query, err)
+	}
+	return doc
 }
 
 // doubling is a query whose fragments each spread the next twice: n fragments of a few
@@ -64,10 +71,7 @@ func TestFields(t *testing.T) {
 		{"beyond an int", doubling(70), math.MaxInt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc, err := gqlparser.LoadQueryWithRules(s, tc.query, nil)
-			if err != nil {
-				t.Fatalf("LoadQuery(%.60s): %v", tc.query, err)
-			}
+			doc := load(t, s, tc.query)
 			if got := Fields(doc.Operations[0].SelectionSet, doc.Fragments); got != tc.want {
 				t.Errorf("Fields(%.60s) = %d, want %d", tc.query, got, tc.want)
 			}
