@@ -25,21 +25,39 @@ func TestKustomize(t *testing.T) {
 }
 
 // TestKustomizeBroken builds the kustomizations of deploy/testdata/k8s, each the local overlay
-// with one thing broken: each must be reported.
+// with one thing broken: each must be reported, naming the object and what is wrong.
 func TestKustomizeBroken(t *testing.T) {
 	w := loadWorkspace(t)
 	tests := []struct {
-		fixture, want string
+		fixture string
+		want    []string // each in the error
 	}{
-		{"no-readiness-probe", "deployment/inventory: container inventory has no readinessProbe"},
-		{"no-liveness-probe", "statefulset/nats: container nats has no livenessProbe"},
-		{"no-memory-limit", "deployment/order: container order has no resources.limits.memory"},
-		{"no-deployment", "deployable search runs in no Deployment"},
-		{"not-headless", "service/catalog is not headless"},
-		{"no-autoscaler", "deployment/inventory has no HorizontalPodAutoscaler"},
-		{"probe-wrong-path", "deployment/payment: readinessProbe asks /healthz, want /readyz"},
-		{"missing-env", "deployment/order: PAYMENT_GRPC_ADDR is not set"},
-		{"wrong-port", "deployment/search: CATALOG_GRPC_ADDR=catalog:8102: catalog listens on 9102, not 8102"},
+		{"no-readiness-probe", []string{"deployment/inventory: container inventory has no readinessProbe"}},
+		{"no-liveness-probe", []string{"statefulset/nats: container nats has no livenessProbe"}},
+		{"no-memory-limit", []string{"deployment/order: container order has no resources.limits.memory"}},
+		{"no-deployment", []string{"deployable search runs in no Deployment"}},
+		{"not-headless", []string{"service/catalog is not headless"}},
+		{"no-autoscaler", []string{"deployment/inventory has no HorizontalPodAutoscaler"}},
+		{"probe-wrong-path", []string{"deployment/payment: readinessProbe asks /healthz, want /readyz"}},
+		{"missing-env", []string{"deployment/order: PAYMENT_GRPC_ADDR is not set"}},
+		{"wrong-port", []string{"deployment/search: CATALOG_GRPC_ADDR=catalog:8102: catalog listens on 9102, not 8102"}},
+		// NetworkPolicies: a caller missing, one permission too many, no default deny.
+		{"netpol-no-bff-catalog-grpc", []string{
+			"deployment/bff-web cannot reach port 9102 of deployment/catalog (CATALOG_GRPC_ADDR=catalog:9102): no NetworkPolicy admits it",
+		}},
+		{"netpol-catalog-open", []string{
+			"deployment/catalog: port 8102 (http): NetworkPolicy catalog-open admits deployment/auth, ",
+			", deployment/bff-web, ",
+			", any other pod of the namespace, none of which connects to it",
+		}},
+		{"netpol-no-default-deny", []string{
+			"namespace boxoffice has no default deny",
+			"job/redis-cluster-init: no NetworkPolicy selects its pods",
+		}},
+		{"netpol-gateway-open", []string{
+			"deployment/gateway: port 8080 (http): NetworkPolicy gateway admits deployment/gateway, deployment/auth, ",
+			", a pod of another namespace, a client outside the cluster, none of which connects to it",
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {
@@ -48,8 +66,10 @@ func TestKustomizeBroken(t *testing.T) {
 				t.Fatalf("BuildKustomization = %v", err)
 			}
 			err = CheckManifests(w, objs)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("CheckManifests(%s) = %v, want an error containing %q", tt.fixture, err, tt.want)
+			for _, want := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("CheckManifests(%s) = %v, want an error containing %q", tt.fixture, err, want)
+				}
 			}
 		})
 	}

@@ -95,7 +95,7 @@ func CheckNetworkPolicies(w *Workspace, objs []Object) error {
 		errs = append(errs, fmt.Errorf("namespace %s has no default deny: no NetworkPolicy selects every pod (podSelector: {}) and admits nothing, so a pod added later accepts traffic from anywhere", ns))
 	}
 	peers := b.peers(ns)
-	need := b.connections(w, ns, peers)
+	need := b.connections(w, ns)
 
 	for _, t := range b.workloads() {
 		labels := t.Spec.Template.Metadata.Labels
@@ -126,12 +126,20 @@ func CheckNetworkPolicies(w *Workspace, objs []Object) error {
 				}
 			}
 			for _, by := range order {
-				errs = append(errs, fmt.Errorf("%s: port %d (%s) admits %s (NetworkPolicy %s), though none of them connects to it", ref(t), cp.number, cp.name, strings.Join(extra[by], ", "), by))
+				which := "none of which connects to it"
+				if len(extra[by]) == 1 {
+					which = "which does not connect to it"
+				}
+				errs = append(errs, fmt.Errorf("%s: port %d (%s): NetworkPolicy %s admits %s, %s", ref(t), cp.number, cp.name, by, strings.Join(extra[by], ", "), which))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// scraperPeer stands for the pods that scrape metrics: any of a namespace labelled
+// metricsNamespaceLabel=true.
+const scraperPeer = "the metrics scraper"
 
 // peer is a set of pods that may be a source of traffic: a workload's, or one standing for
 // the pods outside the build a policy must name or must not admit.
@@ -153,7 +161,7 @@ func (b build) peers(ns string) []peer {
 		out = append(out, edgePeers(ns, nsLabels, g)...)
 	}
 	return append(out,
-		peer{name: "the metrics scraper", namespace: "monitoring", nsLabels: map[string]string{
+		peer{name: scraperPeer, namespace: "monitoring", nsLabels: map[string]string{
 			"kubernetes.io/metadata.name": "monitoring", metricsNamespaceLabel: "true"}},
 		peer{name: "any other pod of the namespace", namespace: ns, nsLabels: nsLabels},
 		peer{name: "a pod of another namespace", namespace: "elsewhere", nsLabels: map[string]string{
@@ -190,7 +198,7 @@ func (c connections) add(from, to string, port int, why string) {
 }
 
 // connections gathers the flows CheckNetworkPolicies requires the policies to admit.
-func (b build) connections(w *Workspace, ns string, peers []peer) connections {
+func (b build) connections(w *Workspace, ns string) connections {
 	c := connections{}
 	for _, o := range b.workloads() {
 		for _, ctr := range o.Spec.Template.Spec.Containers {
@@ -200,7 +208,7 @@ func (b build) connections(w *Workspace, ns string, peers []peer) connections {
 					b.dial(c, ns, ref(o), hp, fmt.Sprintf("%s=%s", name, env[name]))
 				}
 			}
-			for _, hp := range commandAddr.FindAllString(strings.Join(append(ctr.Command, ctr.Args...), " "), -1) {
+			for _, hp := range commandAddr.FindAllString(strings.Join(slices.Concat(ctr.Command, ctr.Args), " "), -1) {
 				b.dial(c, ns, ref(o), hp, "its command dials "+hp)
 			}
 		}
@@ -213,7 +221,7 @@ func (b build) connections(w *Workspace, ns string, peers []peer) connections {
 		}
 		if a := o.Spec.Template.Metadata.Annotations; a["prometheus.io/scrape"] == "true" {
 			if p, err := strconv.Atoi(a["prometheus.io/port"]); err == nil {
-				c.add("the metrics scraper", ref(o), p, "prometheus.io/port: "+a["prometheus.io/port"])
+				c.add(scraperPeer, ref(o), p, "prometheus.io/port: "+a["prometheus.io/port"])
 			}
 		}
 	}
