@@ -2,8 +2,9 @@
 //
 // The gateway authenticates every request (JWT or API key), strips any identity headers the
 // client sent, and sets the ones below. Services trust them because they are reachable only
-// through the gateway (or from other services); they never parse tokens themselves. Over gRPC
-// the same values travel as metadata with the same (lower-cased) names.
+// through the gateway (or from other services and the playground; on Kubernetes the
+// NetworkPolicies of deploy/k8s/base/network.yaml enforce it); they never parse tokens
+// themselves. Over gRPC the same values travel as metadata with the same (lower-cased) names.
 package identity
 
 import (
