@@ -34,7 +34,9 @@ func New(getenv func(string) string) *Reader {
 
 // Error is the error for one variable: its name, the value it held and the expected form.
 type Error struct {
-	Name  string
+	Name string
+	// Value is what the variable held; for a URL only its scheme and host, or Hidden (see
+	// Reader.URL), since a URL may carry a password or a token.
 	Value string
 	Want  string
 }
@@ -47,7 +49,7 @@ func (e *Error) Error() string {
 func (r *Reader) Err() error { return errors.Join(r.errs...) }
 
 // Fail records that variable name, read some way the Reader has no method for (a key to
-// decode, say), held value where want was expected. Pass a placeholder as value for a secret.
+// decode, say), held value where want was expected. Pass Hidden as value for a secret.
 func (r *Reader) Fail(name, value, want string) {
 	r.errs = append(r.errs, &Error{Name: name, Value: value, Want: want})
 }
@@ -131,7 +133,9 @@ func (r *Reader) Addr(name, def string) string {
 }
 
 // URL returns the variable as an absolute URL whose scheme is one of schemes, or def when
-// unset. An empty def means "not configured" and is returned as "".
+// unset. An empty def means "not configured" and is returned as "". The error for a rejected
+// value names its scheme and host, never the rest, or prints Hidden when those cannot be
+// read: a URL variable may carry a password or a token (DATABASE_URL, REDIS_URL, NATS_URL).
 func (r *Reader) URL(name, def string, schemes ...string) string {
 	v := r.String(name, def)
 	if v == "" {
@@ -139,7 +143,7 @@ func (r *Reader) URL(name, def string, schemes ...string) string {
 	}
 	u, err := url.Parse(v)
 	if err != nil || u.Host == "" && u.Opaque == "" && u.Path == "" || !contains(schemes, u.Scheme) {
-		r.Fail(name, redact(v), "a URL with scheme "+strings.Join(schemes, ", "))
+		r.Fail(name, describeURL(v), "a URL with scheme "+strings.Join(schemes, ", "))
 		return def
 	}
 	return v
@@ -174,14 +178,18 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// redact hides a URL's password so a configuration error never prints a secret.
-func redact(v string) string {
+// Hidden stands for a value a configuration error does not print.
+const Hidden = "(hidden)"
+
+// describeURL is what an error about the rejected URL v prints: its scheme and host when both
+// can be read, else Hidden. A URL variable may hold a secret anywhere: a password or a NATS
+// token in the user info, a password in the query or in a keyword DSN (host=… password=…),
+// and a value that does not parse hides where. The error is printed at start, into the
+// container's log, so it shows only what locates the mistake; the operator has the value.
+func describeURL(v string) string {
 	u, err := url.Parse(v)
-	if err != nil || u.User == nil {
-		return v
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return Hidden
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
 }
