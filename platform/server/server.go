@@ -14,7 +14,7 @@
 // edge component, the one clients reach from outside, only next to the first two), and
 // runs its background loops as workers (Server.Go). On SIGTERM (ctx cancelled) it marks
 // itself not ready, stops accepting connections, lets in-flight requests finish, stops its
-// workers, all within SHUTDOWN_TIMEOUT, and closes what it opened, in reverse order.
+// workers and closes what it opened, in reverse order, all within SHUTDOWN_TIMEOUT.
 package server
 
 import (
@@ -135,8 +135,13 @@ type Server struct {
 	// (DRAIN_DELAY; 0 in a Server not built by Main).
 	drainDelay time.Duration
 
+	now func() time.Time // time.Now; when shutdown began
+
 	mu      sync.Mutex
-	closers []func() error
+	closers []func(ctx context.Context) error
+	// stopBy is when the process must have stopped: SHUTDOWN_TIMEOUT after shutdown began
+	// (see stopDeadline); zero until then.
+	stopBy time.Time
 }
 
 // New sets up logging, telemetry, health and the control hook, and connects to NATS when
@@ -151,13 +156,14 @@ func New(ctx context.Context, cfg config.Process, stdout io.Writer) (*Server, er
 		Log:    logging.New(stdout, level, cfg.Name),
 		Health: health.New(0),
 		work:   newWorkers(ctx),
+		now:    time.Now,
 	}
 	s.Telemetry, err = telemetry.Setup(ctx, telemetry.Config{Service: cfg.Name, Instance: cfg.HTTPAddr, OTLPEndpoint: cfg.OTLPEndpoint})
 	if err != nil {
 		return nil, fmt.Errorf("%s: telemetry: %w", cfg.Name, err)
 	}
 	s.Control = control.New(cfg.Name, control.Options{MeterProvider: s.Telemetry.MeterProvider, Log: s.Log})
-	s.onClose(func() error { return s.Telemetry.Shutdown(context.WithoutCancel(ctx)) })
+	s.onClose(s.Telemetry.Shutdown) // flushes the last spans and metrics, until the deadline
 
 	if cfg.NATSURL != "" {
 		nc, err := natsconn.Connect(ctx, cfg.NATSURL, cfg.Name, s.Log)
@@ -166,7 +172,7 @@ func New(ctx context.Context, cfg config.Process, stdout io.Writer) (*Server, er
 			return nil, fmt.Errorf("%s: %w", cfg.Name, err)
 		}
 		s.NATS = nc
-		s.onClose(func() error { return nc.Drain() })
+		s.onClose(func(ctx context.Context) error { return drainNATS(ctx, nc) })
 		if nc.IsConnected() {
 			if err := s.subscribeControl(ctx, nc); err != nil {
 				s.Close()
@@ -211,7 +217,7 @@ func (s *Server) subscribeControl(ctx context.Context, nc *nats.Conn) error {
 	if err != nil {
 		return err
 	}
-	s.onClose(func() error { stop(); return nil })
+	s.onClose(func(context.Context) error { stop(); return nil })
 	return nil
 }
 
@@ -225,7 +231,7 @@ func (s *Server) OpenDB(ctx context.Context, migrations fs.FS) (*sqldb.DB, error
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	s.onClose(db.Close)
+	s.onClose(func(context.Context) error { return db.Close() })
 	if migrations != nil {
 		if err := db.Migrate(ctx, migrations); err != nil {
 			return nil, fmt.Errorf("migrate database: %w", err)
@@ -242,7 +248,7 @@ func (s *Server) Redis(ctx context.Context) (redis.UniversalClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
-	s.onClose(res.Close)
+	s.onClose(func(context.Context) error { return res.Close() })
 	s.Health.Add("redis", func(ctx context.Context) error { return res.Client.Ping(ctx).Err() })
 	return res.Client, nil
 }
@@ -270,8 +276,9 @@ func (s *Server) Run(ctx context.Context, h http.Handler) error {
 // Shutdown begins when ctx is done or a worker fails (see Go). Readiness fails first, and
 // the listeners stay open for DRAIN_DELAY (at most half of SHUTDOWN_TIMEOUT) so that
 // balancers, which learn it only at their next probe, stop sending before connections are
-// refused; then the listeners drain and the workers are stopped, all within
-// SHUTDOWN_TIMEOUT from the start. A listener that fails skips the delay.
+// refused; then the listeners drain and the workers are stopped, within SHUTDOWN_TIMEOUT
+// from the start less the fifth kept for Close (see closeReserve). A listener that fails
+// skips the delay.
 func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener) error {
 	attrs := []any{"http", hl.Addr().String()}
 	if gl != nil {
@@ -293,7 +300,7 @@ func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener)
 	listening, stopListening := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopListening()
 	delay := min(s.drainDelay, s.Config.ShutdownTimeout/2)
-	drain := s.Config.ShutdownTimeout - delay
+	drain := s.Config.ShutdownTimeout - s.closeReserve() - delay
 	g, gctx := errgroup.WithContext(listening)
 	srv := httpserver.New(s.Handler(h))
 	g.Go(func() error { return httpserver.Serve(gctx, srv, hl, drain) })
@@ -304,8 +311,7 @@ func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener)
 	case <-ctx.Done():
 	case <-gctx.Done():
 	}
-	deadline := time.NewTimer(s.Config.ShutdownTimeout)
-	defer deadline.Stop()
+	stopBy := s.stopDeadline()
 	s.Health.SetDraining()
 	if delay > 0 && gctx.Err() == nil {
 		s.Log.Info("draining: not ready, still serving", "for", delay.String())
@@ -317,7 +323,9 @@ func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener)
 		wait.Stop()
 	}
 	stopListening()
-	err := errors.Join(g.Wait(), s.work.stop(deadline.C))
+	workers, cancelWorkers := context.WithDeadline(context.WithoutCancel(ctx), stopBy.Add(-s.closeReserve()))
+	defer cancelWorkers()
+	err := errors.Join(g.Wait(), s.work.stop(workers))
 	s.Log.Info("stopped", "error", err)
 	return err
 }
@@ -363,31 +371,85 @@ func (s *Server) Handler(h http.Handler) http.Handler {
 
 // OnClose registers f to run when the process closes, after its listeners and workers have
 // stopped: for what a Build opened itself, a gRPC client connection, say. Like what the
-// Server opened, it is closed newest first.
-func (s *Server) OnClose(f func() error) { s.onClose(f) }
+// Server opened, it is closed newest first. f should return promptly: the process must have
+// stopped by SHUTDOWN_TIMEOUT.
+func (s *Server) OnClose(f func() error) { s.onClose(func(context.Context) error { return f() }) }
 
-func (s *Server) onClose(f func() error) {
+// onClose registers f, whose ctx ends at the shutdown deadline: what may block (a flush, a
+// drain) gives up then.
+func (s *Server) onClose(f func(ctx context.Context) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closers = append(s.closers, f)
 }
 
-// Close stops the workers Run has not stopped (when building failed, say) within
-// SHUTDOWN_TIMEOUT, then releases what the Server opened, newest first. Safe to call more
-// than once.
+// Close stops the workers Run has not stopped (when building failed, say), then releases
+// what the Server opened, newest first, all within SHUTDOWN_TIMEOUT of the start of
+// shutdown (Serve's, or this call's when Serve did not run): after Serve the workers are not
+// waited for again, and what a closer waits for (the telemetry flush, the NATS drain) is
+// given up at the deadline. Safe to call more than once.
 func (s *Server) Close() error {
-	deadline := time.NewTimer(s.Config.ShutdownTimeout)
-	defer deadline.Stop()
-	workErr := s.work.stop(deadline.C)
+	stopBy := s.stopDeadline()
+	workers, cancel := context.WithDeadline(context.Background(), stopBy.Add(-s.closeReserve()))
+	workErr := s.work.stop(workers)
+	cancel()
 	s.mu.Lock()
 	closers := s.closers
 	s.closers = nil
 	s.mu.Unlock()
+	ctx, cancel := context.WithDeadline(context.Background(), stopBy)
+	defer cancel()
 	errs := []error{workErr}
 	for i := len(closers) - 1; i >= 0; i-- {
-		errs = append(errs, closers[i]())
+		errs = append(errs, closers[i](ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// stopDeadline returns when the process must have stopped: SHUTDOWN_TIMEOUT after its first
+// call, which marks the start of shutdown. Serve and Close share it, so a stop that ran
+// late in one does not get a fresh SHUTDOWN_TIMEOUT in the other: an orchestrator sized
+// its grace period for one.
+func (s *Server) stopDeadline() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopBy.IsZero() {
+		s.stopBy = s.now().Add(s.Config.ShutdownTimeout)
+	}
+	return s.stopBy
+}
+
+// closeReserve is the part of SHUTDOWN_TIMEOUT, a fifth (2s of the default 10s), kept for
+// Close after the listeners and the workers, which stop within the rest: a request or a
+// worker that ignores the stop must not use up the time to flush the last spans and drain
+// NATS before the orchestrator kills the process. The cost is a drain that much shorter.
+func (s *Server) closeReserve() time.Duration { return s.Config.ShutdownTimeout / 5 }
+
+// drainNATS drains nc and waits until it has closed or ctx ends, closing it then. Drain only
+// starts the drain (unsubscribe, let the handlers finish, flush what was published): a
+// process that exits on its return can lose the messages it published last.
+func drainNATS(ctx context.Context, nc *nats.Conn) error {
+	closed := make(chan struct{})
+	var once sync.Once
+	prev := nc.ClosedHandler()
+	nc.SetClosedHandler(func(c *nats.Conn) {
+		if prev != nil {
+			prev(c)
+		}
+		once.Do(func() { close(closed) })
+	})
+	if nc.Drain() != nil {
+		// Closed already, or reconnecting, when Drain closes it at once: no server to flush to.
+		nc.Close()
+		return nil
+	}
+	select {
+	case <-closed:
+		return nil
+	case <-ctx.Done():
+		nc.Close()
+		return fmt.Errorf("nats drain: %w", ctx.Err())
+	}
 }
 
 // observeNATS reports nc's state as the gauge nats_connected: 1 while connected, 0 while

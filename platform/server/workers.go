@@ -8,7 +8,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sync"
-	"time"
 )
 
 // Go runs f on its own goroutine as a worker of the process: a relay, a sweeper, a consumer,
@@ -17,10 +16,12 @@ import (
 //
 // f's ctx ends at shutdown, once the listeners have drained (a request finishing during the
 // drain may still hand it work, an outbox row to relay), and f should then return nil. Run
-// waits for every worker within SHUTDOWN_TIMEOUT, counted from the start of shutdown, and
-// reports the ones still running after it. A worker returning an error before that stops the
-// process as a signal would, and Run returns the error: a loop that gave up must not leave a
-// process that looks healthy. f returning nil earlier just ends that worker.
+// waits for every worker within SHUTDOWN_TIMEOUT, counted from the start of shutdown, less
+// the fifth kept for closing (Server.Close), and reports the ones still running after it:
+// they are left running while the process closes its database and connections, and exits.
+// A worker returning an error before that stops the process as a signal would, and Run
+// returns the error: a loop that gave up must not leave a process that looks healthy.
+// f returning nil earlier just ends that worker.
 //
 // The goroutine carries the pprof label worker=name, so a goroutine dump names it. After
 // shutdown began, Go starts nothing.
@@ -73,14 +74,18 @@ func newWorkers(parent context.Context) *workers {
 	return &workers{ctx: ctx, cancel: cancel, failed: make(chan struct{}), running: map[string]int{}}
 }
 
-// stop cancels the workers and waits for them until deadline fires. It returns their
-// failures and, past the deadline, which are still running; a later call returns nil.
-func (w *workers) stop(deadline <-chan time.Time) error {
+// stop cancels the workers and waits for them until ctx ends. It returns their failures
+// and, past ctx, which are still running. Only the first call waits; a later one returns nil
+// at once: what outlived the first call's deadline would only delay closing further.
+func (w *workers) stop(ctx context.Context) error {
 	w.mu.Lock()
 	first := !w.stopping
 	w.stopping = true
 	w.mu.Unlock()
 	w.cancel()
+	if !first {
+		return nil
+	}
 
 	done := make(chan struct{})
 	go func() {
@@ -90,13 +95,10 @@ func (w *workers) stop(deadline <-chan time.Time) error {
 	var late error
 	select {
 	case <-done:
-	case <-deadline:
+	case <-ctx.Done():
 		w.mu.Lock()
 		late = fmt.Errorf("workers still running after the shutdown deadline: %v", slices.Sorted(maps.Keys(w.running)))
 		w.mu.Unlock()
-	}
-	if !first {
-		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
