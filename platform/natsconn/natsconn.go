@@ -1,7 +1,7 @@
 // Package natsconn connects BoxOffice processes to NATS: the embedded nats-server the
 // all-in-one mode runs in-process, a client connection that rides out server restarts,
-// idempotent JetStream stream setup with de-duplication, and trace context carried in
-// message headers.
+// idempotent JetStream stream setup with de-duplication, retention limits and replicas,
+// and trace context carried in message headers.
 //
 // Events travel on JetStream (durable, de-duplicated by Nats-Msg-Id); control messages for
 // the playground travel on plain NATS subjects so that every replica receives them.
