@@ -3,7 +3,9 @@ package sqldb
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -51,11 +53,23 @@ func (b brokenFS) Open(string) (fs.File, error) { return nil, b.err }
 // database; any constant works as long as every BoxOffice process uses the same one.
 const migrationLockKey = 0x626f786f6666 // "boxoff"
 
+// schema_migrations records each applied version with the SHA-256 of the file applied, so
+// that a file edited afterwards is caught rather than skipped: the databases migrated before
+// the edit and those created after it would otherwise differ, and nothing would say so. A
+// table created by an older build has no checksum column; Migrate adds it.
 const createMigrationsTable = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	version    BIGINT PRIMARY KEY,
 	name       TEXT NOT NULL,
-	applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP
+	applied_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+	checksum   TEXT
 )`
+
+// hasChecksumColumn counts schema_migrations' checksum column, per dialect.
+var hasChecksumColumn = map[Dialect]string{
+	SQLite: `SELECT count(*) FROM pragma_table_info('schema_migrations') WHERE name = 'checksum'`,
+	Postgres: `SELECT count(*) FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'schema_migrations' AND column_name = 'checksum'`,
+}
 
 // migration is one version's SQL for the DB's dialect.
 type migration struct {
@@ -68,62 +82,99 @@ type migration struct {
 // version order, each in its own transaction together with its row in schema_migrations,
 // so a version is either fully applied and recorded or not at all.
 //
+// A migration is never edited once applied: Migrate fails, naming the file, when a recorded
+// version's file no longer has the checksum recorded with it. A change to the schema is a
+// new version. Rows recorded before checksums were (by an older build) get the checksum of
+// the file as it is now, so an edit made before that goes unnoticed.
+//
 // Several instances may start at once. On PostgreSQL each transaction first takes a
-// transaction-scoped advisory lock, then creates the bookkeeping table and checks the
-// version: the second instance waits, then finds the version recorded and skips it. On
-// SQLite every transaction begins IMMEDIATE (see Open), which takes the database's single
-// write lock up front and so serialises migrators the same way; a waiter gives up after the
-// busy timeout if another instance's migration runs longer.
+// transaction-scoped advisory lock, then reads or sets up the bookkeeping table: the second
+// instance waits, then finds the version recorded and skips it. On SQLite every transaction
+// begins IMMEDIATE (see Open), which takes the database's single write lock up front and so
+// serialises migrators the same way; a waiter gives up after the busy timeout if another
+// instance's migration runs longer.
 func (db *DB) Migrate(ctx context.Context, fsys fs.FS) error {
 	migrations, err := readMigrations(fsys, db.Dialect)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	if err := db.tryTx(ctx, func(tx *sql.Tx) error { return db.setUpMigrations(ctx, tx) }); err != nil {
+		return fmt.Errorf("migrate: schema_migrations: %w", err)
+	}
 	for _, m := range migrations {
-		if err := db.apply(ctx, fsys, m); err != nil {
+		body, err := fs.ReadFile(fsys, m.file)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if err := db.tryTx(ctx, func(tx *sql.Tx) error { return db.apply(ctx, tx, m, body) }); err != nil {
 			return fmt.Errorf("migrate %s: %w", m.file, err)
 		}
 	}
 	return nil
 }
 
-func (db *DB) apply(ctx context.Context, fsys fs.FS, m migration) (err error) {
-	body, err := fs.ReadFile(fsys, m.file)
-	if err != nil {
+// setUpMigrations creates schema_migrations, or adds the checksum column a table created by
+// an older build lacks.
+func (db *DB) setUpMigrations(ctx context.Context, tx *sql.Tx) error {
+	if err := db.lockMigrations(ctx, tx); err != nil {
 		return err
 	}
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, ignoreDone(tx.Rollback()))
-		}
-	}()
-	if db.Dialect == Postgres {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLockKey)); err != nil {
-			return fmt.Errorf("lock: %w", err)
-		}
-	}
 	if _, err := tx.ExecContext(ctx, createMigrationsTable); err != nil {
-		return fmt.Errorf("create schema_migrations: %w", err)
+		return fmt.Errorf("create: %w", err)
 	}
-	var applied int
-	if err := tx.QueryRowContext(ctx, db.Rebind(`SELECT count(*) FROM schema_migrations WHERE version = ?`), m.version).Scan(&applied); err != nil {
+	var n int
+	if err := tx.QueryRowContext(ctx, hasChecksumColumn[db.Dialect]).Scan(&n); err != nil {
+		return fmt.Errorf("find checksum column: %w", err)
+	}
+	if n == 0 {
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE schema_migrations ADD COLUMN checksum TEXT`); err != nil {
+			return fmt.Errorf("add checksum column: %w", err)
+		}
+	}
+	return nil
+}
+
+// apply applies m, whose file holds body, unless its version is recorded: then it checks
+// the recorded checksum, or records it when the row has none.
+func (db *DB) apply(ctx context.Context, tx *sql.Tx, m migration, body []byte) error {
+	if err := db.lockMigrations(ctx, tx); err != nil {
+		return err
+	}
+	sum := sha256.Sum256(body)
+	checksum := hex.EncodeToString(sum[:])
+	var recorded sql.NullString
+	err := tx.QueryRowContext(ctx, db.Rebind(`SELECT checksum FROM schema_migrations WHERE version = ?`), m.version).Scan(&recorded)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
 		return fmt.Errorf("check version: %w", err)
-	}
-	if applied > 0 {
-		return tx.Rollback()
+	case !recorded.Valid:
+		if _, err := tx.ExecContext(ctx, db.Rebind(`UPDATE schema_migrations SET checksum = ? WHERE version = ?`), checksum, m.version); err != nil {
+			return fmt.Errorf("record checksum: %w", err)
+		}
+		return nil
+	case recorded.String != checksum:
+		return fmt.Errorf("edited after it was applied (checksum %.12s…, recorded %.12s…): restore it and put the change in a new version", checksum, recorded.String)
+	default:
+		return nil
 	}
 	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO schema_migrations (version, name) VALUES (?, ?)`), m.version, m.name); err != nil {
+	if _, err := tx.ExecContext(ctx, db.Rebind(`INSERT INTO schema_migrations (version, name, checksum) VALUES (?, ?, ?)`), m.version, m.name, checksum); err != nil {
 		return fmt.Errorf("record version: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	return nil
+}
+
+// lockMigrations serialises migrators on PostgreSQL until tx ends (on SQLite, tx's
+// IMMEDIATE begin already has).
+func (db *DB) lockMigrations(ctx context.Context, tx *sql.Tx) error {
+	if db.Dialect != Postgres {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLockKey)); err != nil {
+		return fmt.Errorf("lock: %w", err)
 	}
 	return nil
 }
