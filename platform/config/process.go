@@ -15,6 +15,11 @@ type Process struct {
 	NATSURL         string        // NATS_URL: nats://…; "" = none (events and control fan-out off)
 	OTLPEndpoint    string        // OTEL_EXPORTER_OTLP_ENDPOINT; "" = tracing off
 	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT: how long in-flight work may drain
+
+	// NATSStreamReplicas is NATS_STREAM_REPLICAS, how many servers of a NATS cluster keep a
+	// copy of each event stream, 1 to 5; default 1. 3 lets a stream outlive one server of a
+	// three-node cluster; a server outside a cluster refuses more than 1.
+	NATSStreamReplicas int
 }
 
 // LoadProcess reads the shared variables. httpAddr and grpcAddr are the service's default
@@ -31,5 +36,7 @@ func LoadProcess(r *Reader, name, httpAddr, grpcAddr string) Process {
 		NATSURL:         r.URL("NATS_URL", "", "nats", "tls"),
 		OTLPEndpoint:    r.String("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
 		ShutdownTimeout: r.Duration("SHUTDOWN_TIMEOUT", 10*time.Second),
+
+		NATSStreamReplicas: r.Int("NATS_STREAM_REPLICAS", 1, 1, 5),
 	}
 }

@@ -12,6 +12,18 @@
 // Nats-Msg-Id, and the stream drops a repeated id within its duplicate window
 // (natsconn.DuplicateWindow), so the stream holds each event once. Consumers should still
 // be idempotent by event id: a relay stalled for longer than the window would store a repeat.
+//
+// Events are published in the order of the outbox, with one exception. A row JetStream can
+// never accept (a payload over the server's max_payload, a subject no stream stores) is
+// set aside by the relay rather than retried forever in front of every later event: its
+// failed_at and failure columns say when and why, the relay logs it as an error, and the
+// gauge boxoffice.outbox.set_aside counts such rows. Nothing is deleted: once the cause is
+// fixed (the stream's subjects, the server's max_payload), replay a row by clearing its mark,
+//
+//	UPDATE outbox SET failed_at = NULL, failure = NULL WHERE id = '<event id>';
+//
+// and the relay publishes it at its next pass, after the events that followed it: a
+// consumer that relies on the order of one entity's events sees this one late.
 package outbox
 
 import (
@@ -41,6 +53,15 @@ type Event struct {
 	Time time.Time
 }
 
+// MaxPayload is the largest payload Add accepts, in bytes. NATS refuses a message over its
+// max_payload, 1 MiB by default, headers included; half of that leaves room for the headers
+// and for a server configured lower, and is far above any BoxOffice event. An event that
+// large belongs in the database, announced by an event that names it.
+const MaxPayload = 512 << 10
+
+// ErrTooLarge is the error Add returns, wrapped, for a payload over MaxPayload.
+var ErrTooLarge = errors.New("payload over outbox.MaxPayload")
+
 // lockKey is the PostgreSQL advisory lock Add and EnsureTable take; see Add for why. Any
 // constant works as long as every writer of one database uses the same one.
 const lockKey = 0x6f7574626f78 // "outbox"
@@ -68,13 +89,32 @@ var createTable = map[sqldb.Dialect]string{
 )`,
 }
 
-// The relay reads pending rows in seq order; the partial index holds only those, so it
-// stays small however many published rows wait for pruning.
-const createPendingIndex = `CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (seq) WHERE published_at IS NULL`
+// addedColumns are the columns added since the first version of the table, in order;
+// EnsureTable adds those a table created by an older build lacks. failed_at (unix ms) and
+// failure mark a row the relay set aside as never publishable.
+var addedColumns = []struct{ name, ddl string }{
+	{"failed_at", "BIGINT"},
+	{"failure", "TEXT"},
+}
 
-// EnsureTable creates the outbox table and its index if they do not exist. Every instance
-// of a service may call it at start: on PostgreSQL the instances take turns under an
-// advisory lock, since concurrent CREATE TABLE IF NOT EXISTS can still collide there.
+// hasColumn counts the outbox table's columns of a name (0 or 1), in each dialect.
+var hasColumn = map[sqldb.Dialect]string{
+	sqldb.SQLite:   `SELECT count(*) FROM pragma_table_info('outbox') WHERE name = ?`,
+	sqldb.Postgres: `SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'outbox' AND column_name = ?`,
+}
+
+// The relay reads pending rows in seq order; the partial index holds only those, so it
+// stays small however many published rows wait for pruning. The second holds the rows set
+// aside, which the relay counts every minute.
+const (
+	createPendingIndex  = `CREATE INDEX IF NOT EXISTS outbox_pending ON outbox (seq) WHERE published_at IS NULL`
+	createSetAsideIndex = `CREATE INDEX IF NOT EXISTS outbox_set_aside ON outbox (seq) WHERE failed_at IS NOT NULL`
+)
+
+// EnsureTable creates the outbox table and its indexes if they do not exist, and adds the
+// columns a table created by an older build lacks. Every instance of a service may call it
+// at start: on PostgreSQL the instances take turns under an advisory lock, since concurrent
+// CREATE TABLE IF NOT EXISTS can still collide there.
 func EnsureTable(ctx context.Context, db *sqldb.DB) (err error) {
 	ddl, ok := createTable[db.Dialect]
 	if !ok {
@@ -92,9 +132,24 @@ func EnsureTable(ctx context.Context, db *sqldb.DB) (err error) {
 	if err := lock(ctx, tx, db); err != nil {
 		return err
 	}
-	for _, stmt := range []string{ddl, createPendingIndex} {
+	if _, err := tx.ExecContext(ctx, ddl); err != nil {
+		return fmt.Errorf("outbox: create table: %w", err)
+	}
+	for _, c := range addedColumns {
+		var n int
+		if err := tx.QueryRowContext(ctx, db.Rebind(hasColumn[db.Dialect]), c.name).Scan(&n); err != nil {
+			return fmt.Errorf("outbox: look for column %s: %w", c.name, err)
+		}
+		if n > 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE outbox ADD COLUMN `+c.name+` `+c.ddl); err != nil {
+			return fmt.Errorf("outbox: add column %s: %w", c.name, err)
+		}
+	}
+	for _, stmt := range []string{createPendingIndex, createSetAsideIndex} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("outbox: create table: %w", err)
+			return fmt.Errorf("outbox: create index: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -105,7 +160,8 @@ func EnsureTable(ctx context.Context, db *sqldb.DB) (err error) {
 
 // Add writes ev into the outbox within tx, with the trace context of ctx in its headers so
 // consumers continue the producer's trace. The event is published after tx commits and
-// never if it rolls back.
+// never if it rolls back. A payload over MaxPayload is refused with ErrTooLarge, before
+// anything is written: NATS would never accept it.
 //
 // Call Add last in the transaction, just before Commit. The relay relies on rows becoming
 // visible in seq order: were a later seq to commit before an earlier one, a relay could
@@ -119,6 +175,8 @@ func Add(ctx context.Context, tx *sql.Tx, db *sqldb.DB, ev Event) error {
 		return errors.New("outbox: add: event id is required")
 	case ev.Subject == "":
 		return fmt.Errorf("outbox: add %s: subject is required", ev.ID)
+	case len(ev.Payload) > MaxPayload:
+		return fmt.Errorf("outbox: add %s: payload of %d bytes: %w (%d bytes)", ev.ID, len(ev.Payload), ErrTooLarge, MaxPayload)
 	}
 	h := nats.Header{}
 	natsconn.InjectTrace(ctx, h)

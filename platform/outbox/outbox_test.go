@@ -27,27 +27,10 @@ const stream = "OUTBOXTEST"
 // boxoffice.test.>.
 func setup(t *testing.T, db *sqldb.DB) (jetstream.JetStream, jetstream.Stream) {
 	t.Helper()
-	ctx := t.Context()
-	if err := outbox.EnsureTable(ctx, db); err != nil {
+	if err := outbox.EnsureTable(t.Context(), db); err != nil {
 		t.Fatalf("EnsureTable: %v", err)
 	}
-	if err := outbox.EnsureTable(ctx, db); err != nil {
-		t.Fatalf("EnsureTable again: %v", err)
-	}
-	nc, err := nats.Connect(testkit.StartNATS(t).ClientURL())
-	if err != nil {
-		t.Fatalf("nats connect: %v", err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatalf("jetstream: %v", err)
-	}
-	s, err := natsconn.EnsureStream(ctx, js, stream, []string{"boxoffice.test.>"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js, s
+	return setupOn(t, db, testkit.StartNATS(t).ClientURL()) // EnsureTable a second time
 }
 
 // add commits (or rolls back) one transaction adding events with the given ids.

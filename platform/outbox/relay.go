@@ -3,23 +3,29 @@ package outbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"boxoffice.dev/platform/sqldb"
 )
 
-// Publisher sends one message to JetStream and waits for its acknowledgement.
-// jetstream.JetStream satisfies it.
+// Publisher sends one message to JetStream and waits for its acknowledgement, and names the
+// stream that stores a subject, which tells a subject no stream stores from a stream that
+// is briefly unavailable. jetstream.JetStream satisfies it.
 type Publisher interface {
 	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+	StreamNameBySubject(ctx context.Context, subject string) (string, error)
 }
 
 var _ Publisher = jetstream.JetStream(nil)
@@ -35,14 +41,27 @@ const pruneEvery = time.Minute
 // relay neither spins nor sleeps long past the recovery.
 const maxBackoff = 5 * time.Second
 
+// recordTimeout bounds the writes that record what a pass did. They do not end with the
+// relay's context: rows JetStream acknowledged before a stop are marked, or the next relay
+// would send them again, and past the stream's duplicate window store them twice.
+const recordTimeout = 5 * time.Second
+
 // Relay publishes committed outbox rows to JetStream in seq order and marks them published.
 //
 // Set the fields, then call Run once; Notify may be called from any goroutine. Any number of
 // relays may run over one table: each publishes the pending rows from the oldest, one at a
 // time, waiting for each acknowledgement before the next, and stops a pass at the first
-// failure. The first copy of every event therefore reaches the stream after the first copy
-// of the events before it, so the stream's order is the outbox's; later copies are dropped
-// by the stream's de-duplication (see the package comment).
+// failure that may pass (NATS away, a stream electing its leader). The first copy of every
+// event therefore reaches the stream after the first copy of the events before it, so the
+// stream's order is the outbox's; later copies are dropped by the stream's de-duplication
+// (see the package comment).
+//
+// A row JetStream can never accept is set aside instead, so that it does not hold back
+// every later event: its payload is over the server's max_payload, its headers do not
+// parse, or no stream stores its subject even after Ensure. The relay logs it as an error,
+// records when and why in the row (failed_at, failure), counts it in the gauge
+// boxoffice.outbox.set_aside, and goes on with the next row. The stream's order is then the
+// outbox's without the rows set aside; see the package comment for replaying one.
 type Relay struct {
 	// DB holds the outbox table (see EnsureTable). Required.
 	DB *sqldb.DB
@@ -54,12 +73,24 @@ type Relay struct {
 	Interval time.Duration
 	// Batch is how many rows one pass reads; 0 means 100.
 	Batch int
-	// Clock stamps published_at and decides what is old enough to prune; nil means time.Now.
+	// Clock stamps published_at and failed_at and decides what is old enough to prune; nil
+	// means time.Now.
 	Clock func() time.Time
+	// Ensure creates or updates the stream the relay publishes to (natsconn.EnsureStream).
+	// When a publish finds no stream for a row's subject, the relay calls it once in that
+	// pass and looks again: a stream deleted under the relay comes back, and a subject still
+	// without a stream is set aside. Nil means the relay cannot tell a subject no stream
+	// stores from a stream not created yet, so it waits, retrying, as for any failure that
+	// may pass.
+	Ensure func(ctx context.Context) error
+	// MeterProvider receives the gauge boxoffice.outbox.set_aside; nil means no metrics.
+	MeterProvider metric.MeterProvider
 
-	once   sync.Once
-	wake   chan struct{}
-	pruned time.Time
+	once     sync.Once
+	wake     chan struct{}
+	log      *slog.Logger
+	pruned   time.Time
+	setAside atomic.Int64 // rows set aside in the table, as last counted
 }
 
 // Notify wakes the relay now instead of at its next interval; call it after committing a
@@ -84,9 +115,13 @@ func (r *Relay) Run(ctx context.Context) error {
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
 	}
-	log := r.Log
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	r.log = r.Log
+	if r.log == nil {
+		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	log := r.log
+	if err := r.observe(); err != nil {
+		log.WarnContext(ctx, "outbox relay metrics", "error", err)
 	}
 	wait := interval
 	timer := time.NewTimer(0)
@@ -117,12 +152,31 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 }
 
-// pass publishes up to one batch and prunes when due. full reports a whole batch was
-// published, so more rows may be pending.
+// observe registers the gauge boxoffice.outbox.set_aside.
+func (r *Relay) observe() error {
+	mp := r.MeterProvider
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	_, err := mp.Meter("boxoffice.dev/platform/outbox").Int64ObservableGauge("boxoffice.outbox.set_aside",
+		metric.WithDescription("Outbox rows the relay set aside as never publishable (failed_at set); they wait to be replayed."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(r.setAside.Load())
+			return nil
+		}))
+	return err
+}
+
+// pass publishes up to one batch, setting aside the rows that can never be published, and
+// prunes and counts the rows set aside when due. full reports a whole batch was handled, so
+// more rows may be pending.
 func (r *Relay) pass(ctx context.Context) (full bool, err error) {
 	now := r.now()
 	if now.Sub(r.pruned) >= pruneEvery {
 		if err := r.prune(ctx, now); err != nil {
+			return false, err
+		}
+		if err := r.countSetAside(ctx); err != nil {
 			return false, err
 		}
 		r.pruned = now
@@ -135,18 +189,91 @@ func (r *Relay) pass(ctx context.Context) (full bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	record, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
 	var done []any
 	var pubErr error
+	ensured := false
 	for _, row := range rows {
-		if pubErr = r.publish(ctx, row); pubErr != nil {
+		err := r.publish(ctx, row)
+		if err == nil {
+			done = append(done, row.seq)
+			continue
+		}
+		if !r.permanent(ctx, row, err, &ensured) {
+			pubErr = err
 			break
 		}
-		done = append(done, row.seq)
+		if pubErr = r.putAside(record, row, err); pubErr != nil {
+			break
+		}
 	}
-	if err := r.markPublished(ctx, done); err != nil {
-		return false, err
+	if err := r.markPublished(record, done); err != nil {
+		return false, errors.Join(pubErr, err)
 	}
 	return len(rows) == batch && pubErr == nil, pubErr
+}
+
+// errUnreadableHeaders marks a row whose stored headers do not parse: no retry mends it.
+var errUnreadableHeaders = errors.New("unreadable headers")
+
+// permanent reports whether err, from publishing x, will recur however often the relay
+// tries: the payload is over the server's max_payload or the stream's message size, the
+// headers do not parse, or no stream stores x's subject. A stream missing altogether may be
+// one deleted or not yet created, so the relay ensures it (once a pass, *ensured) before
+// deciding; without Ensure it cannot tell and waits.
+func (r *Relay) permanent(ctx context.Context, x row, err error, ensured *bool) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, errUnreadableHeaders), errors.Is(err, nats.ErrMaxPayload):
+		return true
+	case errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum:
+		return true
+	case !errors.Is(err, jetstream.ErrNoStreamResponse) && !errors.Is(err, nats.ErrNoResponders):
+		return false
+	}
+	// No stream answered. One may store the subject and be electing a leader; only a lookup
+	// that finds none, after ensuring the relay's own stream, is final.
+	if r.Ensure == nil || !r.noStreamFor(ctx, x.subject) {
+		return false
+	}
+	if !*ensured {
+		if err := r.Ensure(ctx); err != nil {
+			r.log.WarnContext(ctx, "outbox relay: ensure stream", "error", err)
+			return false
+		}
+		*ensured = true
+	}
+	return r.noStreamFor(ctx, x.subject)
+}
+
+// noStreamFor reports whether JetStream answered that no stream stores subject.
+func (r *Relay) noStreamFor(ctx context.Context, subject string) bool {
+	_, err := r.JS.StreamNameBySubject(ctx, subject)
+	return errors.Is(err, jetstream.ErrStreamNotFound)
+}
+
+// putAside records in x's row why it can never be published, so later passes skip it.
+func (r *Relay) putAside(ctx context.Context, x row, cause error) error {
+	_, err := r.DB.ExecContext(ctx, r.DB.Rebind(`UPDATE outbox SET failed_at = ?, failure = ? WHERE seq = ? AND published_at IS NULL AND failed_at IS NULL`),
+		r.now().UnixMilli(), cause.Error(), x.seq)
+	if err != nil {
+		return fmt.Errorf("set aside %s: %w", x.id, err)
+	}
+	r.log.ErrorContext(ctx, "outbox relay: event can never be published; set aside, later events go on",
+		"id", x.id, "seq", x.seq, "subject", x.subject, "bytes", len(x.payload), "error", cause)
+	return r.countSetAside(ctx)
+}
+
+// countSetAside refreshes the gauge from the table, which other relays and an operator
+// replaying rows change too.
+func (r *Relay) countSetAside(ctx context.Context) error {
+	var n int64
+	if err := r.DB.QueryRowContext(ctx, `SELECT count(*) FROM outbox WHERE failed_at IS NOT NULL AND published_at IS NULL`).Scan(&n); err != nil {
+		return fmt.Errorf("count set aside: %w", err)
+	}
+	r.setAside.Store(n)
+	return nil
 }
 
 type row struct {
@@ -159,7 +286,7 @@ type row struct {
 
 func (r *Relay) pending(ctx context.Context, limit int) ([]row, error) {
 	rs, err := r.DB.QueryContext(ctx, r.DB.Rebind(
-		`SELECT seq, id, subject, payload, headers FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT ?`), limit)
+		`SELECT seq, id, subject, payload, headers FROM outbox WHERE published_at IS NULL AND failed_at IS NULL ORDER BY seq LIMIT ?`), limit)
 	if err != nil {
 		return nil, fmt.Errorf("read pending: %w", err)
 	}
@@ -182,7 +309,7 @@ func (r *Relay) publish(ctx context.Context, x row) error {
 	msg := nats.NewMsg(x.subject)
 	msg.Data = x.payload
 	if err := json.Unmarshal([]byte(x.headers), &msg.Header); err != nil {
-		return fmt.Errorf("publish %s: headers: %w", x.id, err)
+		return fmt.Errorf("publish %s: %w: %w", x.id, errUnreadableHeaders, err)
 	}
 	if msg.Header == nil {
 		msg.Header = nats.Header{}

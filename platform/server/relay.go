@@ -16,6 +16,9 @@ import (
 // RelayOutbox publishes db's outbox (see outbox.EnsureTable) to the JetStream stream named
 // stream, which it creates over subjects if missing, from a worker of this process (Go).
 // Commits that added events call the returned relay's Notify to have them published at once.
+// The stream gets NATS_STREAM_REPLICAS replicas and natsconn's default limits (see
+// natsconn.EnsureStreamWith); a stream an older build created is updated to them. Rows set
+// aside as never publishable are counted in the gauge boxoffice.outbox.set_aside.
 //
 // With NATS connected, a stream it cannot create or update fails the start, where the
 // mistake shows. With NATS away (the process started before it), the worker creates the
@@ -33,15 +36,19 @@ func (s *Server) RelayOutbox(ctx context.Context, db *sqldb.DB, stream string, s
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
+	ensure := func(ctx context.Context) error {
+		_, err := natsconn.EnsureStreamWith(ctx, js, stream, subjects, natsconn.StreamOptions{Replicas: s.Config.NATSStreamReplicas})
+		return err
+	}
 	ready := s.NATS.IsConnected()
 	if ready {
-		if _, err := natsconn.EnsureStream(ctx, js, stream, subjects); err != nil {
+		if err := ensure(ctx); err != nil {
 			return nil, err
 		}
 	}
-	relay := &outbox.Relay{DB: db, JS: js, Log: s.Log}
+	relay := &outbox.Relay{DB: db, JS: js, Log: s.Log, Ensure: ensure, MeterProvider: s.Telemetry.MeterProvider}
 	s.Go("outbox-relay", func(ctx context.Context) error {
-		if !ready && !s.ensureStream(ctx, js, stream, subjects) {
+		if !ready && !s.ensureStream(ctx, stream, ensure) {
 			return nil
 		}
 		return relay.Run(ctx)
@@ -49,12 +56,12 @@ func (s *Server) RelayOutbox(ctx context.Context, db *sqldb.DB, stream string, s
 	return relay, nil
 }
 
-// ensureStream retries EnsureStream, logging each failure, until it succeeds (true) or ctx
-// ends (false). The pause grows from one second to eight.
-func (s *Server) ensureStream(ctx context.Context, js jetstream.JetStream, stream string, subjects []string) bool {
+// ensureStream retries ensure, logging each failure, until it succeeds (true) or ctx ends
+// (false). The pause grows from one second to eight.
+func (s *Server) ensureStream(ctx context.Context, stream string, ensure func(context.Context) error) bool {
 	for wait := time.Second; ; wait = min(2*wait, 8*time.Second) {
 		attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := natsconn.EnsureStream(attempt, js, stream, subjects)
+		err := ensure(attempt)
 		cancel()
 		if err == nil {
 			return true
