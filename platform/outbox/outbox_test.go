@@ -2,8 +2,10 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -164,6 +166,42 @@ func TestAddRejectsIncompleteEvents(t *testing.T) {
 				defer tx.Rollback()
 				if err := outbox.Add(t.Context(), tx, db, tt.ev); err == nil {
 					t.Errorf("Add(%+v) = nil, want an error", tt.ev)
+				}
+			})
+		}
+	})
+}
+
+// Add refuses a payload NATS would refuse (its default max_payload is 1 MiB), before the
+// row can hold back the events after it; up to MaxPayload is accepted.
+func TestAddLimitsPayload(t *testing.T) {
+	testkit.ForEachDB(t, "outbox", func(t *testing.T, db *sqldb.DB) {
+		if err := outbox.EnsureTable(t.Context(), db); err != nil {
+			t.Fatal(err)
+		}
+		tests := []struct {
+			name     string
+			size     int
+			tooLarge bool
+		}{
+			{"at MaxPayload", outbox.MaxPayload, false},
+			{"one byte over", outbox.MaxPayload + 1, true},
+			{"over NATS's default max_payload", 2 << 20, true},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				tx, err := db.BeginTx(t.Context(), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback()
+				ev := outbox.Event{ID: "big", Subject: "boxoffice.test.a.b", Payload: make([]byte, tt.size)}
+				err = outbox.Add(t.Context(), tx, db, ev)
+				if got := errors.Is(err, outbox.ErrTooLarge); got != tt.tooLarge {
+					t.Fatalf("Add(%d bytes) = %v, want ErrTooLarge %v", tt.size, err, tt.tooLarge)
+				}
+				if tt.tooLarge && !strings.Contains(err.Error(), "MaxPayload") {
+					t.Errorf("Add(%d bytes) = %q, want it to name MaxPayload", tt.size, err)
 				}
 			})
 		}
