@@ -2,11 +2,14 @@ package testkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,11 +26,14 @@ type Redis struct {
 	port int
 	args []string
 
-	mu  sync.Mutex
-	cmd *exec.Cmd
+	mu     sync.Mutex
+	cmd    *exec.Cmd     // nil while stopped
+	exited chan struct{} // closed once cmd has exited
 }
 
 // StartRedis starts redis-server on a free loopback port and stops it when the test ends.
+// Between finding the port free and binding it, another process may take it: the test then
+// fails rather than use a store it does not own (see Start).
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
 	r := &Redis{t: t, bin: LookPath(t, "redis-server"), dir: t.TempDir(), port: FreePort(t)}
@@ -49,7 +55,10 @@ func (r *Redis) Client() *redis.Client {
 	return c
 }
 
-// Start (re)starts the server on its port and waits until it answers PING.
+// Start (re)starts the server on its port and waits until it answers. It fails the test
+// when its redis-server exits before answering (the port was taken meanwhile, by another
+// test's listener, say) or when another redis-server answers on the port: a test must never
+// write to, flush or count on a store it does not own.
 func (r *Redis) Start() {
 	r.t.Helper()
 	r.mu.Lock()
@@ -66,10 +75,18 @@ func (r *Redis) Start() {
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("start redis-server: %v", err)
 	}
-	r.cmd = cmd
-	if err := waitPing(r.Addr(), 5*time.Second); err != nil {
-		r.t.Fatalf("redis-server on %s: %v", r.Addr(), err)
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // a kill or a failed bind; the log says which
+		close(exited)
+	}()
+	if err := waitOwn(r.Addr(), cmd.Process.Pid, exited, 5*time.Second); err != nil {
+		_ = cmd.Process.Kill()
+		<-exited
+		log, _ := os.ReadFile(filepath.Join(r.dir, "redis.log"))
+		r.t.Fatalf("redis-server on %s: %v\n%s", r.Addr(), err, log)
 	}
+	r.cmd, r.exited = cmd, exited
 }
 
 // Stop kills the server (as a crash would) and waits for it to exit. Safe to call twice.
@@ -80,24 +97,46 @@ func (r *Redis) Stop() {
 		return
 	}
 	_ = r.cmd.Process.Kill()
-	_ = r.cmd.Wait()
-	r.cmd = nil
+	<-r.exited
+	r.cmd, r.exited = nil, nil
 }
 
-func waitPing(addr string, within time.Duration) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+// waitOwn waits until the redis-server at addr answers as process pid, which closes exited
+// if it exits first.
+func waitOwn(addr string, pid int, exited <-chan struct{}, within time.Duration) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
 	defer c.Close()
 	deadline := time.Now().Add(within)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
+		info, err := c.Info(ctx, "server").Result()
 		cancel()
+		select {
+		case <-exited:
+			return errors.New("exited before answering")
+		default:
+		}
 		if err == nil {
-			return nil
+			got, ok := infoField(info, "process_id")
+			if ok && got == strconv.Itoa(pid) {
+				return nil
+			}
+			return fmt.Errorf("another redis-server (process_id %q) answers there, not ours (pid %d)", got, pid)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no PING answer within %v: %w", within, err)
+			return fmt.Errorf("no answer within %v: %w", within, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// infoField returns the value of field in the text of an INFO reply (lines field:value).
+func infoField(info, field string) (string, bool) {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v, true
+		}
+	}
+	return "", false
 }

@@ -3,7 +3,14 @@ package testkit
 import (
 	"context"
 	"fmt"
+	"net"
+	"os/exec"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestRedisStopStart(t *testing.T) {
@@ -41,5 +48,80 @@ func TestRedisClusterSpreadsKeys(t *testing.T) {
 		if got == 0 {
 			t.Errorf("node %s holds 0 keys, want some", n.Addr())
 		}
+	}
+}
+
+// fatalRecorder is a testing.TB whose Fatalf records the message and ends the goroutine,
+// as the real one does, without failing the test.
+type fatalRecorder struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalRecorder) Fatalf(format string, args ...any) {
+	f.msg = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// fatal runs fn on its own goroutine with rec as its TB and returns what it failed with
+// ("" when it did not).
+func fatal(rec *fatalRecorder, fn func()) string {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	<-done
+	return rec.msg
+}
+
+// Start on a port someone else took while the server was stopped fails the test, rather
+// than adopt another redis-server that answers there (and flush its data) or wait for a
+// PING its own exited server will never answer.
+func TestRedisStartOnATakenPortFails(t *testing.T) {
+	tests := []struct {
+		name string
+		take func(t *testing.T, addr string) // occupies addr until the test ends
+		want string
+	}{
+		{"another redis-server", func(t *testing.T, addr string) {
+			_, port, _ := net.SplitHostPort(addr)
+			other := exec.Command(LookPath(t, "redis-server"), "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+			if err := other.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+			c := redis.NewClient(&redis.Options{Addr: addr})
+			defer c.Close()
+			Eventually(t, 5*time.Second, "the other redis-server answers", func() bool {
+				return c.Set(context.Background(), "theirs", "1", 0).Err() == nil
+			})
+		}, "another redis-server"},
+		{"a plain listener", func(t *testing.T, addr string) {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close() })
+		}, "exited before answering"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := StartRedis(t)
+			r.Stop()
+			tt.take(t, r.Addr())
+			rec := &fatalRecorder{TB: t}
+			r.t = rec
+			if msg := fatal(rec, r.Start); !strings.Contains(msg, tt.want) {
+				t.Errorf("Start() on a port taken by %s failed with %q, want %q", tt.name, msg, tt.want)
+			}
+			r.t = t
+			r.mu.Lock()
+			running := r.cmd != nil
+			r.mu.Unlock()
+			if running {
+				t.Error("Start() on a taken port left r holding a process, want none")
+			}
+		})
 	}
 }
