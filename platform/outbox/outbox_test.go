@@ -251,13 +251,13 @@ func TestTwoRelaysPublishEachEventOnceInOrder(t *testing.T) {
 
 // countingPublisher counts publish calls, to show how many duplicates the stream absorbed.
 type countingPublisher struct {
-	outbox.Publisher
+	jetstream.JetStream
 	n *atomic.Int64
 }
 
 func (c countingPublisher) PublishMsg(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	c.n.Add(1)
-	return c.Publisher.PublishMsg(ctx, m, opts...)
+	return c.JetStream.PublishMsg(ctx, m, opts...)
 }
 
 func outboxOrder(t *testing.T, db *sqldb.DB) []string {

@@ -20,15 +20,22 @@ import (
 	"boxoffice.dev/platform/sqldb"
 )
 
-// Publisher sends one message to JetStream and waits for its acknowledgement, and names the
-// stream that stores a subject, which tells a subject no stream stores from a stream that
-// is briefly unavailable. jetstream.JetStream satisfies it.
+// Publisher sends one message to JetStream and waits for its acknowledgement.
+// jetstream.JetStream satisfies it.
 type Publisher interface {
 	PublishMsg(ctx context.Context, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
-	StreamNameBySubject(ctx context.Context, subject string) (string, error)
 }
 
 var _ Publisher = jetstream.JetStream(nil)
+
+// streamFinder names the stream that stores a subject, which tells a subject no stream
+// stores from a stream briefly unavailable. A Publisher that is not one (a test double)
+// leaves the relay unable to tell, so it waits.
+type streamFinder interface {
+	StreamNameBySubject(ctx context.Context, subject string) (string, error)
+}
+
+var _ streamFinder = jetstream.JetStream(nil)
 
 // Retention is how long published rows stay in the outbox before the relay prunes them:
 // long enough to look into what was sent recently, short enough that the table stays small.
@@ -65,7 +72,9 @@ const recordTimeout = 5 * time.Second
 type Relay struct {
 	// DB holds the outbox table (see EnsureTable). Required.
 	DB *sqldb.DB
-	// JS publishes; a jetstream.JetStream. Required.
+	// JS publishes; a jetstream.JetStream. Required. Only one that can also look streams up
+	// (StreamNameBySubject, as jetstream.JetStream does) lets the relay set aside a row whose
+	// subject no stream stores.
 	JS Publisher
 	// Log receives failures; nil discards them.
 	Log *slog.Logger
@@ -249,7 +258,11 @@ func (r *Relay) permanent(ctx context.Context, x row, err error, ensured *bool) 
 
 // noStreamFor reports whether JetStream answered that no stream stores subject.
 func (r *Relay) noStreamFor(ctx context.Context, subject string) bool {
-	_, err := r.JS.StreamNameBySubject(ctx, subject)
+	finder, ok := r.JS.(streamFinder)
+	if !ok {
+		return false
+	}
+	_, err := finder.StreamNameBySubject(ctx, subject)
 	return errors.Is(err, jetstream.ErrStreamNotFound)
 }
 
