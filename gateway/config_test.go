@@ -36,6 +36,8 @@ routes:
 			[]string{"POLICY_FILE=", `SHUTDOWN_TIMEOUT="xyz"`, `TOKEN_LEEWAY="soon"`}},
 		{"a policy that parses but does not build", map[string]string{"POLICY_FILE": twice, "SHUTDOWN_TIMEOUT": "xyz"},
 			[]string{"POLICY_FILE=", "routes[b].match", `SHUTDOWN_TIMEOUT="xyz"`}},
+		{"an instance with a password", map[string]string{"UPSTREAM_CATALOG": "http://ops:s3cret@127.0.0.1:8102"},
+			[]string{`UPSTREAM_CATALOG="http://(hidden)@127.0.0.1:8102"`}},
 		{"trusted proxies and upstream instances", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,proxy.local", "UPSTREAM_CATALOG": "http://127.0.0.1:1,ftp://catalog", "SHUTDOWN_TIMEOUT": "xyz"},
 			[]string{`TRUSTED_PROXIES="10.0.0.0/8,proxy.local"`, `UPSTREAM_CATALOG="http://127.0.0.1:1,ftp://catalog"`, `SHUTDOWN_TIMEOUT="xyz"`}},
 	}
@@ -53,6 +55,9 @@ routes:
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("Run(%v) = %v, want it to name %s", tt.env, err, w)
 				}
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("Run(%v) = %v, want no password in it", tt.env, err)
 			}
 		})
 	}

@@ -129,7 +129,7 @@ func loadSettings(r *config.Reader) settings {
 		}
 		for _, inst := range v {
 			if _, err := endpoint.ParseInstance(inst); err != nil {
-				r.Fail(name, strings.Join(v, ","), "instance URLs of "+sv.Name+": "+err.Error())
+				r.Fail(name, endpoint.HideUser(strings.Join(v, ",")), "instance URLs of "+sv.Name+": "+err.Error())
 				break
 			}
 		}
