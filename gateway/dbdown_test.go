@@ -53,12 +53,7 @@ func TestDatabaseUpAfterStart(t *testing.T) {
 		if databaseURL == "" {
 			t.Skip("a SQLite file cannot be down")
 		}
-		u, err := url.Parse(databaseURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		target := u.Host
-		u.Host = fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
+		u, target := viaRelay(t, databaseURL)
 		be := newBackend(t)
 		rd := testkit.StartRedis(t)
 		gw := startGateway(t, testPolicy, be, map[string]string{"REDIS_URL": rd.URL(), "DATABASE_URL": u.String(), "RATE_LIMIT_RULE_REFRESH": "100ms"})
@@ -91,12 +86,7 @@ func TestDatabaseLostAfterStart(t *testing.T) {
 		if databaseURL == "" {
 			t.Skip("a SQLite file cannot be down")
 		}
-		u, err := url.Parse(databaseURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		target := u.Host
-		u.Host = fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
+		u, target := viaRelay(t, databaseURL)
 		stop := forward(t, u.Host, target)
 		be := newBackend(t)
 		rd := testkit.StartRedis(t)
@@ -121,6 +111,19 @@ func TestDatabaseLostAfterStart(t *testing.T) {
 			t.Errorf("GET /v1/public with the database lost = %d %s, want 200", res.status, res.body)
 		}
 	})
+}
+
+// viaRelay returns databaseURL with its host replaced by a free loopback port, and the real
+// host: the database is unreachable there until the test forwards the port to target.
+func viaRelay(t *testing.T, databaseURL string) (relayed *url.URL, target string) {
+	t.Helper()
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target = u.Host
+	u.Host = fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
+	return u, target
 }
 
 // forward listens on from and relays every connection to to, until the test ends or stop is
