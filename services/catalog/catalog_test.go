@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -30,12 +31,24 @@ func TestEventValidate(t *testing.T) {
 		{"bad id", func(e *Event) { e.ID = "evt 1" }, "id"},
 		{"blank title", func(e *Event) { e.Title = "  " }, "title"},
 		{"long title", func(e *Event) { e.Title = strings.Repeat("é", maxTitle+1) }, "title"},
+		{"longest description", func(e *Event) { e.Description = strings.Repeat("é", maxDescription) }, ""},
+		{"long description", func(e *Event) { e.Description = strings.Repeat("é", maxDescription+1) }, "description"},
 		{"no venue", func(e *Event) { e.VenueID = "" }, "venue_id"},
 		{"no start", func(e *Event) { e.StartsAt = time.Time{} }, "starts_at"},
+		{"no on-sale time", func(e *Event) { e.OnSaleAt = time.Time{} }, "on_sale_at"},
 		{"on sale after start", func(e *Event) { e.OnSaleAt = e.StartsAt.Add(time.Minute) }, "on_sale_at"},
 		{"relative image url", func(e *Event) { e.ImageURL = "/img.png" }, "image_url"},
 		{"blank performer", func(e *Event) { e.Performers = []string{""} }, "performers"},
+		{"most performers", func(e *Event) { e.Performers = names("Band", maxListItems) }, ""},
+		{"too many performers", func(e *Event) { e.Performers = names("Band", maxListItems+1) }, "performers"},
+		{"too many tags", func(e *Event) { e.Tags = names("tag", maxListItems+1) }, "tags"},
 		{"no classes", func(e *Event) { e.TicketClasses = nil }, "ticket_classes"},
+		{"most classes", func(e *Event) { e.TicketClasses = ticketClasses(maxTicketClass) }, ""},
+		{"too many classes", func(e *Event) { e.TicketClasses = ticketClasses(maxTicketClass + 1) }, "ticket_classes"},
+		{"bad class id", func(e *Event) { e.TicketClasses[0].ID = "ga 1" }, "ticket_classes.id"},
+		{"long class id", func(e *Event) { e.TicketClasses[0].ID = strings.Repeat("a", maxIDLength+1) }, "ticket_classes.id"},
+		{"blank class name", func(e *Event) { e.TicketClasses[0].Name = " " }, "ticket_classes.name"},
+		{"long class name", func(e *Event) { e.TicketClasses[0].Name = strings.Repeat("é", maxNameLength+1) }, "ticket_classes.name"},
 		{"duplicate class", func(e *Event) { e.TicketClasses = append(e.TicketClasses, e.TicketClasses[0]) }, "ticket_classes.id"},
 		{"lower-case currency", func(e *Event) { e.TicketClasses[0].Price.Currency = "brl" }, "ticket_classes.price.currency"},
 		{"mixed currencies", func(e *Event) {
@@ -61,10 +74,18 @@ func TestVenueValidate(t *testing.T) {
 		field string
 	}{
 		{"valid", func(v *Venue) {}, ""},
+		{"no id is fine", func(v *Venue) { v.ID = "" }, ""},
+		{"longest id", func(v *Venue) { v.ID = strings.Repeat("v", maxIDLength) }, ""},
+		{"bad id", func(v *Venue) { v.ID = "ven/1" }, "id"},
+		{"long id", func(v *Venue) { v.ID = strings.Repeat("v", maxIDLength+1) }, "id"},
 		{"no name", func(v *Venue) { v.Name = "" }, "name"},
 		{"no city", func(v *Venue) { v.City = "" }, "city"},
 		{"country name instead of code", func(v *Venue) { v.Country = "Portugal" }, "country"},
+		{"longest address", func(v *Venue) { v.Address = strings.Repeat("é", 2*maxNameLength) }, ""},
+		{"long address", func(v *Venue) { v.Address = strings.Repeat("é", 2*maxNameLength+1) }, "address"},
 		{"no capacity", func(v *Venue) { v.Capacity = 0 }, "capacity"},
+		{"most sections", func(v *Venue) { v.Sections = sections(maxListItems) }, ""},
+		{"too many sections", func(v *Venue) { v.Sections = sections(maxListItems + 1) }, "sections"},
 		{"section larger than venue", func(v *Venue) { v.Sections[0].Capacity = 101 }, "sections"},
 	}
 	for _, tt := range tests {
@@ -75,6 +96,55 @@ func TestVenueValidate(t *testing.T) {
 			assertField(t, "Validate()", v.Validate(), tt.field)
 		})
 	}
+}
+
+func TestFilterValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		f     Filter
+		field string
+	}{
+		{"no filter", Filter{}, ""},
+		{"free events only", Filter{MaxPrice: 0}, ""},
+		{"negative max price", Filter{MaxPrice: -1}, "max_price"},
+		{"from only", Filter{From: t0}, ""},
+		{"to only", Filter{To: t0}, ""},
+		{"to after from", Filter{From: t0, To: t0.Add(time.Second)}, ""},
+		{"to equals from", Filter{From: t0, To: t0}, "to"},
+		{"to before from", Filter{From: t0, To: t0.Add(-time.Hour)}, "to"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertField(t, fmt.Sprintf("%+v.Validate()", tt.f), tt.f.Validate(), tt.field)
+		})
+	}
+}
+
+// names returns n distinct valid names starting with prefix.
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s %d", prefix, i)
+	}
+	return out
+}
+
+// ticketClasses returns n valid classes with distinct ids, all in one currency.
+func ticketClasses(n int) []TicketClass {
+	out := make([]TicketClass, n)
+	for i := range out {
+		out[i] = TicketClass{ID: fmt.Sprintf("c%d", i), Name: fmt.Sprintf("Class %d", i), Price: Money{"BRL", 1000}, Capacity: 10}
+	}
+	return out
+}
+
+// sections returns n valid sections, each small enough for the 100-seat venue of TestVenueValidate.
+func sections(n int) []Section {
+	out := make([]Section, n)
+	for i := range out {
+		out[i] = Section{Name: fmt.Sprintf("Section %d", i), Capacity: 5}
+	}
+	return out
 }
 
 func TestEventApply(t *testing.T) {
