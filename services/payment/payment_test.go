@@ -3,6 +3,7 @@ package payment
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,11 +49,20 @@ func TestRefundRequestValidate(t *testing.T) {
 		{"by key", RefundRequest{IdempotencyKey: "k"}, ""},
 		{"neither", RefundRequest{}, "charge_id"},
 		{"both", RefundRequest{ChargeID: "ch_1", IdempotencyKey: "k"}, "idempotency_key"},
+		{"longest id", RefundRequest{ChargeID: long(MaxKeyLen)}, ""},
+		{"long id", RefundRequest{ChargeID: long(MaxKeyLen + 1)}, "charge_id"},
+		{"longest key", RefundRequest{IdempotencyKey: long(MaxKeyLen)}, ""},
+		{"long key", RefundRequest{IdempotencyKey: long(MaxKeyLen + 1)}, "idempotency_key"},
+		{"longest order", RefundRequest{ChargeID: "ch_1", OrderID: long(MaxKeyLen)}, ""},
+		{"long order", RefundRequest{ChargeID: "ch_1", OrderID: long(MaxKeyLen + 1)}, "order_id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { assertField(t, tt.req.Validate(), tt.field) })
 	}
 }
+
+// long returns an n-byte key, the unit MaxKeyLen counts in.
+func long(n int) string { return strings.Repeat("k", n) }
 
 func assertField(t *testing.T, err error, field string) {
 	t.Helper()
