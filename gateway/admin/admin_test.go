@@ -125,6 +125,7 @@ func TestAdminAPI(t *testing.T) {
 		{"retry budget off", "PATCH", "/admin/services/svc", `{"retry_budget":{"unlimited":true}}`, 200, `"window":"5s","unlimited":true}`},
 		{"retry ratio above 1", "PATCH", "/admin/services/svc", `{"retry_budget":{"ratio":2}}`, 400, `"field":"services[svc].retry_budget.ratio"`},
 		{"negative retry floor", "PATCH", "/admin/services/svc", `{"retry_budget":{"min_per_second":-1}}`, 400, `"field":"services[svc].retry_budget.min_per_second"`},
+		{"negative probe interval", "PATCH", "/admin/services/svc", `{"probe":{"interval":"-1s"}}`, 400, `"field":"services[svc].probe.interval"`},
 		{"upstreams", "GET", "/admin/upstreams", "", 200, `"inFlight":2`},
 		{"delete a limit", "DELETE", "/admin/limits/per-ip", "", 204, ""},
 		{"delete it again", "DELETE", "/admin/limits/per-ip", "", 404, ""},
