@@ -3,6 +3,7 @@ package limits
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,8 @@ import (
 	"boxoffice.dev/gateway/authn"
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/platform/testkit"
+	"github.com/redis/go-redis/v9"
 )
 
 const doc = `
@@ -204,6 +207,56 @@ func TestStoreUnavailable(t *testing.T) {
 	res.Rules[0].Path = ratelimit.PathStore
 	if FailedClosed(res) {
 		t.Errorf("FailedClosed(denied by the store) = true, want false: that is a 429")
+	}
+}
+
+// TestShadowRulesNeitherViolateNorFailClosed: with the store down, an enforced rule that
+// denies sits next to a shadow rule that denies and a shadow fail-closed rule. The answer is
+// a 429 naming only the enforced rule: a shadow rule only reports, so it neither appears in
+// violated-policies nor turns the 429 into a 503.
+func TestShadowRulesNeitherViolateNorFailClosed(t *testing.T) {
+	down := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)), MaxRetries: -1})
+	t.Cleanup(func() { _ = down.Close() })
+	now := time.Unix(1_800_000_000, 0)
+	f, err := ratelimit.NewFailsafe(ratelimit.NewRedis(down), ratelimit.FailsafeOptions{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := func(id string, mode ratelimit.Mode, onFailure ratelimit.FailureMode) ratelimit.Request {
+		return ratelimit.Request{Key: "user:usr_1", Rule: ratelimit.Rule{ID: id, Algorithm: ratelimit.FixedWindow,
+			Limit: 1, Window: time.Minute, Mode: mode, OnStoreFailure: onFailure}}
+	}
+	reqs := []ratelimit.Request{
+		rule("holds-per-account", ratelimit.Enforce, ratelimit.FailOpen),
+		rule("holds-shadow", ratelimit.Shadow, ratelimit.FailOpen),
+		rule("login-shadow", ratelimit.Shadow, ratelimit.FailClosed),
+	}
+	var res ratelimit.Result
+	for range 2 { // a limit of one: the second request is denied
+		if res, err = f.Allow(context.Background(), reqs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The result holds what the test is about, so that it cannot pass for want of it.
+	for i, wantPath := range []ratelimit.Path{ratelimit.PathFallback, ratelimit.PathFallback, ratelimit.PathFailClosed} {
+		if d := res.Rules[i]; d.Allowed || d.Path != wantPath {
+			t.Fatalf("rule %s = allowed %v on %q, want denied on %q", d.Rule, d.Allowed, d.Path, wantPath)
+		}
+	}
+	if res.Allowed {
+		t.Fatalf("second request allowed, want denied by holds-per-account")
+	}
+	if FailedClosed(res) {
+		t.Errorf("FailedClosed() = true, want false: only a shadow rule failed closed")
+	}
+	w := httptest.NewRecorder()
+	WriteTooMany(w, reqs, res, "")
+	var body TooMany
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"holds-per-account"}; !slices.Equal(body.ViolatedPolicies, want) {
+		t.Errorf("violated-policies = %q, want %q", body.ViolatedPolicies, want)
 	}
 }
 
