@@ -18,8 +18,8 @@ import (
 // The catalog's events. Subjects are boxoffice.catalog.<entity>.<verb>; the type in the
 // payload is the same without the prefix.
 const (
-	Stream         = "CATALOG"
-	StreamSubjects = "boxoffice.catalog.>"
+	Stream         = catalogv1.Stream
+	StreamSubjects = catalogv1.StreamSubjects
 
 	eventCreated = "catalog.event.created"
 	eventUpdated = "catalog.event.updated"

@@ -17,12 +17,10 @@ import (
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 )
 
-// The catalog's stream, which the catalog creates, and the subjects of its event changes
-// (boxoffice.catalog.event.created and .updated, each a catalogv1.EventChange carrying the
-// whole event as protojson).
+// The catalog's stream and the subjects of its event changes (catalogv1.Stream).
 const (
-	CatalogStream        = "CATALOG"
-	catalogEventSubjects = "boxoffice.catalog.event.>"
+	CatalogStream        = catalogv1.Stream
+	catalogEventSubjects = catalogv1.EventSubjects
 )
 
 // SeatMapConsumer is the durable consumer on CatalogStream that every inventory replica

@@ -21,8 +21,8 @@ import (
 
 // The catalog's stream and the subjects of its event changes; the catalog owns the stream.
 const (
-	catalogStream  = "CATALOG"
-	eventSubjects  = "boxoffice.catalog.event.>"
+	catalogStream  = catalogv1.Stream
+	eventSubjects  = catalogv1.EventSubjects
 	rebuildPage    = 100
 	callTimeout    = 5 * time.Second
 	consumerIdle   = time.Hour // the server deletes the durable of an instance gone this long

@@ -15,13 +15,12 @@ import (
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 )
 
-// What SaleFollower reads: the catalog's stream (the catalog creates it), the subjects of
-// its event changes (boxoffice.catalog.event.created and .updated, each a
-// catalogv1.EventChange as protojson), and the durable consumer all waitroom replicas share
-// as a work queue, since the sale a change opens lives in the Redis they share.
+// What SaleFollower reads: the catalog's stream and the subjects of its event changes
+// (catalogv1.Stream), and the durable consumer all waitroom replicas share as a work queue,
+// since the sale a change opens lives in the Redis they share.
 const (
-	CatalogStream        = "CATALOG"
-	catalogEventSubjects = "boxoffice.catalog.event.>"
+	CatalogStream        = catalogv1.Stream
+	catalogEventSubjects = catalogv1.EventSubjects
 	SaleConsumer         = "waitroom-sales"
 )
 
