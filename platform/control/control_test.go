@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,9 +63,11 @@ func TestPublishReachesEveryReplica(t *testing.T) {
 	defer cancel()
 
 	// Two replicas of inventory, each on its own connection as separate processes are,
-	// and one replica of another service that must not change.
+	// and one replica of another service that must not change. payment's log is the
+	// record of every knob change it applied.
+	var paymentLog testkit.Buffer
 	replicas := []*control.Hook{control.New("inventory"), control.New("inventory")}
-	other := control.New("payment")
+	other := control.New("payment", control.Options{Log: slog.New(slog.NewJSONHandler(&paymentLog, nil))})
 	for _, h := range append(replicas, other) {
 		stop, err := h.Subscribe(ctx, connect(t, srv.ClientURL()))
 		if err != nil {
@@ -72,9 +76,10 @@ func TestPublishReachesEveryReplica(t *testing.T) {
 		t.Cleanup(stop)
 	}
 
+	pub := connect(t, srv.ClientURL())
 	want := control.Knobs{MaxConcurrent: 3, ServiceTime: 40 * time.Millisecond, Latency: 5 * time.Millisecond}
-	if err := control.Publish(ctx, connect(t, srv.ClientURL()), "inventory", want); err != nil {
-		t.Fatalf("Publish: %v", err)
+	if err := control.Publish(ctx, pub, "inventory", want); err != nil {
+		t.Fatalf("Publish(inventory): %v", err)
 	}
 	for i, h := range replicas {
 		testkit.Eventually(t, 5*time.Second, "replica knobs updated", func() bool { return h.Knobs() == want })
@@ -82,9 +87,41 @@ func TestPublishReachesEveryReplica(t *testing.T) {
 			t.Errorf("replica %d Knobs() = %+v, want %+v", i, got, want)
 		}
 	}
-	if got := other.Knobs(); got != (control.Knobs{}) {
-		t.Errorf("payment Knobs() = %+v after an inventory publish, want the zero knobs", got)
+
+	// Seeing payment unchanged now would prove nothing: a stray delivery may still be in
+	// flight. NATS keeps one connection's messages in order to each subscriber, and a
+	// subscription handles them one at a time, so once payment has applied a later message
+	// of its own, anything inventory's publish sent it has been applied, and logged, too.
+	own := control.Knobs{Latency: 7 * time.Millisecond}
+	if err := control.Publish(ctx, pub, "payment", own); err != nil {
+		t.Fatalf("Publish(payment): %v", err)
 	}
+	testkit.Eventually(t, 5*time.Second, "payment applies its own knobs", func() bool {
+		return slices.Contains(appliedKnobs(t, paymentLog.String()), own)
+	})
+	if got := appliedKnobs(t, paymentLog.String()); !slices.Equal(got, []control.Knobs{own}) {
+		t.Errorf("payment applied %+v, want only its own %+v", got, own)
+	}
+}
+
+// appliedKnobs returns, in order, the knobs of every "set over nats" record in a Hook's
+// JSON log.
+func appliedKnobs(t *testing.T, log string) []control.Knobs {
+	t.Helper()
+	var applied []control.Knobs
+	for line := range strings.Lines(log) {
+		var rec struct {
+			Msg   string        `json:"msg"`
+			Knobs control.Knobs `json:"knobs"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec.Msg == "control knobs set over nats" {
+			applied = append(applied, rec.Knobs)
+		}
+	}
+	return applied
 }
 
 // gate is an injected Sleep that holds every request in its slot until opened, and
