@@ -204,6 +204,14 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	if err != nil {
 		return nil, err
 	}
+	// Scripts loaded and a connection dialled before the first request, whose decision has
+	// only RATELIMIT_TIMEOUT; bounded, since a Redis that does not answer must not hold the
+	// start (the failsafe serves without it).
+	warm, cancelWarm := context.WithTimeout(ctx, 2*time.Second)
+	if err := store.Warm(warm); err != nil {
+		s.Log.WarnContext(ctx, "rate limiter: scripts not loaded at start; the first decisions load them", "error", err)
+	}
+	cancelWarm()
 	failsafe, err := ratelimit.NewFailsafe(store, ratelimit.FailsafeOptions{
 		Timeout: cfg.LimiterTimeout, Replicas: replicas, Meter: mp, Logger: s.Log})
 	if err != nil {

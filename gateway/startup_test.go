@@ -1,13 +1,16 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/platform/testkit"
 )
 
@@ -93,5 +96,26 @@ func TestStartsWithAuthDown(t *testing.T) {
 	forged := "Bearer " + newKeySet(t, "unpublished").sign(t, "unpublished", "usr_2", time.Now(), time.Hour)
 	if res := gw.call(t, "GET", "/v1/me", "", "Authorization", forged); res.status != http.StatusUnauthorized {
 		t.Errorf("GET /v1/me with a kid the fetched JWKS lacks = %d %s, want 401", res.status, res.body)
+	}
+}
+
+// TestScriptsLoadedAtStart checks that the gateway loads the limiter's scripts before its
+// first request: a first decision that had to dial, meet NOSCRIPT and compile within
+// RATELIMIT_TIMEOUT could miss it on a busy machine, and a fail-closed route would answer 503.
+func TestScriptsLoadedAtStart(t *testing.T) {
+	rd := testkit.StartRedis(t)
+	startGateway(t, testPolicy, newBackend(t), map[string]string{"REDIS_URL": rd.URL()})
+	info, err := rd.Client().Info(context.Background(), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cached int
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "number_of_cached_scripts:"); ok {
+			cached, _ = strconv.Atoi(v)
+		}
+	}
+	if want := 1<<len(ratelimit.Algorithms) - 1; cached < want {
+		t.Errorf("scripts cached in Redis before any request = %d, want at least %d, one per set of algorithms", cached, want)
 	}
 }
