@@ -48,7 +48,7 @@ func TestEnsureStreamSetsLimits(t *testing.T) {
 // store fills and every publish fails with "insufficient resources".
 func TestStreamKeepsAcceptingEventsPastItsLimit(t *testing.T) {
 	const store = 256 << 10
-	srv := startServer(t, func(o *server.Options) { o.JetStreamMaxStore = store })
+	srv := testkit.StartNATSServer(t, func(o *server.Options) { o.JetStreamMaxStore = store })
 	js := testkit.JetStream(t, srv.ClientURL())
 	const limit = 128 << 10
 	s, err := natsconn.EnsureStreamWith(t.Context(), js, "FULL", []string{"full.>"}, natsconn.StreamOptions{MaxBytes: limit})
@@ -182,30 +182,6 @@ func TestStreamWithReplicasOutlivesAServer(t *testing.T) {
 	}
 }
 
-// startServer starts a JetStream server on a free loopback port with its store in a
-// temporary directory, after change adjusts its options, and shuts it down when the test
-// ends.
-func startServer(t *testing.T, change func(*server.Options)) *server.Server {
-	t.Helper()
-	o := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}
-	if change != nil {
-		change(o)
-	}
-	srv, err := server.NewServer(o)
-	if err != nil {
-		t.Fatalf("nats server: %v", err)
-	}
-	srv.Start()
-	t.Cleanup(func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server not ready within 10s")
-	}
-	return srv
-}
-
 // startCluster starts n JetStream servers routed to each other as one cluster.
 func startCluster(t *testing.T, n int) []*server.Server {
 	t.Helper()
@@ -218,7 +194,7 @@ func startCluster(t *testing.T, n int) []*server.Server {
 	}
 	var nodes []*server.Server
 	for i, p := range ports {
-		nodes = append(nodes, startServer(t, func(o *server.Options) {
+		nodes = append(nodes, testkit.StartNATSServer(t, func(o *server.Options) {
 			o.ServerName = fmt.Sprintf("n%d", i)
 			o.Cluster.Name = "boxoffice"
 			o.Cluster.Host = "127.0.0.1"

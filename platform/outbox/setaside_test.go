@@ -71,7 +71,7 @@ func TestRelaySetsAsideRowsNATSNeverAccepts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			testkit.ForEachDB(t, "outbox", func(t *testing.T, db *sqldb.DB) {
 				ctx := t.Context()
-				js, s := setupOn(t, db, startNATS(t).ClientURL())
+				js, s := setupOn(t, db, testkit.StartNATSServer(t, func(o *server.Options) { o.MaxPayload = serverMaxPayload }).ClientURL())
 				add(t, ctx, db, true, "before")
 				if err := db.InTx(ctx, func(tx *sql.Tx) error { return outbox.Add(ctx, tx, db, tt.poison) }); err != nil {
 					t.Fatalf("Add(%s): %v", tt.poison.ID, err)
@@ -204,25 +204,6 @@ func ensure(js jetstream.JetStream, subjects ...string) func(context.Context) er
 		_, err := natsconn.EnsureStream(ctx, js, stream, subjects)
 		return err
 	}
-}
-
-// startNATS starts a JetStream server with a max_payload of serverMaxPayload.
-func startNATS(t *testing.T) *server.Server {
-	t.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: t.TempDir(), MaxPayload: serverMaxPayload, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatalf("nats server: %v", err)
-	}
-	srv.Start()
-	t.Cleanup(func() {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-	})
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server not ready within 10s")
-	}
-	return srv
 }
 
 // setAside reads the mark the relay leaves on a row it set aside.

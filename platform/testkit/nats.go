@@ -2,7 +2,9 @@ package testkit
 
 import (
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -18,6 +20,31 @@ func StartNATS(t testing.TB) *natsconn.Embedded {
 		t.Fatalf("start nats: %v", err)
 	}
 	t.Cleanup(srv.Shutdown)
+	return srv
+}
+
+// StartNATSServer starts a nats-server in-process with JetStream on a free loopback port, its
+// store in a temporary directory, after change (if any) adjusts its options: for a test of
+// what the embedded defaults cannot show (a small store, a small max_payload, a cluster). It
+// shuts the server down when the test ends.
+func StartNATSServer(t testing.TB, change func(*server.Options)) *server.Server {
+	t.Helper()
+	o := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}
+	if change != nil {
+		change(o)
+	}
+	srv, err := server.NewServer(o)
+	if err != nil {
+		t.Fatalf("nats server: %v", err)
+	}
+	srv.Start()
+	t.Cleanup(func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	})
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server not ready within 10s")
+	}
 	return srv
 }
 
