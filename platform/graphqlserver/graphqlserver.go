@@ -135,10 +135,12 @@ func New(es graphql.ExecutableSchema, o Options) http.Handler {
 	return httpserver.LimitBody(o.MaxBodyBytes)(withCaller(h))
 }
 
-// A refusal before execution with a problem code (OneWrite's) is the request's fault, and
-// answers 422 as gqlgen's own validation failures do, not 200.
+// A refusal before execution (OneWrite's problem code, the depth and complexity limits) is
+// the request's fault, and answers 422 as gqlgen's own validation failures do, not 200.
 func init() {
-	errcode.RegisterErrorType(string(problem.Invalid), errcode.KindProtocol)
+	for _, code := range []string{string(problem.Invalid), CodeDepthLimit, CodeComplexityLimit} {
+		errcode.RegisterErrorType(code, errcode.KindProtocol)
+	}
 }
 
 // withGraphiQL answers a browser's GET (Accept: text/html) with the GraphiQL page, which

@@ -126,10 +126,13 @@ func TestLimitsRejectBeforeAnyResolver(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := s.executed.Load()
-			_, resp := post(t, h, map[string]any{"query": tc.query})
+			status, resp := post(t, h, map[string]any{"query": tc.query})
 			ran := s.executed.Load() > before
 			if got := firstCode(resp); got != tc.wantCode {
 				t.Errorf("POST %s: error code %q, want %q (errors %+v)", tc.query, got, tc.wantCode, resp.Errors)
+			}
+			if want := map[bool]int{true: http.StatusOK, false: http.StatusUnprocessableEntity}[tc.wantCode == ""]; status != want {
+				t.Errorf("POST %s: status %d, want %d: a refused query is the request's fault", tc.query, status, want)
 			}
 			if ran != (tc.wantCode == "") {
 				t.Errorf("POST %s: executed = %v, want %v", tc.query, ran, tc.wantCode == "")
