@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -85,6 +86,9 @@ func composeDecide(set algorithmSet) (string, error) {
 	return before + pieces.String() + after, nil
 }
 
+// warmPing bounds Warm's first question to each server, whether it answers at all.
+const warmPing = 250 * time.Millisecond
+
 // Warm readies the limiter for its first decisions: it loads the script of every set of
 // algorithms into Redis, into every master of a Cluster, which also dials a connection to
 // each. Without it the first decision of a fresh gateway pays a dial, a NOSCRIPT and the
@@ -93,6 +97,14 @@ func composeDecide(set algorithmSet) (string, error) {
 // start. A failure is returned for the caller to log; decisions work without the warm-up.
 func (r *Redis) Warm(ctx context.Context) error {
 	load := func(ctx context.Context, c *redis.Client) error {
+		// A server that is down answers no faster for being asked again: the client would
+		// redial until ctx ends, and hold the caller's start that long.
+		pctx, cancel := context.WithTimeout(ctx, warmPing)
+		err := c.Ping(pctx).Err()
+		cancel()
+		if err != nil {
+			return err
+		}
 		p := c.Pipeline()
 		for set := algorithmSet(1); set < 1<<len(Algorithms); set++ {
 			s, err := decideScript(set)
@@ -101,7 +113,7 @@ func (r *Redis) Warm(ctx context.Context) error {
 			}
 			p.ScriptLoad(ctx, s.src.(string))
 		}
-		_, err := p.Exec(ctx)
+		_, err = p.Exec(ctx)
 		return err
 	}
 	switch c := r.client.(type) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -53,10 +54,17 @@ func TestWarmLoadsEveryScript(t *testing.T) {
 		}
 	})
 	t.Run("no server", func(t *testing.T) {
-		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)), MaxRetries: -1})
+		// As the gateway makes its limiter's client: calls end at their deadline.
+		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)), ContextTimeoutEnabled: true})
 		t.Cleanup(func() { c.Close() })
-		if err := newRedis(c, nil).Warm(ctx); err == nil {
+		// Warm gives up at once, not when its context ends: a start waits on it.
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second) // the gateway's bound
+		defer cancel()
+		if err := newRedis(c, nil).Warm(wctx); err == nil {
 			t.Error("Warm() with no server = nil, want an error")
+		}
+		if wctx.Err() != nil {
+			t.Error("Warm() with no server waited until its 2 s context ended, want it to give up after one PING")
 		}
 	})
 }
