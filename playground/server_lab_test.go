@@ -3,7 +3,6 @@ package playground_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -27,25 +26,6 @@ type labAnswer struct {
 	Results []lab.Result `json:"results"`
 }
 
-// postJSON posts body to url and returns the status and the raw answer.
-func postJSON(t *testing.T, url string, body any) (int, []byte) {
-	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("read %s: %v", url, err)
-	}
-	return resp.StatusCode, out
-}
-
 // TestLabReplaysEverySampleTraceLikeTheEngine posts each sample trace the lab page offers
 // and requires exactly the decisions lab.Replay gives for it: the page shows the engine's
 // answers, not a re-implementation.
@@ -61,7 +41,7 @@ func TestLabReplaysEverySampleTraceLikeTheEngine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			status, body := postJSON(t, p.HTTPURL+"/api/lab", map[string]any{"trace": string(text), "limit": 5, "window": "1s", "burst": 8})
+			status, body := testkit.PostJSON(t, p.HTTPURL+"/api/lab", map[string]any{"trace": string(text), "limit": 5, "window": "1s", "burst": 8})
 			if status != http.StatusOK {
 				t.Fatalf("POST /api/lab = %d %s, want 200", status, body)
 			}
@@ -122,7 +102,7 @@ func TestLabRejectsWhatTheCommandRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, body := postJSON(t, p.HTTPURL+"/api/lab", tt.body)
+			status, body := testkit.PostJSON(t, p.HTTPURL+"/api/lab", tt.body)
 			var prob struct {
 				Field  string `json:"field"`
 				Detail string `json:"detail"`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -38,7 +37,7 @@ func TestUpPutsTheRunBackWhenStopped(t *testing.T) {
 		t.Fatalf("GET /admin/routes/events lists no limit, want the policy's")
 	}
 
-	status, body := postJSON(t, u.ep.Playground+"/api/runs", map[string]string{"scenario": "rate-limiter", "profile": "steady", "duration": "60s"})
+	status, body := testkit.PostJSON(t, u.ep.Playground+"/api/runs", map[string]string{"scenario": "rate-limiter", "profile": "steady", "duration": "60s"})
 	if status != http.StatusAccepted {
 		t.Fatalf("POST /api/runs = %d %s, want 202", status, body)
 	}
@@ -59,7 +58,7 @@ func TestUpPutsTheRunBackWhenStopped(t *testing.T) {
 		return json.NewDecoder(resp.Body).Decode(&run) == nil && run.State == "running"
 	})
 	for _, knob := range [][2]string{{"limit", "true"}, {"rate", "1"}, {"burst", "1"}} {
-		if status, body := postJSON(t, runURL+"/knobs", map[string]string{"name": knob[0], "value": knob[1]}); status != http.StatusOK {
+		if status, body := testkit.PostJSON(t, runURL+"/knobs", map[string]string{"name": knob[0], "value": knob[1]}); status != http.StatusOK {
 			t.Fatalf("POST knobs %s=%s = %d %s, want 200", knob[0], knob[1], status, body)
 		}
 	}
@@ -106,20 +105,4 @@ func adminGet(t *testing.T, admin Admin, path string, out any) {
 	if err := json.Unmarshal(b, out); err != nil {
 		t.Fatalf("decode GET %s: %v\n%s", path, err, b)
 	}
-}
-
-// postJSON posts body as JSON, as the playground's page does, and returns the answer.
-func postJSON(t *testing.T, url string, body any) (int, []byte) {
-	t.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
 }
