@@ -174,13 +174,17 @@ func (r *Run) rememberRoute(ctx context.Context, route string) error {
 	if err != nil {
 		return err
 	}
+	// Remembered only once the undo is recorded: a later call must not skip recording it.
+	if err := r.undoEdit(ctx, "route", route); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	if r.origRoutes == nil {
 		r.origRoutes = map[string][]string{}
 	}
 	r.origRoutes[route] = limits
 	r.mu.Unlock()
-	return r.undoEdit(ctx, "route", route)
+	return nil
 }
 
 // rememberLimit registers putting a gateway limit back as the run found it (deleting it when
@@ -203,10 +207,13 @@ func (r *Run) rememberLimit(ctx context.Context, id string) error {
 	if found {
 		orig = &l
 	}
+	if err := r.undoEdit(ctx, "limit", id); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	r.origLimits[id] = orig
 	r.mu.Unlock()
-	return r.undoEdit(ctx, "limit", id)
+	return nil
 }
 
 // editGatewayLimit changes one of the gateway's own limits, from how the run found it.
@@ -245,10 +252,12 @@ func (r *Run) applyBackend(ctx context.Context) error {
 				return err
 			}
 		}
+		if err := r.undo(entry{Kind: entryKnobs, ID: svc, Knobs: &orig}); err != nil {
+			return err
+		}
 		r.mu.Lock()
 		r.origBackend = &orig
 		r.mu.Unlock()
-		r.undo("backend "+svc, func(ctx context.Context) error { return r.sys.setKnobs(ctx, svc, orig) })
 	}
 	return r.sys.setKnobs(ctx, svc, r.backendKnobs())
 }
@@ -280,12 +289,14 @@ func (r *Run) applyGatewayRetry(ctx context.Context) error {
 	route := r.sc.Request.Route
 	r.mu.Lock()
 	seen := r.retrySeen
-	r.retrySeen = true
 	r.mu.Unlock()
 	if !seen {
 		if err := r.undoEdit(ctx, "route", route); err != nil {
 			return err
 		}
+		r.mu.Lock()
+		r.retrySeen = true
+		r.mu.Unlock()
 	}
 	return r.sys.admin(ctx, "PATCH", "/admin/routes/"+route, map[string]any{"retry": r.knobBool("gateway_retry")}, nil)
 }

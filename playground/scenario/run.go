@@ -37,6 +37,11 @@ type Options struct {
 	// MaxInFlight bounds the jobs open at once; 0 means 2000. Arrivals beyond it are
 	// counted as client errors rather than delayed, so the schedule stays open-model.
 	MaxInFlight int
+	// Journal, when set, records each change the run makes before it makes it, and drops
+	// it once put back: a process that dies mid-run leaves them there for the next one to
+	// put back (PutBack). Nil: what the run changed lives only in memory, and is lost with
+	// the process.
+	Journal *Journal
 }
 
 // Run is one scenario run in progress. Its methods are safe for concurrent use: the web UI
@@ -73,7 +78,7 @@ type Run struct {
 	events   []Event
 	subs     map[chan Sample]struct{}
 	result   Result
-	restores []restore
+	restores []entry // what to put back, oldest first
 	// What the run found before it changed it, to put back.
 	origRoutes  map[string][]string
 	origLimits  map[string]*adminLimit // nil value: the limit did not exist
@@ -92,12 +97,6 @@ func (r *Run) setFinal(m map[string]float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.final = m
-}
-
-// restore puts back one thing a run changed; they run last first.
-type restore struct {
-	what string
-	fn   func(ctx context.Context) error
 }
 
 // stream is a StreamSpec with its identities.
@@ -553,11 +552,18 @@ func (r *Run) event(at time.Duration, kind, what string) {
 	r.events = append(r.events, Event{At: at, Kind: kind, What: what})
 }
 
-// undo registers how to put back something the run is about to change.
-func (r *Run) undo(what string, fn func(ctx context.Context) error) {
+// undo records how to put back something the run is about to change: in the journal, on
+// disk, before it returns. On error the change must not be made: nothing would put it back
+// if the process died.
+func (r *Run) undo(e entry) error {
+	e, err := r.o.Journal.add(e)
+	if err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.restores = append(r.restores, restore{what, fn})
+	r.restores = append(r.restores, e)
+	return nil
 }
 
 // undoEdit registers putting the gateway's stored edit of one limit, route or service back as
@@ -567,11 +573,11 @@ func (r *Run) undoEdit(ctx context.Context, kind, id string) error {
 	if err != nil {
 		return err
 	}
-	r.undo(kind+" "+id, func(ctx context.Context) error { return r.sys.restoreEdit(ctx, kind, id, prior) })
-	return nil
+	return r.undo(entry{Kind: entryEdit, Element: kind, ID: id, Prior: prior})
 }
 
-// putBack runs the registered restores, last first, each once.
+// putBack puts back what the run changed, last first, each once, and drops from the journal
+// what it put back; what failed stays there, for the next process to try again.
 func (r *Run) putBack() {
 	r.mu.Lock()
 	rs := r.restores
@@ -579,10 +585,12 @@ func (r *Run) putBack() {
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for i := len(rs) - 1; i >= 0; i-- {
-		if err := rs[i].fn(ctx); err != nil {
-			r.log.Warn("put back", "what", rs[i].what, "error", err)
-			r.event(r.elapsed(), "error", fmt.Sprintf("put back %s: %v", rs[i].what, err))
-		}
+	done, errs := r.sys.putBack(ctx, rs, r.log)
+	for _, err := range errs {
+		r.event(r.elapsed(), "error", err.Error())
+	}
+	if err := r.o.Journal.drop(done); err != nil {
+		r.log.Warn("put-back journal", "error", err)
+		r.event(r.elapsed(), "error", err.Error())
 	}
 }

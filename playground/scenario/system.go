@@ -172,11 +172,17 @@ func (s *system) edit(ctx context.Context, kind, id string) (*adminEdit, error) 
 
 // restoreEdit puts one element's stored edit back as prior was. With no prior edit the run's
 // edit is dropped, so the element follows the policy file again: writing the file's value
-// back would store a copy that hides the file's later changes, on every replica.
+// back would store a copy that hides the file's later changes, on every replica. Putting
+// back what is already in force changes nothing (an edit already dropped is not an error),
+// so a change journaled but never made is put back harmlessly.
 func (s *system) restoreEdit(ctx context.Context, kind, id string, prior *adminEdit) error {
 	switch {
 	case prior == nil:
-		return s.admin(ctx, http.MethodDelete, "/admin/edits/"+kind+"/"+id, nil, nil)
+		err := s.admin(ctx, http.MethodDelete, "/admin/edits/"+kind+"/"+id, nil, nil)
+		if errors.Is(err, errNotFound) {
+			return nil
+		}
+		return err
 	case prior.Deleted:
 		return s.deleteLimit(ctx, id)
 	default:
