@@ -2,7 +2,6 @@ package search
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -10,38 +9,27 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/natsconn"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
-	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
 )
 
 // The catalog's stream and the subjects of its event changes; the catalog owns the stream.
 const (
 	catalogStream  = catalogv1.Stream
 	eventSubjects  = catalogv1.EventSubjects
-	rebuildPage    = 100
 	callTimeout    = 5 * time.Second
 	consumerIdle   = time.Hour // the server deletes the durable of an instance gone this long
 	maxRetryPause  = 5 * time.Second
 	firstRetryWait = 100 * time.Millisecond
 )
 
-// EventLister pages through the catalog's events; catalogv1.CatalogClient is one.
-type EventLister interface {
-	ListEvents(ctx context.Context, in *catalogv1.ListEventsRequest, opts ...grpc.CallOption) (*catalogv1.ListEventsResponse, error)
-}
-
-var _ EventLister = catalogv1.CatalogClient(nil)
-
 // Feeder keeps an Index in step with the catalog: it follows the change events, rebuilds
 // from the catalog, and then reports Ready.
 type Feeder struct {
 	Index   *Index
-	Catalog EventLister
+	Catalog catalogv1.EventLister
 	// JS and Consumer name this instance's durable consumer; nil JS means no events are
 	// followed and the index is only built once (NATS_URL unset).
 	JS       jetstream.JetStream
@@ -65,57 +53,42 @@ func (f *Feeder) Ready() bool { return f.ready.Load() }
 // Each time the consumer has to be set up again (deleted, NATS restarted without its
 // store), the index is rebuilt the same way: the new consumer starts at the stream's end,
 // so a change made while there was none is only in the catalog. A rebuild reads the whole
-// catalog once; replaying the stream from its start instead would read every change ever
-// made (the stream keeps them all), would miss the changes a NATS that lost its store never
-// had, and could not reuse a durable whose deliver policy differs. The index keeps serving,
+// catalog once (catalogv1.CatchUp); replaying the stream from its start instead would read
+// every change the stream still keeps, would miss those older than its limits
+// (natsconn.StreamMaxAge) and the changes a NATS that lost its store never had, and could
+// not reuse a durable whose deliver policy differs. The index keeps serving,
 // and stays ready, during such a rebuild: it lags as it would behind a slow consumer.
 func (f *Feeder) Run(ctx context.Context) error {
 	if f.Log == nil {
 		f.Log = slog.New(slog.DiscardHandler)
 	}
+	rebuild := &catalogv1.CatchUp{
+		Catalog: f.Catalog,
+		Apply: func(_ context.Context, e *catalogv1.Event) error {
+			f.Index.Put(DocFrom(e))
+			return nil
+		},
+		Report: func(ctx context.Context, n int, err error) {
+			if err == nil {
+				f.Log.InfoContext(ctx, "search index rebuilt", "events", n, "indexed", f.Index.Len())
+				f.ready.Store(true)
+			}
+		},
+		Log: f.Log,
+	}
 	if f.JS == nil {
-		if f.rebuild(ctx) {
-			f.ready.Store(true)
-		}
+		_, _ = rebuild.Once(ctx) // fails only when ctx ends
 		<-ctx.Done()
 		return nil
 	}
-	// One pending signal is enough: set-ups while a rebuild runs need one rebuild after it.
-	subscribed, followed := make(chan struct{}, 1), make(chan struct{})
+	followed := make(chan struct{})
 	go func() {
 		defer close(followed)
-		f.follow(ctx, func() {
-			select {
-			case subscribed <- struct{}{}:
-			default:
-			}
-		})
+		f.follow(ctx, rebuild.Ask)
 	}()
-	defer func() { <-followed }() // the consumer is stopped before Run returns
-	for {
-		select {
-		case <-subscribed:
-		case <-ctx.Done():
-			return nil
-		}
-		if !f.rebuild(ctx) {
-			return nil
-		}
-		f.ready.Store(true)
-	}
-}
-
-// rebuild puts the whole catalog into the index, retrying until it succeeds; it reports
-// false if ctx ended first.
-func (f *Feeder) rebuild(ctx context.Context) bool {
-	err := retry(ctx, f.Log, "rebuild from catalog", func() error {
-		n, err := Rebuild(ctx, f.Catalog, f.Index)
-		if err == nil {
-			f.Log.InfoContext(ctx, "search index rebuilt", "events", n, "indexed", f.Index.Len())
-		}
-		return err
-	})
-	return err == nil
+	rebuild.Run(ctx)
+	<-followed // the consumer is stopped before Run returns
+	return nil
 }
 
 // follow creates or resumes this instance's durable consumer and applies every change until
@@ -147,48 +120,6 @@ func (f *Feeder) apply(ctx context.Context, m jetstream.Msg) {
 	f.Index.Put(DocFrom(change.GetEvent()))
 	if err := m.Ack(); err != nil {
 		f.Log.WarnContext(ctx, "ack catalog event", "id", change.GetId(), "error", err)
-	}
-}
-
-// Rebuild puts every catalog event into ix, page by page, and returns how many it read.
-func Rebuild(ctx context.Context, catalog EventLister, ix *Index) (int, error) {
-	n, token := 0, ""
-	for {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		res, err := catalog.ListEvents(cctx, &catalogv1.ListEventsRequest{
-			Page: &commonv1.PageRequest{PageSize: rebuildPage, PageToken: token},
-		})
-		cancel()
-		if err != nil {
-			return n, fmt.Errorf("list catalog events after %d: %w", n, err)
-		}
-		for _, e := range res.GetEvents() {
-			ix.Put(DocFrom(e))
-		}
-		n += len(res.GetEvents())
-		if token = res.GetPage().GetNextPageToken(); token == "" {
-			return n, nil
-		}
-	}
-}
-
-// retry calls fn until it succeeds, pausing longer after each failure, and gives up only
-// when ctx is done: a search started before the catalog waits for it, unready.
-func retry(ctx context.Context, log *slog.Logger, what string, fn func() error) error {
-	wait := firstRetryWait
-	for {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		log.WarnContext(ctx, what, "error", err, "retry_in", wait)
-		if err := clock.Sleep(ctx, wait); err != nil {
-			return err
-		}
-		wait = min(2*wait, maxRetryPause)
 	}
 }
 
