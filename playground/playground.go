@@ -86,15 +86,22 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return nil, fmt.Errorf("load scenarios: %w", err)
 		}
-		return serve(ctx, s, list, cfg.target, scenario.Options{}), nil
+		return serve(ctx, s, list, cfg.target, scenario.Options{})
 	})
 }
 
 // serve wires the playground on s: the runs of list's scenarios against the system target
 // finds, with o for every run, and the routes that start and follow them. As the process
 // stops, a worker waits for the active run to put the system back (see runs.close), within
-// SHUTDOWN_TIMEOUT: the run ends with ctx, at the start of the shutdown.
-func serve(ctx context.Context, s *server.Server, list []scenario.Scenario, target func() (scenario.Target, error), o scenario.Options) http.Handler {
+// SHUTDOWN_TIMEOUT: the run ends with ctx, at the start of the shutdown. A process that dies
+// instead (killed, out of memory) leaves the run's changes in the put-back journal in
+// DATA_DIR, which the next start puts back before any run (see newRuns).
+func serve(ctx context.Context, s *server.Server, list []scenario.Scenario, target func() (scenario.Target, error), o scenario.Options) (http.Handler, error) {
+	j, err := openJournal(s.Config.DataDir, s.Log)
+	if err != nil {
+		return nil, err
+	}
+	o.Journal = j
 	rs := newRuns(ctx, list, target, o, s.Log)
 	s.Go("runs", func(stop context.Context) error {
 		<-stop.Done()
@@ -102,5 +109,5 @@ func serve(ctx context.Context, s *server.Server, list []scenario.Scenario, targ
 		defer cancel()
 		return rs.close(wait)
 	})
-	return handler(ctx, rs, s.Log)
+	return handler(ctx, rs, s.Log), nil
 }

@@ -57,13 +57,26 @@ type runs struct {
 	// running after close began waiting.
 	closed  bool
 	running sync.WaitGroup // the runs' goroutines, until each has put the system back
+	// replayed is closed once the changes a dead process left in the journal are put back
+	// (or given up on); no run starts before.
+	replayed chan struct{}
 }
 
+// newRuns keeps the runs of scenarios against the system target finds. When o.Journal holds
+// changes a dead process left (a run it never put back), they are put back in the background
+// first (replay), and runs wait for that.
 func newRuns(ctx context.Context, scenarios []scenario.Scenario, target func() (scenario.Target, error), o scenario.Options, log *slog.Logger) *runs {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &runs{ctx: ctx, scenarios: scenarios, target: target, options: o, log: log, byID: map[string]*runRecord{}}
+	rs := &runs{ctx: ctx, scenarios: scenarios, target: target, options: o, log: log, byID: map[string]*runRecord{}, replayed: make(chan struct{})}
+	if o.Journal.Pending() == 0 {
+		close(rs.replayed)
+		return rs
+	}
+	rs.running.Add(1)
+	go rs.replay(o.Journal)
+	return rs
 }
 
 // runRecord is one run, from the moment it is asked for. scenario.Start sets the system up
@@ -194,6 +207,9 @@ func (rs *runs) start(name, profile string, duration time.Duration) (*runRecord,
 	if rs.closed {
 		return nil, problem.New(problem.Unavailable, "the playground is stopping; it starts no new run")
 	}
+	if err := rs.checkReplayed(); err != nil {
+		return nil, err
+	}
 	if rs.alive != nil && rs.alive.active() {
 		return nil, &problem.Error{Code: problem.Conflict, Err: errBusy,
 			Message: fmt.Sprintf("run %s (%s) is still %s; stop it first: the playground runs one scenario at a time", rs.alive.ID, rs.alive.Scenario.Name, rs.alive.state())}
@@ -312,12 +328,14 @@ func handleStartRun(rs *runs) http.Handler {
 	})
 }
 
-// handleListRuns lists the runs kept, newest first, so a page opened mid-run can find it.
+// handleListRuns lists the runs kept, newest first, so a page opened mid-run can find it;
+// putting_back says a dead process's changes are still being put back, and no run starts yet.
 func handleListRuns(rs *runs) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, struct {
-			Runs []runInfo `json:"runs"`
-		}{rs.list()})
+			Runs        []runInfo `json:"runs"`
+			PuttingBack bool      `json:"putting_back,omitempty"`
+		}{rs.list(), rs.puttingBack()})
 	})
 }
 

@@ -41,7 +41,7 @@ func TestStoppingThePlaygroundPutsTheRunBack(t *testing.T) {
 	list := []scenario.Scenario{probeScenario(t)}
 	run := func(ctx context.Context, _ []string, getenv func(string) string, stdout, _ io.Writer) error {
 		return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-			return serve(ctx, s, list, func() (scenario.Target, error) { return target, nil }, scenario.Options{}), nil
+			return serve(ctx, s, list, func() (scenario.Target, error) { return target, nil }, scenario.Options{})
 		})
 	}
 	p := testkit.RunProcess(t, run, map[string]string{"SHUTDOWN_TIMEOUT": "5s", "DRAIN_DELAY": "0s"})
