@@ -112,7 +112,7 @@ func TestAPlaygroundKilledMidRunIsPutBackByTheNext(t *testing.T) {
 		t.Fatalf("stat the journal the killed playground left = %v, want it there", err)
 	}
 
-	testkit.RunProcess(t, probePlayground(t, func() (scenario.Target, error) { return echo, nil }, nil), map[string]string{"DATA_DIR": dataDir})
+	testkit.RunProcess(t, probePlayground(t, func() (scenario.Target, error) { return echo, nil }, nil), map[string]string{"DATA_DIR": dataDir, "DRAIN_DELAY": "0s"})
 	testkit.Eventually(t, 15*time.Second, "the next playground puts the backend back", func() bool {
 		return knobsOf(t, backend) == control.Knobs{}
 	})
@@ -143,7 +143,7 @@ func TestNoRunStartsWhileADeadRunIsPutBack(t *testing.T) {
 		}
 		return echo, nil
 	}
-	p := testkit.RunProcess(t, probePlayground(t, target, nil), map[string]string{"DATA_DIR": dataDir})
+	p := testkit.RunProcess(t, probePlayground(t, target, nil), map[string]string{"DATA_DIR": dataDir, "DRAIN_DELAY": "0s"})
 
 	status, body := call(t, "POST", p.HTTPURL+"/api/runs", map[string]string{"scenario": "probe"})
 	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "still being put back") {
@@ -175,7 +175,7 @@ func TestACorruptJournalDoesNotStopThePlayground(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs lockedBuffer
-	p := testkit.RunProcess(t, probePlayground(t, func() (scenario.Target, error) { return echo, nil }, &logs), map[string]string{"DATA_DIR": dataDir})
+	p := testkit.RunProcess(t, probePlayground(t, func() (scenario.Target, error) { return echo, nil }, &logs), map[string]string{"DATA_DIR": dataDir, "DRAIN_DELAY": "0s"})
 
 	if _, err := os.Stat(journal + ".corrupt"); err != nil {
 		t.Errorf("stat %s.corrupt = %v, want the corrupt journal kept there", journal, err)

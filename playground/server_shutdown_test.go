@@ -1,9 +1,7 @@
 package playground
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"boxoffice.dev/platform/control"
-	"boxoffice.dev/platform/server"
 	"boxoffice.dev/platform/testkit"
 	"boxoffice.dev/playground/scenario"
 )
@@ -38,12 +35,7 @@ func TestStoppingThePlaygroundPutsTheRunBack(t *testing.T) {
 	t.Cleanup(slow.Close)
 	target := scenario.Target{Gateway: echo.Gateway, Services: map[string][]string{"echo": {slow.URL}}}
 
-	list := []scenario.Scenario{probeScenario(t)}
-	run := func(ctx context.Context, _ []string, getenv func(string) string, stdout, _ io.Writer) error {
-		return server.Main(ctx, Spec, getenv, stdout, func(ctx context.Context, s *server.Server) (http.Handler, error) {
-			return serve(ctx, s, list, func() (scenario.Target, error) { return target, nil }, scenario.Options{})
-		})
-	}
+	run := probePlayground(t, func() (scenario.Target, error) { return target, nil }, nil)
 	p := testkit.RunProcess(t, run, map[string]string{"SHUTDOWN_TIMEOUT": "5s", "DRAIN_DELAY": "0s"})
 
 	status, body := call(t, "POST", p.HTTPURL+"/api/runs", map[string]string{"scenario": "probe"})
