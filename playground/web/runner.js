@@ -374,10 +374,12 @@ function seconds(text) {
 }
 
 // A page opened (or reloaded) after a run started shows the latest run: live while it is
-// active, replayed once it is over.
+// active, replayed once it is over. A playground that has just started may first be putting
+// back what a run of a playground that died left in the system; no run starts before.
 async function resume() {
-  const { runs } = await getJSON("api/runs");
+  const { runs, putting_back: puttingBack } = await getJSON("api/runs");
   if (runs?.length) follow(runs[0]);
+  else if (puttingBack) statusLine.textContent = "The previous run's changes are still being put back; a run can start once they are.";
 }
 
 form.addEventListener("submit", start);
