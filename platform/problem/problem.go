@@ -141,8 +141,9 @@ func WriteDetails(w http.ResponseWriter, status int, body any) {
 // Every string decoded into v, and every map key, must pass CheckFreeText: JSON can carry
 // NUL and other control characters as escapes (\u0000), which PostgreSQL would refuse as
 // an internal error, so they are refused here, naming the field ("items[2].name"). Invalid
-// UTF-8 never gets this far: encoding/json replaces it with U+FFFD. Fields whose text must
-// not hold tabs or line breaks (ids, emails) are for the handler to check.
+// UTF-8 never gets this far: encoding/json replaces it with U+FFFD. Fields named as
+// identifiers (IdentifierField: id, event_id, email...) must pass CheckText: no tab or line
+// break either.
 func DecodeJSON(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -163,7 +164,10 @@ func DecodeJSON(r *http.Request, v any) error {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return New(Invalid, "request body has data after the JSON value")
 	}
-	if field, bad := badString(reflect.ValueOf(v)); bad {
+	if field, bad, ident := badString(reflect.ValueOf(v), false); bad {
+		if ident {
+			return InvalidField(field, textRule)
+		}
 		return InvalidField(field, freeTextRule)
 	}
 	return nil

@@ -35,6 +35,35 @@ func CheckFreeText(field, s string) error {
 	return nil
 }
 
+// IdentifierField reports whether a request field named name holds identifiers, to be
+// checked with CheckText rather than CheckFreeText: id, ids, email, key, and names ending in
+// _id, _ids, _key (JSON and proto field names here are snake_case) or Id, Ids, Key
+// (camelCase). DecodeJSON and the gRPC server's text check go by it, so that a tab or a line
+// break in an event_id is refused where it arrives, as it is in a path, without every handler
+// checking its own ids. The price of going by names is that a field named so must never be
+// prose; none is.
+func IdentifierField(name string) bool {
+	switch name {
+	case "id", "ids", "email", "key":
+		return true
+	}
+	for _, suffix := range []string{"_id", "_ids", "_key", "Id", "Ids", "Key"} {
+		if len(name) > len(suffix) && strings.HasSuffix(name, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckField is CheckText for a field IdentifierField names an identifier, else
+// CheckFreeText, reporting the problem at path (the field's full path in the request).
+func CheckField(path, name, s string) error {
+	if IdentifierField(name) {
+		return CheckText(path, s)
+	}
+	return CheckFreeText(path, s)
+}
+
 // The messages of CheckText and CheckFreeText.
 const (
 	textRule     = "want valid UTF-8 text without control characters"
@@ -61,55 +90,61 @@ func validText(s string, free bool) bool {
 }
 
 // badString returns the JSON path ("title", "items[2].name", "labels.vip") of the first
-// string in v, or map key, that CheckFreeText refuses, and whether there is one. It follows
+// string in v, or map key, that CheckFreeText refuses (CheckText, in a field IdentifierField
+// names, ident), whether there is one, and whether that string was an identifier's. It follows
 // what encoding/json decodes: pointers, interfaces, exported struct fields under their json
 // names (with embedded structs' fields promoted), slices, arrays and maps, and skips what
 // cannot hold text (textFields). The path is built only on the way back from a bad string,
 // so a clean value costs a walk and no allocation.
-func badString(v reflect.Value) (path string, bad bool) {
+func badString(v reflect.Value, ident bool) (path string, bad, badIdent bool) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
-			return "", false
+			return "", false, false
 		}
-		return badString(v.Elem())
+		return badString(v.Elem(), ident)
 	case reflect.String:
-		return "", !validText(v.String(), true)
+		return "", !validText(v.String(), !ident), ident
 	case reflect.Struct:
 		for _, f := range textFields(v.Type()) {
-			if p, bad := badString(v.Field(f.index)); bad {
-				return joinPath(f.name, p), true
+			if p, bad, bi := badString(v.Field(f.index), f.ident); bad {
+				return joinPath(f.name, p), true, bi
 			}
 		}
 	case reflect.Slice, reflect.Array:
 		// Numbers and booleans hold no text, and []byte is base64 or a json.RawMessage.
 		if v.Type().Elem().Kind() <= reflect.Complex128 {
-			return "", false
+			return "", false, false
 		}
 		for i := range v.Len() {
-			if p, bad := badString(v.Index(i)); bad {
-				return joinPath("["+strconv.Itoa(i)+"]", p), true
+			if p, bad, bi := badString(v.Index(i), ident); bad {
+				return joinPath("["+strconv.Itoa(i)+"]", p), true, bi
 			}
 		}
 	case reflect.Map:
+		// A map's keys are names of the caller's choosing, checked as free text, and its
+		// values by the key's name, as a field's would be.
 		iter := v.MapRange()
 		for iter.Next() {
 			k := iter.Key()
 			if k.Kind() == reflect.String && !validText(k.String(), true) {
-				return k.String(), true
+				return k.String(), true, false
 			}
-			if p, bad := badString(iter.Value()); bad {
-				return joinPath(fmt.Sprint(k), p), true
+			valueIdent := k.Kind() == reflect.String && IdentifierField(k.String())
+			if p, bad, bi := badString(iter.Value(), valueIdent); bad {
+				return joinPath(fmt.Sprint(k), p), true, bi
 			}
 		}
 	}
-	return "", false
+	return "", false, false
 }
 
-// textField is a struct field that may hold text: its index and its JSON name.
+// textField is a struct field that may hold text: its index, its JSON name, and whether
+// that name says it holds identifiers (IdentifierField).
 type textField struct {
 	index int
 	name  string
+	ident bool
 }
 
 // textFieldsOf caches textFields by struct type: a request type is walked on every request,
@@ -126,7 +161,7 @@ func textFields(t reflect.Type) []textField {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if name, ok := jsonName(f); ok && holdsText(f.Type, map[reflect.Type]bool{}) {
-			fs = append(fs, textField{index: i, name: name})
+			fs = append(fs, textField{index: i, name: name, ident: IdentifierField(name)})
 		}
 	}
 	textFieldsOf.Store(t, fs)

@@ -74,6 +74,11 @@ func TestDecodeJSONRefusesControlCharacters(t *testing.T) {
 		Skip   string                 `json:"-"`
 		Fixed  [2]string              `json:"fixed"`
 		Opts   map[string]interface{} `json:"opts,omitempty"`
+		Event  string                 `json:"event_id"`
+		Seats  []string               `json:"seat_ids"`
+		ID     *string                `json:"id"`
+		Email  string                 `json:"email"`
+		Camel  string                 `json:"eventId"`
 	}
 	tests := []struct {
 		name, in, field string // field "" = accepted
@@ -94,6 +99,14 @@ func TestDecodeJSONRefusesControlCharacters(t *testing.T) {
 		{"NUL in a bare any", `{"any":"\u0000"}`, "any"},
 		{"NUL in an array", `{"fixed":["a","\u0000"]}`, "fixed[1]"},
 		{"DEL", `{"title":"a` + "\x7f" + `"}`, "title"},
+		{"clean identifiers", `{"event_id":"evt-001","seat_ids":["A-1","A-2"],"id":"h1","email":"ana@example.com","eventId":"evt-2"}`, ""},
+		{"tab in an id field", `{"event_id":"evt\t001"}`, "event_id"},
+		{"line feed in a list of ids", `{"seat_ids":["A-1","A-2\n"]}`, "seat_ids[1]"},
+		{"carriage return in a bare id", `{"id":"h1\r"}`, "id"},
+		{"line feed in an email", `{"email":"ana@example.com\nBcc: x"}`, "email"},
+		{"tab in a camelCase id", `{"eventId":"a\tb"}`, "eventId"},
+		{"tab in an id under a decoded map", `{"extra":{"hold_id":"a\tb"}}`, "extra.hold_id"},
+		{"tab in a map key stays free text", `{"labels":{"a\tb":"x"}}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,6 +122,19 @@ func TestDecodeJSONRefusesControlCharacters(t *testing.T) {
 				t.Errorf("DecodeJSON(%s) = %v, want an invalid problem naming %q", tt.in, err, tt.field)
 			}
 		})
+	}
+}
+
+func TestIdentifierField(t *testing.T) {
+	for name, want := range map[string]bool{
+		"id": true, "ids": true, "email": true, "key": true, "event_id": true, "seat_ids": true,
+		"api_key": true, "idempotency_key": true, "eventId": true, "seatIds": true, "apiKey": true,
+		"title": false, "description": false, "question": false, "valid": false, "kid": false,
+		"_id": false, "Id": false, "paid": false, "keyword": false, "monkey": false,
+	} {
+		if got := IdentifierField(name); got != want {
+			t.Errorf("IdentifierField(%q) = %v, want %v", name, got, want)
+		}
 	}
 }
 
@@ -137,7 +163,7 @@ func BenchmarkDecodeJSONCheck(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, bad := badString(reflect.ValueOf(&v)); bad {
+		if _, bad, _ := badString(reflect.ValueOf(&v), false); bad {
 			b.Fatal("clean value refused")
 		}
 	}
