@@ -34,7 +34,9 @@ const MaxRunDuration = 10 * time.Minute
 //
 // A run changes the system it drives (gateway limits, control knobs) and puts it back as it
 // ends. The process must not exit in between, or the changes outlive it (the gateway stores
-// its admin edits): close stops the active run and waits for it, put-back included.
+// its admin edits): close stops the active run and waits for it, put-back included. A process
+// that dies all the same leaves them in the put-back journal (options.Journal), which the
+// next one puts back before any run starts (replay).
 type runs struct {
 	// ctx is the process's: a run outlives the request that started it and ends with the
 	// process.
