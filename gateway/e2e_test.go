@@ -46,20 +46,24 @@ func TestAuthModes(t *testing.T) {
 		header   []string
 		status   int
 		wantUser string
+		// wantAuthz is the Authorization the upstream must see: a verified token is the
+		// gateway's to consume, anything else passes as the client sent it.
+		wantAuthz string
 	}{
-		{"user: valid token", "/v1/me", []string{"Authorization", "Bearer " + good}, 200, "usr_ana"},
-		{"user: no token", "/v1/me", nil, 401, ""},
-		{"user: expired token", "/v1/me", []string{"Authorization", "Bearer " + expired}, 401, ""},
-		{"user: wrong alg (HS256 keyed with the public key)", "/v1/me", []string{"Authorization", "Bearer " + hs256}, 401, ""},
-		{"user: forged identity headers alone", "/v1/me", forged, 401, ""},
-		{"user: forged headers beside a valid token are replaced", "/v1/me", append([]string{"Authorization", "Bearer " + good}, forged...), 200, "usr_ana"},
-		{"optional: anonymous", "/v1/optional", nil, 200, ""},
-		{"optional: forged headers are stripped", "/v1/optional", forged, 200, ""},
-		{"optional: a valid token identifies", "/v1/optional", []string{"Authorization", "Bearer " + good}, 200, "usr_ana"},
-		{"optional: an expired token is refused", "/v1/optional", []string{"Authorization", "Bearer " + expired}, 401, ""},
-		{"none: forged headers are stripped", "/v1/public", forged, 200, ""},
-		{"none: an expired token is ignored", "/v1/public", []string{"Authorization", "Bearer " + expired}, 200, ""},
-		{"apikey: no key", "/partner/v1/things", nil, 401, ""},
+		{"user: valid token", "/v1/me", []string{"Authorization", "Bearer " + good}, 200, "usr_ana", ""},
+		{"user: no token", "/v1/me", nil, 401, "", ""},
+		{"user: expired token", "/v1/me", []string{"Authorization", "Bearer " + expired}, 401, "", ""},
+		{"user: wrong alg (HS256 keyed with the public key)", "/v1/me", []string{"Authorization", "Bearer " + hs256}, 401, "", ""},
+		{"user: forged identity headers alone", "/v1/me", forged, 401, "", ""},
+		{"user: forged headers beside a valid token are replaced", "/v1/me", append([]string{"Authorization", "Bearer " + good}, forged...), 200, "usr_ana", ""},
+		{"optional: anonymous", "/v1/optional", nil, 200, "", ""},
+		{"optional: forged headers are stripped", "/v1/optional", forged, 200, "", ""},
+		{"optional: a valid token identifies", "/v1/optional", []string{"Authorization", "Bearer " + good}, 200, "usr_ana", ""},
+		{"optional: an expired token is refused", "/v1/optional", []string{"Authorization", "Bearer " + expired}, 401, "", ""},
+		{"optional: another scheme is not the gateway's", "/v1/optional", []string{"Authorization", "Basic YW5hOnB3"}, 200, "", "Basic YW5hOnB3"},
+		{"none: forged headers are stripped", "/v1/public", forged, 200, "", ""},
+		{"none: an expired token is ignored, and passed on", "/v1/public", []string{"Authorization", "Bearer " + expired}, 200, "", "Bearer " + expired},
+		{"apikey: no key", "/partner/v1/things", nil, 401, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,8 +77,12 @@ func TestAuthModes(t *testing.T) {
 				}
 				return
 			}
-			if got := res.seen(t).Identity; got != (identity.Identity{User: tt.wantUser}) {
+			seen := res.seen(t)
+			if got := seen.Identity; got != (identity.Identity{User: tt.wantUser}) {
 				t.Errorf("upstream saw identity %+v, want user %q only", got, tt.wantUser)
+			}
+			if seen.Authorization != tt.wantAuthz {
+				t.Errorf("upstream saw Authorization %q, want %q", seen.Authorization, tt.wantAuthz)
 			}
 		})
 	}

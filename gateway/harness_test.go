@@ -36,6 +36,9 @@ type seen struct {
 	Traceparent string            `json:"traceparent"`
 	RequestID   string            `json:"request_id"`
 	Body        string            `json:"body"`
+	// Authorization is the header as it reached the upstream: "" once the gateway has
+	// verified, and so consumed, a bearer token.
+	Authorization string `json:"authorization"`
 }
 
 func newBackend(t *testing.T) *backend {
@@ -47,7 +50,8 @@ func newBackend(t *testing.T) *backend {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(seen{Method: r.Method, Path: r.URL.Path, Identity: identity.FromRequest(r),
-			Traceparent: r.Header.Get("Traceparent"), RequestID: r.Header.Get("X-Request-Id"), Body: string(body)})
+			Traceparent: r.Header.Get("Traceparent"), RequestID: r.Header.Get("X-Request-Id"), Body: string(body),
+			Authorization: r.Header.Get("Authorization")})
 	})
 }
 

@@ -47,7 +47,7 @@ type Authenticator struct {
 }
 
 // Authenticate strips the client's identity headers and its X-Api-Key from r, whatever the
-// outcome, and returns the verified caller for mode. Errors are *problem.Error: Unauthorized
+// outcome, and a bearer token once verified, and returns the verified caller for mode. Errors are *problem.Error: Unauthorized
 // for a missing or invalid credential (one whose identity cannot be sent upstream in a
 // header is invalid: see forwardable), Unavailable when the auth service cannot be asked
 // (an API key it cannot resolve, a token signed by a key not known while its key set cannot
@@ -59,7 +59,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, mode 
 	bearer, hasBearer := bearerToken(r)
 	// The API key is the partner's secret: no service needs it once the gateway has resolved
 	// it (they read the tenant and plan headers), and a service may log its headers.
-	// Authorization stays: it is the client's own, and what the route was asked with.
+	// A bearer token the gateway verifies goes too, below; Authorization stays on a route
+	// that does not read it (auth: none), and with another scheme: it is not the gateway's.
 	key := r.Header.Get(HeaderAPIKey)
 	r.Header.Del(HeaderAPIKey)
 	var c Caller
@@ -95,6 +96,10 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request, mode 
 			return c, &problem.Error{Code: problem.Unauthorized, Message: reason(err), Err: err}
 		}
 		c.User = claims.Subject
+		// Consumed, as Envoy's JWT filter does by default (forward: false): the services
+		// read the identity headers, and a token that reached them would be a credential,
+		// replayable at the gateway until it expires, in nine services' memory and logs.
+		r.Header.Del("Authorization")
 	}
 	if key != "" {
 		if a.Keys == nil {
