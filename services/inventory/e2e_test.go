@@ -67,6 +67,7 @@ func TestEndToEnd(t *testing.T) {
 	ns := testkit.StartNATS(t)
 	inv := testkit.RunProcess(t, Run, map[string]string{
 		"NATS_URL": ns.ClientURL(), "HOLD_TTL": "3s", "HOLD_SWEEP_INTERVAL": "50ms",
+		"CATALOG_GRPC_ADDR": noCatalog(t), // the events of this test are the admin's
 	})
 	testkit.Eventually(t, 10*time.Second, "inventory ready", inv.Ready)
 	base := inv.HTTPURL
@@ -264,6 +265,7 @@ func TestFlashSaleWithARealWaitroom(t *testing.T) {
 	})
 	inv := testkit.RunProcess(t, Run, map[string]string{
 		"WAITROOM_PUBLIC_KEY": pass.EncodePublicKey(priv.Public().(ed25519.PublicKey)),
+		"CATALOG_GRPC_ADDR":   noCatalog(t),
 	})
 	testkit.Eventually(t, 10*time.Second, "waitroom and inventory ready", func() bool { return wr.Ready() && inv.Ready() })
 	wrBase, base := wr.HTTPURL, inv.HTTPURL

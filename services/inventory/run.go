@@ -12,7 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"boxoffice.dev/platform/config"
+	"boxoffice.dev/platform/grpcclient"
 	"boxoffice.dev/platform/server"
+	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"
 	"boxoffice.dev/services/waitroom/pass"
 )
@@ -26,6 +28,7 @@ type Config struct {
 	SweepInterval time.Duration     // HOLD_SWEEP_INTERVAL: how often expired holds are released; default 1s
 	AccountCap    int               // HOLD_ACCOUNT_CAP: tickets of one event one account may hold at a time; default 8
 	PassKey       ed25519.PublicKey // WAITROOM_PUBLIC_KEY: base64 Ed25519 key; unset refuses flash-sale holds
+	CatalogAddr   string            // CATALOG_GRPC_ADDR: the catalog's gRPC host:port, to catch up with its events; default 127.0.0.1:9102
 }
 
 // maxAccountCap bounds HOLD_ACCOUNT_CAP: a cap past any venue's size is no cap, and a typo
@@ -39,6 +42,7 @@ func LoadConfig(r *config.Reader) (c Config) {
 		HoldTTL:       r.Duration("HOLD_TTL", DefaultHoldTTL),
 		SweepInterval: r.Duration("HOLD_SWEEP_INTERVAL", time.Second),
 		AccountCap:    r.Int("HOLD_ACCOUNT_CAP", DefaultMaxTicketsPerAccount, 1, maxAccountCap),
+		CatalogAddr:   r.Addr("CATALOG_GRPC_ADDR", "127.0.0.1:9102"),
 	}
 	if v := r.String("WAITROOM_PUBLIC_KEY", ""); v != "" {
 		var err error
@@ -54,8 +58,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return server.MainWith(ctx, Spec, getenv, stdout, LoadConfig, build)
 }
 
-// build wires the service; the outbox relay, the catalog's seat-map consumer and the hold
-// sweeper run as the process's workers.
+// build wires the service; the outbox relay, the catalog's seat-map consumer (SeatMapper)
+// and the hold sweeper run as the process's workers.
 func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, error) {
 	db, err := s.OpenDB(ctx, Migrations())
 	if err != nil {
@@ -76,17 +80,22 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 	if relay != nil {
 		store.Committed = relay.Notify
 	}
+	catalog, err := grpcclient.Dial(cfg.CatalogAddr, grpcclient.Options{Telemetry: s.Telemetry, Service: "catalog"})
+	if err != nil {
+		return nil, err
+	}
+	s.OnClose(catalog.Close)
+	mapper := &SeatMapper{Catalog: catalogv1.NewCatalogClient(catalog), Store: store, Log: s.Log,
+		Tracer: s.Telemetry.TracerProvider.Tracer("boxoffice.dev/services/inventory"), MeterProvider: s.Telemetry.MeterProvider}
 	if s.NATS != nil {
-		js, err := jetstream.New(s.NATS)
-		if err != nil {
+		if mapper.JS, err = jetstream.New(s.NATS); err != nil {
 			return nil, fmt.Errorf("jetstream: %w", err)
 		}
-		mapper := &SeatMapper{JS: js, Store: store, Log: s.Log, Tracer: s.Telemetry.TracerProvider.Tracer("boxoffice.dev/services/inventory")}
-		s.Go("seatmap-consumer", mapper.Run) // waits for the catalog's stream; returns nil at shutdown
 	} else {
 		s.Log.Warn("NATS_URL is not set: hold events stay in the outbox until a relay runs, " +
-			"and events get seat maps only from PUT /v1/admin/events/{id}/seatmap")
+			"and only the events the catalog has at start get seat maps; others only from PUT /v1/admin/events/{id}/seatmap")
 	}
+	s.Go("seatmap-consumer", mapper.Run) // waits for the catalog's stream and the catalog; returns nil at shutdown
 	s.Go("hold-sweeper", func(ctx context.Context) error {
 		sweep(ctx, store, cfg.SweepInterval, s.Log)
 		return nil

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -34,26 +37,45 @@ const SeatMapConsumer = "inventory-seatmaps"
 // the two services need not be deployed in lockstep.
 var catalogChangeJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
 
-// SeatMapper lays out the default seat map (DefaultLayout) of every event the catalog creates
-// or changes, and keeps when its tickets are on sale (CatalogSale), as
-// Store.ApplyCatalogLayout decides. It is what gives demo events their seat
-// maps in every run mode: the catalog seeds them and announces each one. Set the fields,
-// then call Run once.
+// SeatMapper lays out the default seat map (DefaultLayout) of every event the catalog has,
+// creates or changes, and keeps when its tickets are on sale (CatalogSale), as
+// Store.ApplyCatalogLayout decides. It is what gives demo events their seat maps in every
+// run mode: the catalog seeds them and announces each one. Set the fields, then call Run
+// once.
+//
+// It learns events two ways: from the changes on CatalogStream, and by reading every event
+// back from the catalog (catalogv1.CatchUp) each time its consumer is set up. The stream
+// keeps changes for natsconn.StreamMaxAge at most, so a consumer new to it (a first
+// deployment, one deleted, a NATS that lost its store, inventory down for longer) would
+// never see an event created before: the catalog still lists it. Both ways may bring the
+// same event, in any order; ApplyCatalogLayout keeps the highest version.
 //
 // Delivery is at least once with explicit acks: a change is acknowledged only after its
 // effect is committed, so a crash in between redelivers it, and ApplyCatalogLayout makes
 // the repeat a no-op. A change that can never be applied (an unreadable payload, classes
 // inventory cannot lay out) is terminated rather than redelivered forever; a failure that
-// may pass (the database away) is redelivered after RetryEvery.
+// may pass (the database away) is redelivered after RetryEvery. A catch-up that fails (the
+// catalog or the database away) starts again after a pause, until it completes.
+//
+// Readiness does not wait for the catch-up: holds and seat maps are served from the
+// database, which keeps every map laid out before, and every replica catches up at once, so
+// waiting would take them all out of rotation while the catalog is down. Until the first
+// catch-up completes, only an event never laid out before answers 404. Its outcome is logged
+// and counted (boxoffice.inventory.catalog_catchups).
 type SeatMapper struct {
-	// JS is the JetStream the catalog publishes to. Required.
+	// JS is the JetStream the catalog publishes to; nil follows no stream and catches up
+	// once, at start (NATS_URL unset): events created later get no seat map that way.
 	JS jetstream.JetStream
+	// Catalog lists the catalog's events for the catch-up. Required.
+	Catalog catalogv1.EventLister
 	// Store applies the changes. Required.
 	Store *Store
 	// Log receives what was done and what failed; nil discards it.
 	Log *slog.Logger
 	// Tracer records a span per change, continuing the catalog's trace; nil records none.
 	Tracer trace.Tracer
+	// MeterProvider receives boxoffice.inventory.catalog_catchups, by outcome; nil means none.
+	MeterProvider metric.MeterProvider
 	// RetryEvery is the pause before looking again for a CatalogStream that does not exist
 	// yet (inventory started before the catalog) and before a failed change is redelivered;
 	// 0 means 1s.
@@ -65,7 +87,15 @@ type SeatMapper struct {
 
 // Run applies the catalog's changes until ctx ends, then returns nil. It waits for
 // CatalogStream to exist, and subscribes again when the consumer goes away (deleted with its
-// stream, say), so the process outlives the catalog's restarts and redeployments.
+// stream, say), so the process outlives the catalog's restarts and redeployments; after each
+// subscription it catches up with the catalog.
+//
+// The consumer delivers all the stream holds when it is first made (DeliverAll), although
+// the catch-up also brings every event. The durable is shared, and one made by an earlier
+// build already has that policy, which CreateOrUpdateConsumer refuses to change: switching
+// to DeliverNew would need a new durable name, leaving the old one on the server for good
+// and, during a rolling update, both applying every change. Replaying what the stream holds
+// costs a bounded pass (StreamMaxAge, StreamMaxBytes) that changes nothing twice.
 func (m *SeatMapper) Run(ctx context.Context) error {
 	if m.Log == nil {
 		m.Log = logging.Discard()
@@ -73,16 +103,24 @@ func (m *SeatMapper) Run(ctx context.Context) error {
 	if m.Tracer == nil {
 		m.Tracer = noop.NewTracerProvider().Tracer("inventory")
 	}
-	natsconn.Follow(ctx, m.JS, CatalogStream, jetstream.ConsumerConfig{
-		Durable:       SeatMapConsumer,
-		FilterSubject: catalogEventSubjects,
-		// A new consumer starts at the stream's first change: events the catalog created
-		// before inventory ever ran get their maps too. Afterwards the consumer resumes
-		// where the replicas acknowledged.
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       cmp.Or(m.AckWait, 30*time.Second),
-	}, func(msg jetstream.Msg) { m.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: m.retryEvery(), Log: m.Log})
+	catchUp := &catalogv1.CatchUp{Catalog: m.Catalog, Apply: m.catchUp, Report: m.catchUpReporter(), Log: m.Log}
+	if m.JS == nil {
+		_, _ = catchUp.Once(ctx) // fails only when ctx ends
+		return nil
+	}
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		natsconn.Follow(ctx, m.JS, CatalogStream, jetstream.ConsumerConfig{
+			Durable:       SeatMapConsumer,
+			FilterSubject: catalogEventSubjects,
+			DeliverPolicy: jetstream.DeliverAllPolicy, // see above: kept for the durables of earlier builds
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       cmp.Or(m.AckWait, 30*time.Second),
+		}, func(msg jetstream.Msg) { m.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: m.retryEvery(), Subscribed: catchUp.Ask, Log: m.Log})
+	}()
+	catchUp.Run(ctx)
+	<-followed // the consumer is stopped before Run returns
 	return nil
 }
 
@@ -91,17 +129,9 @@ func (m *SeatMapper) handle(ctx context.Context, msg jetstream.Msg) {
 	ctx = natsconn.ExtractTrace(ctx, msg.Headers())
 	ctx, span := m.Tracer.Start(ctx, "seat map from "+msg.Subject(), trace.WithSpanKind(trace.SpanKindConsumer))
 	defer span.End()
-	event, outcome, err := m.apply(ctx, msg.Data())
+	event, err := m.apply(ctx, msg.Data())
 	switch {
 	case err == nil:
-		level, what := slog.LevelInfo, "seat map from the catalog"
-		switch outcome {
-		case SyncCurrent, SyncDeclared:
-			level = slog.LevelDebug // the usual answer to a title change or a repeat
-		case SyncInUse:
-			level, what = slog.LevelWarn, "the catalog changed the classes of an event with held or sold tickets: its seats stay as they are"
-		}
-		m.Log.Log(ctx, level, what, "event", event, "outcome", outcome)
 		err = msg.Ack()
 	case problem.CodeOf(err) == problem.Invalid:
 		m.Log.ErrorContext(ctx, "no seat map for a catalog event inventory cannot lay out", "event", event, "subject", msg.Subject(), "error", err)
@@ -117,19 +147,70 @@ func (m *SeatMapper) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 }
 
-// apply decodes a catalogv1.EventChange and applies its event's default layout. A payload
-// that cannot be read is an Invalid problem, like a layout that cannot be stored.
-func (m *SeatMapper) apply(ctx context.Context, payload []byte) (string, Sync, error) {
+// apply decodes a catalogv1.EventChange and applies its event (applyEvent). A payload that
+// cannot be read is an Invalid problem, like a layout that cannot be stored.
+func (m *SeatMapper) apply(ctx context.Context, payload []byte) (string, error) {
 	var change catalogv1.EventChange
 	if err := catalogChangeJSON.Unmarshal(payload, &change); err != nil {
-		return "", "", &problem.Error{Code: problem.Invalid, Message: "unreadable catalog change", Err: err}
+		return "", &problem.Error{Code: problem.Invalid, Message: "unreadable catalog change", Err: err}
 	}
 	e := change.GetEvent()
 	if e == nil {
-		return "", "", problem.InvalidField("event", "the change %s carries no event", change.GetId())
+		return "", problem.InvalidField("event", "the change %s carries no event", change.GetId())
 	}
+	return e.GetId(), m.applyEvent(ctx, e)
+}
+
+// catchUp applies one event the catalog listed, as a change from the stream would be. An
+// event inventory cannot lay out is logged and passed over, so that the catch-up completes.
+func (m *SeatMapper) catchUp(ctx context.Context, e *catalogv1.Event) error {
+	err := m.applyEvent(ctx, e)
+	if problem.CodeOf(err) == problem.Invalid {
+		m.Log.ErrorContext(ctx, "no seat map for a catalog event inventory cannot lay out", "event", e.GetId(), "error", err)
+		return nil
+	}
+	return err
+}
+
+// applyEvent applies e's default layout and sale window at e's version, and logs what that
+// did.
+func (m *SeatMapper) applyEvent(ctx context.Context, e *catalogv1.Event) error {
 	outcome, err := m.Store.ApplyCatalogLayout(ctx, e.GetId(), e.GetVersion(), CatalogLayout(e), CatalogSale(e))
-	return e.GetId(), outcome, err
+	if err != nil {
+		return err
+	}
+	level, what := slog.LevelInfo, "seat map from the catalog"
+	switch outcome {
+	case SyncCurrent, SyncDeclared:
+		level = slog.LevelDebug // the usual answer to a title change, a repeat or a catch-up
+	case SyncInUse:
+		level, what = slog.LevelWarn, "the catalog changed the classes of an event with held or sold tickets: its seats stay as they are"
+	}
+	m.Log.Log(ctx, level, what, "event", e.GetId(), "outcome", outcome)
+	return nil
+}
+
+// catchUpReporter logs and counts each catch-up pass: "complete", or "failed" (it is tried
+// again).
+func (m *SeatMapper) catchUpReporter() func(context.Context, int, error) {
+	mp := m.MeterProvider
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+	// An instrument error comes only from a bad name or unit, fixed here: the SDK then
+	// returns a working no-op instrument.
+	passes, _ := mp.Meter("boxoffice.dev/services/inventory").Int64Counter("boxoffice.inventory.catalog_catchups",
+		metric.WithDescription("Passes over the catalog's events laying out the seat maps the stream no longer holds, by outcome: complete, failed."),
+		metric.WithUnit("{pass}"))
+	return func(ctx context.Context, applied int, err error) {
+		outcome := "complete"
+		if err != nil {
+			outcome = "failed" // CatchUp logs it and tries again
+		} else {
+			m.Log.InfoContext(ctx, "caught up with the catalog", "events", applied)
+		}
+		passes.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+	}
 }
 
 // CatalogLayout is the default seat map of a catalog event: DefaultLayout of its ticket

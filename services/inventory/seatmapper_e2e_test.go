@@ -26,10 +26,12 @@ import (
 func TestSeatMapsFollowTheCatalog(t *testing.T) {
 	ns := testkit.StartNATS(t)
 	priv := ed25519.NewKeyFromSeed([]byte(strings.Repeat("k", ed25519.SeedSize)))
+	catalogGRPC := fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t))
 	inv := testkit.RunProcess(t, Run, map[string]string{
 		"NATS_URL": ns.ClientURL(), "WAITROOM_PUBLIC_KEY": pass.EncodePublicKey(priv.Public().(ed25519.PublicKey)),
+		"CATALOG_GRPC_ADDR": catalogGRPC, // its catch-up waits for the catalog
 	})
-	cat := testkit.RunProcess(t, catalog.Run, map[string]string{"NATS_URL": ns.ClientURL()})
+	cat := testkit.RunProcess(t, catalog.Run, map[string]string{"NATS_URL": ns.ClientURL(), "GRPC_ADDR": catalogGRPC})
 	js := testkit.JetStream(t, ns.ClientURL())
 	testkit.Eventually(t, 10*time.Second, "inventory follows the catalog's stream", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
