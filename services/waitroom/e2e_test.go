@@ -30,7 +30,7 @@ import (
 func startWaitroom(t *testing.T, redisURL, natsURL string) *testkit.Process {
 	t.Helper()
 	p := testkit.RunProcess(t, Run, map[string]string{
-		"REDIS_URL": redisURL, "NATS_URL": natsURL,
+		"REDIS_URL": redisURL, "NATS_URL": natsURL, "CATALOG_GRPC_ADDR": serveCatalog(t), // the sales of these tests are the admin's
 		"WAITROOM_SIGNING_KEY": pass.EncodePrivateKey(testKey), "WAITROOM_ADMIT_INTERVAL": "20ms",
 	})
 	testkit.Eventually(t, 10*time.Second, "waitroom /readyz answers 200", p.Ready)
@@ -202,6 +202,7 @@ func TestRunRejectsBadConfiguration(t *testing.T) {
 		{"bad signing key", map[string]string{"WAITROOM_SIGNING_KEY": "c2VjcmV0"}, "WAITROOM_SIGNING_KEY"},
 		{"zero rate", map[string]string{"WAITROOM_ADMIT_PER_SECOND": "0"}, "WAITROOM_ADMIT_PER_SECOND"},
 		{"bad pass TTL", map[string]string{"WAITROOM_PASS_TTL": "soon"}, "WAITROOM_PASS_TTL"},
+		{"catalog address without a port", map[string]string{"CATALOG_GRPC_ADDR": "catalog"}, "CATALOG_GRPC_ADDR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

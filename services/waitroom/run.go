@@ -13,7 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"boxoffice.dev/platform/config"
+	"boxoffice.dev/platform/grpcclient"
 	"boxoffice.dev/platform/server"
+	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 	waitroomv1 "boxoffice.dev/proto/boxoffice/waitroom/v1"
 	"boxoffice.dev/services/waitroom/pass"
 )
@@ -30,6 +32,7 @@ type Config struct {
 	PassTTL        time.Duration // WAITROOM_PASS_TTL: how long a pass lasts; default 5m
 	QueueTTL       time.Duration // WAITROOM_QUEUE_TTL: how long an idle queue lives; default 6h
 	AdmitInterval  time.Duration // WAITROOM_ADMIT_INTERVAL: how often the admitter runs; default 100ms
+	CatalogAddr    string        // CATALOG_GRPC_ADDR: the catalog's gRPC host:port, to catch up with its flash sales; default 127.0.0.1:9102
 }
 
 // LoadConfig reads Config through r; problems are reported by r.Err.
@@ -39,6 +42,7 @@ func LoadConfig(r *config.Reader) (c Config) {
 		PassTTL:        r.Duration("WAITROOM_PASS_TTL", DefaultPassTTL),
 		QueueTTL:       r.Duration("WAITROOM_QUEUE_TTL", DefaultQueueTTL),
 		AdmitInterval:  r.Duration("WAITROOM_ADMIT_INTERVAL", 100*time.Millisecond),
+		CatalogAddr:    r.Addr("CATALOG_GRPC_ADDR", "127.0.0.1:9102"),
 	}
 	if v := r.String("WAITROOM_SIGNING_KEY", ""); v != "" {
 		var err error
@@ -73,17 +77,23 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 		q.Run(ctx, cfg.AdmitInterval, s.Log)
 		return nil
 	})
+	catalog, err := grpcclient.Dial(cfg.CatalogAddr, grpcclient.Options{Telemetry: s.Telemetry, Service: "catalog"})
+	if err != nil {
+		return nil, err
+	}
+	s.OnClose(catalog.Close)
+	sales := &SaleFollower{Catalog: catalogv1.NewCatalogClient(catalog), Queue: q, Log: s.Log, MeterProvider: s.Telemetry.MeterProvider}
 	if s.NATS != nil {
-		js, err := jetstream.New(s.NATS)
-		if err != nil {
+		if sales.JS, err = jetstream.New(s.NATS); err != nil {
 			return nil, fmt.Errorf("jetstream: %w", err)
 		}
-		sales := &SaleFollower{JS: js, Queue: q, Log: s.Log}
-		s.Go("sale-consumer", sales.Run) // waits for the catalog's stream; returns nil at shutdown
 	} else {
-		s.Log.Warn("NATS_URL is not set: the catalog's flash sales open no queues; " +
-			"fans can join only the queues opened by PUT /v1/admin/events/{id}/queue")
+		// Still once at start: inventory lays out the maps of the flash sales the catalog has,
+		// and without a queue, hence a pass, none of their tickets could be held.
+		s.Log.Warn("NATS_URL is not set: only the catalog's flash sales at start open queues; " +
+			"others only by PUT /v1/admin/events/{id}/queue")
 	}
+	s.Go("sale-consumer", sales.Run) // waits for the catalog's stream and the catalog; returns nil at shutdown
 	waitroomv1.RegisterWaitroomServer(s.GRPC(), &grpcServer{queue: q})
 	return routes(s.Log, q).Mux(), nil
 }

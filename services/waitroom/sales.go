@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"boxoffice.dev/platform/logging"
@@ -24,49 +27,84 @@ const (
 	SaleConsumer         = "waitroom-sales"
 )
 
-// SaleFollower opens the queue (Queue.Open) of every flash sale the catalog creates or
+// SaleFollower opens the queue (Queue.Open) of every flash sale the catalog has, creates or
 // changes, until the queue TTL after the event starts: it is how the demo's flash sale and
 // the playground's get a waiting room fans can join. An event that stops being a flash sale
 // keeps its queue until that queue expires: fans already in it keep their places, and
 // nothing is left to admit for once they are through. Set the fields, then call Run once.
 //
+// It learns events two ways: from the changes on CatalogStream, and by reading every event
+// back from the catalog (catalogv1.CatchUp) each time its consumer is set up. The stream
+// keeps changes for natsconn.StreamMaxAge at most, so a consumer new to it (a first
+// deployment, one deleted, a NATS that lost its store, the waitroom down for longer) would
+// never open a flash sale created before: the catalog still lists it. Both ways may bring
+// the same event, in any order, and no version is kept: opening is idempotent and never
+// shortens a sale, so a repeat changes nothing, and an older flash-sale version arriving
+// after the change that ended the flag opens a queue that version had opened anyway.
+//
 // Delivery is at least once with explicit acks; opening is idempotent, so a redelivery is
 // harmless. An unreadable change is terminated rather than redelivered forever; a failure
-// that may pass (Redis away) is redelivered after RetryEvery.
+// that may pass (Redis away) is redelivered after RetryEvery. A catch-up that fails (the
+// catalog or Redis away) starts again after a pause, until it completes.
+//
+// Readiness does not wait for the catch-up: joins and passes of the sales already open are
+// served from Redis, and every replica catches up at once, so waiting would take them all
+// out of rotation while the catalog is down. Its outcome is logged and counted
+// (boxoffice.waitroom.catalog_catchups).
 type SaleFollower struct {
-	JS    jetstream.JetStream // where the catalog publishes; required
-	Queue *Queue              // opens the sales; required
-	Log   *slog.Logger        // what was opened and what failed; nil discards
+	// JS is where the catalog publishes; nil follows no stream and catches up once, at
+	// start (NATS_URL unset): flash sales created later open no queue that way.
+	JS jetstream.JetStream
+	// Catalog lists the catalog's events for the catch-up. Required.
+	Catalog catalogv1.EventLister
+	Queue   *Queue       // opens the sales; required
+	Log     *slog.Logger // what was opened and what failed; nil discards
+	// MeterProvider receives boxoffice.waitroom.catalog_catchups, by outcome; nil means none.
+	MeterProvider metric.MeterProvider
 	// RetryEvery is the pause before looking again for a CatalogStream not there yet (the
 	// waitroom started first) and before redelivering a failed change; 0 means 1s.
 	RetryEvery time.Duration
 }
 
 // Run opens the catalog's flash sales until ctx ends, then returns nil. It waits for
-// CatalogStream to exist and subscribes again when the consumer goes away.
+// CatalogStream to exist and subscribes again when the consumer goes away; after each
+// subscription it catches up with the catalog.
+//
+// The consumer delivers all the stream holds when it is first made (DeliverAll), although
+// the catch-up also brings every event. The durable is shared, and one made by an earlier
+// build already has that policy, which CreateOrUpdateConsumer refuses to change: switching
+// to DeliverNew would need a new durable name, leaving the old one on the server for good
+// and, during a rolling update, both applying every change. Replaying what the stream holds
+// costs a bounded pass (StreamMaxAge, StreamMaxBytes) of idempotent opens.
 func (f *SaleFollower) Run(ctx context.Context) error {
 	if f.Log == nil {
 		f.Log = logging.Discard()
 	}
-	natsconn.Follow(ctx, f.JS, CatalogStream, jetstream.ConsumerConfig{
-		Durable:       SaleConsumer,
-		FilterSubject: catalogEventSubjects,
-		// A new consumer starts at the stream's first change: flash sales the catalog
-		// created before the waitroom ever ran open too.
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-	}, func(msg jetstream.Msg) { f.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: f.retryEvery(), Log: f.Log})
+	catchUp := &catalogv1.CatchUp{Catalog: f.Catalog, Apply: f.catchUp, Report: f.catchUpReporter(), Log: f.Log}
+	if f.JS == nil {
+		_, _ = catchUp.Once(ctx) // fails only when ctx ends
+		return nil
+	}
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		natsconn.Follow(ctx, f.JS, CatalogStream, jetstream.ConsumerConfig{
+			Durable:       SaleConsumer,
+			FilterSubject: catalogEventSubjects,
+			DeliverPolicy: jetstream.DeliverAllPolicy, // see above: kept for the durables of earlier builds
+			AckPolicy:     jetstream.AckExplicitPolicy,
+		}, func(msg jetstream.Msg) { f.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: f.retryEvery(), Subscribed: catchUp.Ask, Log: f.Log})
+	}()
+	catchUp.Run(ctx)
+	<-followed // the consumer is stopped before Run returns
 	return nil
 }
 
 // handle applies one change and acknowledges it as its outcome says.
 func (f *SaleFollower) handle(ctx context.Context, msg jetstream.Msg) {
-	event, opened, err := f.apply(ctx, msg.Data())
+	event, err := f.apply(ctx, msg.Data())
 	switch {
 	case err == nil:
-		if opened {
-			f.Log.InfoContext(ctx, "flash sale open to join", "event", event)
-		}
 		err = msg.Ack()
 	case problem.CodeOf(err) == problem.Invalid:
 		f.Log.ErrorContext(ctx, "unreadable catalog change", "event", event, "subject", msg.Subject(), "error", err)
@@ -82,28 +120,72 @@ func (f *SaleFollower) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 }
 
-// apply decodes a catalogv1.EventChange and opens its event's sale when it is a flash sale,
-// reporting whether that sale is open (a sale whose event started more than the queue TTL
-// ago stays closed). A payload that cannot be read is an Invalid problem.
-func (f *SaleFollower) apply(ctx context.Context, payload []byte) (event string, opened bool, err error) {
+// apply decodes a catalogv1.EventChange and opens its event's sale (openSale). A payload
+// that cannot be read is an Invalid problem.
+func (f *SaleFollower) apply(ctx context.Context, payload []byte) (event string, err error) {
 	var change catalogv1.EventChange
 	// Fields a newer catalog added are skipped: the services need not deploy in lockstep.
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(payload, &change); err != nil {
-		return "", false, &problem.Error{Code: problem.Invalid, Message: "unreadable catalog change", Err: err}
+		return "", &problem.Error{Code: problem.Invalid, Message: "unreadable catalog change", Err: err}
 	}
 	e := change.GetEvent()
 	if e == nil {
-		return "", false, problem.InvalidField("event", "the change %s carries no event", change.GetId())
+		return "", problem.InvalidField("event", "the change %s carries no event", change.GetId())
 	}
+	return e.GetId(), f.openSale(ctx, e)
+}
+
+// catchUp opens the sale of one event the catalog listed, as a change from the stream
+// would. An event whose sale cannot be opened (an id the waitroom refuses) is logged and
+// passed over, so that the catch-up completes.
+func (f *SaleFollower) catchUp(ctx context.Context, e *catalogv1.Event) error {
+	err := f.openSale(ctx, e)
+	if problem.CodeOf(err) == problem.Invalid {
+		f.Log.ErrorContext(ctx, "no waiting room for a catalog event", "event", e.GetId(), "error", err)
+		return nil
+	}
+	return err
+}
+
+// openSale opens e's sale when it is a flash sale, until the queue TTL after it starts, and
+// logs it when the sale is open (one whose event started more than the queue TTL ago stays
+// closed).
+func (f *SaleFollower) openSale(ctx context.Context, e *catalogv1.Event) error {
 	if !e.GetFlashSale() {
-		return e.GetId(), false, nil
+		return nil
 	}
 	var until time.Time // no start time: the queue TTL from now
 	if e.GetStartsAt() != nil {
 		until = e.GetStartsAt().AsTime().Add(f.Queue.queueTTL())
 	}
-	opened, err = f.Queue.Open(ctx, e.GetId(), until)
-	return e.GetId(), opened, err
+	opened, err := f.Queue.Open(ctx, e.GetId(), until)
+	if err == nil && opened {
+		f.Log.InfoContext(ctx, "flash sale open to join", "event", e.GetId())
+	}
+	return err
+}
+
+// catchUpReporter logs and counts each catch-up pass: "complete", or "failed" (it is tried
+// again).
+func (f *SaleFollower) catchUpReporter() func(context.Context, int, error) {
+	mp := f.MeterProvider
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+	// An instrument error comes only from a bad name or unit, fixed here: the SDK then
+	// returns a working no-op instrument.
+	passes, _ := mp.Meter("boxoffice.dev/services/waitroom").Int64Counter("boxoffice.waitroom.catalog_catchups",
+		metric.WithDescription("Passes over the catalog's events opening the flash sales the stream no longer holds, by outcome: complete, failed."),
+		metric.WithUnit("{pass}"))
+	return func(ctx context.Context, applied int, err error) {
+		outcome := "complete"
+		if err != nil {
+			outcome = "failed" // CatchUp logs it and tries again
+		} else {
+			f.Log.InfoContext(ctx, "caught up with the catalog", "events", applied)
+		}
+		passes.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+	}
 }
 
 func (f *SaleFollower) retryEvery() time.Duration { return cmp.Or(f.RetryEvery, time.Second) }

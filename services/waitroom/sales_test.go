@@ -169,7 +169,8 @@ func TestSaleFollowerOpensTheCatalogsFlashSales(t *testing.T) {
 	publish(change("evt-sale", true, now.Add(24*time.Hour)))
 
 	done := make(chan error, 1)
-	go func() { done <- (&SaleFollower{JS: js, Queue: q, RetryEvery: 50 * time.Millisecond}).Run(ctx) }()
+	follower := &SaleFollower{JS: js, Catalog: catalogClient(t), Queue: q, RetryEvery: 50 * time.Millisecond}
+	go func() { done <- follower.Run(ctx) }()
 	testkit.Eventually(t, 10*time.Second, "evt-sale open", func() bool {
 		return rdb.Exists(ctx, keysFor("evt-sale").sale).Val() == 1
 	})
