@@ -91,7 +91,7 @@ func (rs *runs) replay(j *scenario.Journal) {
 			rs.log.Error("gave up putting back the previous run's changes; they stay in the journal for the next start", "left", j.Pending(), "journal", j.Path(), "error", err)
 			return
 		}
-		rs.log.Warn("put back the previous run's changes: trying again", "in", wait, "error", err)
+		rs.log.Warn("put back the previous run's changes: trying again", "in", wait.String(), "error", err)
 		if sleep(rs.ctx, wait) != nil {
 			rs.log.Warn("the playground stopped before the previous run's changes were put back; they stay in the journal", "left", j.Pending(), "journal", j.Path())
 			return
