@@ -138,8 +138,13 @@ func setAside(path string) (string, error) {
 	return kept, syncDir(filepath.Dir(path))
 }
 
-// Path is where the journal is kept.
-func (j *Journal) Path() string { return j.path }
+// Path is where the journal is kept; "" for nil.
+func (j *Journal) Path() string {
+	if j == nil {
+		return ""
+	}
+	return j.path
+}
 
 // Pending is how many changes the journal holds that have not been put back; 0 for nil.
 func (j *Journal) Pending() int {

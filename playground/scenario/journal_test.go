@@ -186,7 +186,7 @@ func TestACorruptJournalIsSetAside(t *testing.T) {
 					t.Fatal(err)
 				}
 				j, err := OpenJournal(path)
-				if !errors.Is(err, ErrCorruptJournal) || !strings.Contains(fmtErr(err), kept) {
+				if !errors.Is(err, ErrCorruptJournal) || !strings.Contains(err.Error(), kept) {
 					t.Fatalf("OpenJournal(corrupt #%d) = %v, want ErrCorruptJournal naming %s", i+1, err, kept)
 				}
 				if j == nil || j.Pending() != 0 {
@@ -201,11 +201,4 @@ func TestACorruptJournalIsSetAside(t *testing.T) {
 			}
 		})
 	}
-}
-
-func fmtErr(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
