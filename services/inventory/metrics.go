@@ -11,14 +11,16 @@ import (
 )
 
 // metrics are the Store's instruments: what the flash-sale scenario and the dashboards count
-// (holds granted and refused, and why; holds ended, and how; tickets sold), and what the
-// catalog's changes did to seat maps.
+// (holds granted and refused, and why; holds ended, and how; tickets sold), what the
+// catalog's changes did to seat maps, and how the SeatMapper's catch-ups with the catalog
+// went.
 type metrics struct {
-	placed  metric.Int64Counter
-	refused metric.Int64Counter
-	ended   metric.Int64Counter
-	sold    metric.Int64Counter
-	synced  metric.Int64Counter
+	placed   metric.Int64Counter
+	refused  metric.Int64Counter
+	ended    metric.Int64Counter
+	sold     metric.Int64Counter
+	synced   metric.Int64Counter
+	catchUps metric.Int64Counter
 }
 
 func newMetrics(mp metric.MeterProvider) *metrics {
@@ -38,9 +40,12 @@ func newMetrics(mp metric.MeterProvider) *metrics {
 	sold, _ := m.Int64Counter("boxoffice.inventory.tickets_sold",
 		metric.WithDescription("Tickets sold (holds confirmed)."), metric.WithUnit("{ticket}"))
 	synced, _ := m.Int64Counter("boxoffice.inventory.seatmap_changes",
-		metric.WithDescription("Catalog changes applied to seat maps, by outcome: created, replaced, updated, in_use, declared, current."),
+		metric.WithDescription("Catalog changes applied to seat maps, from the stream or a catch-up, by outcome: created, replaced, updated, in_use, declared, current."),
 		metric.WithUnit("{change}"))
-	return &metrics{placed: placed, refused: refused, ended: ended, sold: sold, synced: synced}
+	catchUps, _ := m.Int64Counter("boxoffice.inventory.catalog_catchups",
+		metric.WithDescription("Passes over the catalog's events laying out the seat maps the stream no longer holds, by outcome: complete, failed (tried again)."),
+		metric.WithUnit("{pass}"))
+	return &metrics{placed: placed, refused: refused, ended: ended, sold: sold, synced: synced, catchUps: catchUps}
 }
 
 // The recorders are safe on a nil *metrics: a Store used without Init counts nothing.
@@ -71,4 +76,17 @@ func (m *metrics) seatMapSynced(ctx context.Context, outcome Sync) {
 	if m != nil {
 		m.synced.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", string(outcome))))
 	}
+}
+
+// caughtUp counts one pass of a catalogv1.CatchUp (its Report): complete, or failed and
+// tried again.
+func (m *metrics) caughtUp(ctx context.Context, _ int, err error) {
+	if m == nil {
+		return
+	}
+	outcome := "complete"
+	if err != nil {
+		outcome = "failed"
+	}
+	m.catchUps.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
 }

@@ -86,7 +86,7 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 	}
 	s.OnClose(catalog.Close)
 	mapper := &SeatMapper{Catalog: catalogv1.NewCatalogClient(catalog), Store: store, Log: s.Log,
-		Tracer: s.Telemetry.TracerProvider.Tracer("boxoffice.dev/services/inventory"), MeterProvider: s.Telemetry.MeterProvider}
+		Tracer: s.Telemetry.TracerProvider.Tracer("boxoffice.dev/services/inventory")}
 	if s.NATS != nil {
 		if mapper.JS, err = jetstream.New(s.NATS); err != nil {
 			return nil, fmt.Errorf("jetstream: %w", err)

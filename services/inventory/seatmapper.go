@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -74,8 +71,6 @@ type SeatMapper struct {
 	Log *slog.Logger
 	// Tracer records a span per change, continuing the catalog's trace; nil records none.
 	Tracer trace.Tracer
-	// MeterProvider receives boxoffice.inventory.catalog_catchups, by outcome; nil means none.
-	MeterProvider metric.MeterProvider
 	// RetryEvery is the pause before looking again for a CatalogStream that does not exist
 	// yet (inventory started before the catalog) and before a failed change is redelivered;
 	// 0 means 1s.
@@ -103,24 +98,20 @@ func (m *SeatMapper) Run(ctx context.Context) error {
 	if m.Tracer == nil {
 		m.Tracer = noop.NewTracerProvider().Tracer("inventory")
 	}
-	catchUp := &catalogv1.CatchUp{Catalog: m.Catalog, Apply: m.catchUp, Report: m.catchUpReporter(), Log: m.Log}
+	catchUp := &catalogv1.CatchUp{Catalog: m.Catalog, Apply: m.catchUp, Report: m.Store.metrics.caughtUp, Log: m.Log}
 	if m.JS == nil {
 		_, _ = catchUp.Once(ctx) // fails only when ctx ends
 		return nil
 	}
-	followed := make(chan struct{})
-	go func() {
-		defer close(followed)
+	catchUp.Follow(ctx, func(subscribed func()) {
 		natsconn.Follow(ctx, m.JS, CatalogStream, jetstream.ConsumerConfig{
 			Durable:       SeatMapConsumer,
 			FilterSubject: catalogEventSubjects,
 			DeliverPolicy: jetstream.DeliverAllPolicy, // see above: kept for the durables of earlier builds
 			AckPolicy:     jetstream.AckExplicitPolicy,
 			AckWait:       cmp.Or(m.AckWait, 30*time.Second),
-		}, func(msg jetstream.Msg) { m.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: m.retryEvery(), Subscribed: catchUp.Ask, Log: m.Log})
-	}()
-	catchUp.Run(ctx)
-	<-followed // the consumer is stopped before Run returns
+		}, func(msg jetstream.Msg) { m.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: m.retryEvery(), Subscribed: subscribed, Log: m.Log})
+	})
 	return nil
 }
 
@@ -188,29 +179,6 @@ func (m *SeatMapper) applyEvent(ctx context.Context, e *catalogv1.Event) error {
 	}
 	m.Log.Log(ctx, level, what, "event", e.GetId(), "outcome", outcome)
 	return nil
-}
-
-// catchUpReporter logs and counts each catch-up pass: "complete", or "failed" (it is tried
-// again).
-func (m *SeatMapper) catchUpReporter() func(context.Context, int, error) {
-	mp := m.MeterProvider
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
-	// An instrument error comes only from a bad name or unit, fixed here: the SDK then
-	// returns a working no-op instrument.
-	passes, _ := mp.Meter("boxoffice.dev/services/inventory").Int64Counter("boxoffice.inventory.catalog_catchups",
-		metric.WithDescription("Passes over the catalog's events laying out the seat maps the stream no longer holds, by outcome: complete, failed."),
-		metric.WithUnit("{pass}"))
-	return func(ctx context.Context, applied int, err error) {
-		outcome := "complete"
-		if err != nil {
-			outcome = "failed" // CatchUp logs it and tries again
-		} else {
-			m.Log.InfoContext(ctx, "caught up with the catalog", "events", applied)
-		}
-		passes.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
-	}
 }
 
 // CatalogLayout is the default seat map of a catalog event: DefaultLayout of its ticket

@@ -68,9 +68,8 @@ func (f *Feeder) Run(ctx context.Context) error {
 			f.Index.Put(DocFrom(e))
 			return nil
 		},
-		Report: func(ctx context.Context, n int, err error) {
+		Report: func(_ context.Context, _ int, err error) {
 			if err == nil {
-				f.Log.InfoContext(ctx, "search index rebuilt", "events", n, "indexed", f.Index.Len())
 				f.ready.Store(true)
 			}
 		},
@@ -81,13 +80,7 @@ func (f *Feeder) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	followed := make(chan struct{})
-	go func() {
-		defer close(followed)
-		f.follow(ctx, rebuild.Ask)
-	}()
-	rebuild.Run(ctx)
-	<-followed // the consumer is stopped before Run returns
+	rebuild.Follow(ctx, func(subscribed func()) { f.follow(ctx, subscribed) }) // the consumer is stopped before Run returns
 	return nil
 }
 

@@ -80,23 +80,19 @@ func (f *SaleFollower) Run(ctx context.Context) error {
 	if f.Log == nil {
 		f.Log = logging.Discard()
 	}
-	catchUp := &catalogv1.CatchUp{Catalog: f.Catalog, Apply: f.catchUp, Report: f.catchUpReporter(), Log: f.Log}
+	catchUp := &catalogv1.CatchUp{Catalog: f.Catalog, Apply: f.catchUp, Report: f.countCatchUps(), Log: f.Log}
 	if f.JS == nil {
 		_, _ = catchUp.Once(ctx) // fails only when ctx ends
 		return nil
 	}
-	followed := make(chan struct{})
-	go func() {
-		defer close(followed)
+	catchUp.Follow(ctx, func(subscribed func()) {
 		natsconn.Follow(ctx, f.JS, CatalogStream, jetstream.ConsumerConfig{
 			Durable:       SaleConsumer,
 			FilterSubject: catalogEventSubjects,
 			DeliverPolicy: jetstream.DeliverAllPolicy, // see above: kept for the durables of earlier builds
 			AckPolicy:     jetstream.AckExplicitPolicy,
-		}, func(msg jetstream.Msg) { f.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: f.retryEvery(), Subscribed: catchUp.Ask, Log: f.Log})
-	}()
-	catchUp.Run(ctx)
-	<-followed // the consumer is stopped before Run returns
+		}, func(msg jetstream.Msg) { f.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: f.retryEvery(), Subscribed: subscribed, Log: f.Log})
+	})
 	return nil
 }
 
@@ -165,9 +161,9 @@ func (f *SaleFollower) openSale(ctx context.Context, e *catalogv1.Event) error {
 	return err
 }
 
-// catchUpReporter logs and counts each catch-up pass: "complete", or "failed" (it is tried
-// again).
-func (f *SaleFollower) catchUpReporter() func(context.Context, int, error) {
+// countCatchUps is the Report of the catch-up: it counts each pass, complete or failed
+// (and tried again).
+func (f *SaleFollower) countCatchUps() func(context.Context, int, error) {
 	mp := f.MeterProvider
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
@@ -175,16 +171,14 @@ func (f *SaleFollower) catchUpReporter() func(context.Context, int, error) {
 	// An instrument error comes only from a bad name or unit, fixed here: the SDK then
 	// returns a working no-op instrument.
 	passes, _ := mp.Meter("boxoffice.dev/services/waitroom").Int64Counter("boxoffice.waitroom.catalog_catchups",
-		metric.WithDescription("Passes over the catalog's events opening the flash sales the stream no longer holds, by outcome: complete, failed."),
+		metric.WithDescription("Passes over the catalog's events opening the flash sales the stream no longer holds, by outcome: complete, failed (tried again)."),
 		metric.WithUnit("{pass}"))
-	return func(ctx context.Context, applied int, err error) {
-		outcome := "complete"
+	return func(ctx context.Context, _ int, err error) {
+		outcome := attribute.String("outcome", "complete")
 		if err != nil {
-			outcome = "failed" // CatchUp logs it and tries again
-		} else {
-			f.Log.InfoContext(ctx, "caught up with the catalog", "events", applied)
+			outcome = attribute.String("outcome", "failed")
 		}
-		passes.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+		passes.Add(ctx, 1, metric.WithAttributes(outcome))
 	}
 }
 

@@ -67,8 +67,8 @@ func EachEvent(ctx context.Context, c EventLister, fn func(*Event) error) (int, 
 // or again after NATS lost its store or the consumer was deleted, has nothing of what came
 // before; the catalog still has every event.
 //
-// Ask for a pass each time the follower's consumer is set up (pass Ask as
-// natsconn.FollowOptions.Subscribed), and run Run beside the follower. The consumer comes
+// Ask for a pass each time the follower's consumer is set up, and run Run beside the
+// follower: Follow does both. The consumer comes
 // first: a change made during the pass arrives on the stream, one made before is in the
 // pages. Both paths may bring the same event, in any order, so Apply must be idempotent and
 // must never let an older version of an event undo a newer one.
@@ -85,7 +85,7 @@ type CatchUp struct {
 	// error, nil once every event is applied: for a follower to count passes or turn ready.
 	// A pass cut short by ctx ending is not reported.
 	Report func(ctx context.Context, applied int, err error)
-	// Log receives failed passes; nil discards them.
+	// Log receives each pass's outcome; nil discards them.
 	Log *slog.Logger
 
 	once  sync.Once
@@ -100,6 +100,20 @@ func (c *CatchUp) Ask() {
 	case c.pending() <- struct{}{}:
 	default:
 	}
+}
+
+// Follow runs follow, a loop setting up and consuming the follower's consumer until ctx
+// ends (natsconn.Follow), with Ask as what it calls after each set-up
+// (natsconn.FollowOptions.Subscribed), and makes a pass for each Ask. It returns once ctx
+// has ended and follow has returned.
+func (c *CatchUp) Follow(ctx context.Context, follow func(subscribed func())) {
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		follow(c.Ask)
+	}()
+	c.Run(ctx)
+	<-followed
 }
 
 // Run makes a pass (Once) for every Ask until ctx ends.
@@ -135,6 +149,7 @@ func (c *CatchUp) Once(ctx context.Context) (int, error) {
 			c.Report(ctx, n, err)
 		}
 		if err == nil {
+			log.InfoContext(ctx, "caught up with the catalog", "events", n)
 			return n, nil
 		}
 		log.WarnContext(ctx, "catch up with the catalog", "error", err, "applied", n, "retry_in", wait)
