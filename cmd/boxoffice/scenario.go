@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,6 +81,7 @@ func runOneScenario(ctx context.Context, args []string, list []scenario.Scenario
 	natsURL := fs.String("nats", "", "NATS, to reach every replica's control hook, with --target URL")
 	asJSON := fs.Bool("json", false, "print the per-second series and totals as JSON instead of a table")
 	reportPath := fs.String("report", "", "write a self-contained HTML report of the run to `FILE`")
+	journalPath := fs.String("journal", "", "with --target, where the run records what to put back should it be killed, and where a killed run's leftovers are found (default: scenario-journal.json beside the endpoints file, or in $DATA_DIR or .boxoffice for a URL)")
 	// The scenario's name comes first; flags follow it.
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprint(stderr, scenarioUsage)
@@ -125,7 +127,13 @@ func runOneScenario(ctx context.Context, args []string, list []scenario.Scenario
 		}
 	}
 
-	run, err := scenario.Start(ctx, sc, *profile, t, scenario.Options{Duration: *duration})
+	var journal *scenario.Journal
+	if *target != "" {
+		if journal, err = scenarioJournal(ctx, t, *journalPath, *target, getenv, stderr); err != nil {
+			return fmt.Errorf("scenario run: %w", err)
+		}
+	}
+	run, err := scenario.Start(ctx, sc, *profile, t, scenario.Options{Duration: *duration, Journal: journal})
 	if err != nil {
 		return fmt.Errorf("scenario run: %w", err)
 	}
@@ -229,6 +237,41 @@ func writeReport(path string, sc scenario.Scenario, res scenario.Result) error {
 // data dir, and returns its target once endpoints.json is written, with a function that
 // stops it and removes the dir. A port taken between the check and the bind (another
 // process on the machine) makes it try another offset, up to three times.
+// scenarioJournalFile is the put-back journal of runs the command makes against a running
+// system: a file of its own, since the playground of that system keeps its journal in the
+// same directory and one journal serves one process.
+const scenarioJournalFile = "scenario-journal.json"
+
+// scenarioJournal opens the put-back journal of a run against the running system t (at path,
+// or by default beside the endpoints file target, or in DATA_DIR for a gateway URL) and puts
+// back first what a killed run of this command left there: the run would otherwise measure
+// a system still carrying it. A leftover that cannot be put back now is an error, with the
+// journal kept for another try.
+func scenarioJournal(ctx context.Context, t scenario.Target, path, target string, getenv func(string) string, stderr io.Writer) (*scenario.Journal, error) {
+	if path == "" {
+		dir := cmp.Or(getenv("DATA_DIR"), ".boxoffice")
+		if !strings.HasPrefix(target, "http://") && !strings.HasPrefix(target, "https://") {
+			dir = filepath.Dir(target)
+		}
+		path = filepath.Join(dir, scenarioJournalFile)
+	}
+	j, err := scenario.OpenJournal(path)
+	switch {
+	case errors.Is(err, scenario.ErrCorruptJournal) && j != nil:
+		// Set aside, as the playground does: the run goes on, and the person is told.
+		fmt.Fprintf(stderr, "warning: a killed run's changes may still be in force, put them back by hand (DELETE /admin/edits on the gateway): %v\n", err)
+	case err != nil:
+		return nil, fmt.Errorf("put-back journal: %w", err)
+	}
+	if n := j.Pending(); n > 0 {
+		fmt.Fprintf(stderr, "a killed run left %d changes in %s: putting them back first…\n", n, path)
+		if err := scenario.PutBack(ctx, t, j, nil); err != nil {
+			return nil, fmt.Errorf("put back a killed run's changes (still in %s): %w", path, err)
+		}
+	}
+	return j, nil
+}
+
 func startSystem(ctx context.Context, getenv func(string) string, stderr io.Writer) (scenario.Target, func() error, error) {
 	var err error
 	for range 3 {

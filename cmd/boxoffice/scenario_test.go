@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,6 +85,10 @@ func TestScenarioRunMeetsEveryExpectation(t *testing.T) {
 			}
 			if bytes.Contains(html, []byte("http://")) || bytes.Contains(html, []byte("https://")) {
 				t.Errorf("report %s refers to a URL; it must open offline", report)
+			}
+			// Everything put back: nothing is left for the next run to put back.
+			if _, err := os.Stat(filepath.Join(dir, scenarioJournalFile)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("put-back journal after the run: %v, want none", err)
 			}
 		})
 	}
