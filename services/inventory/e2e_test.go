@@ -334,6 +334,7 @@ func TestRunRejectsBadConfiguration(t *testing.T) {
 		{"bad hold TTL", map[string]string{"HOLD_TTL": "forever"}, "HOLD_TTL"},
 		{"no account cap", map[string]string{"HOLD_ACCOUNT_CAP": "0"}, "HOLD_ACCOUNT_CAP"},
 		{"account cap past any venue", map[string]string{"HOLD_ACCOUNT_CAP": "1000000"}, "HOLD_ACCOUNT_CAP"},
+		{"catalog address without a port", map[string]string{"CATALOG_GRPC_ADDR": "catalog"}, "CATALOG_GRPC_ADDR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
