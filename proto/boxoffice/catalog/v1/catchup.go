@@ -68,12 +68,12 @@ func EachEvent(ctx context.Context, c EventLister, fn func(*Event) error) (int, 
 // before; the catalog still has every event.
 //
 // Ask for a pass each time the follower's consumer is set up, and run Run beside the
-// follower: Follow does both. The consumer comes
-// first: a change made during the pass arrives on the stream, one made before is in the
-// pages. Both paths may bring the same event, in any order, so Apply must be idempotent and
-// must never let an older version of an event undo a newer one.
+// follower: Follow does both. The consumer comes first: a change made during the pass
+// arrives on the stream, one made before is in the pages. Both paths may bring the same
+// event, in any order, so Apply must be idempotent and must never let an older version of an
+// event undo a newer one.
 //
-// Set the fields, then call Run (or Once) from one goroutine; Ask is safe from any.
+// Set the fields, then call Follow, Run or Once from one goroutine; Ask is safe from any.
 type CatchUp struct {
 	// Catalog lists the events. Required.
 	Catalog EventLister
