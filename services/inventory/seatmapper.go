@@ -98,7 +98,7 @@ func (m *SeatMapper) Run(ctx context.Context) error {
 	if m.Tracer == nil {
 		m.Tracer = noop.NewTracerProvider().Tracer("inventory")
 	}
-	catchUp := &catalogv1.CatchUp{Catalog: m.Catalog, Apply: m.catchUp, Report: m.Store.metrics.caughtUp, Log: m.Log}
+	catchUp := &catalogv1.CatchUp{Catalog: m.Catalog, Apply: m.applyEvent, PassOver: cannotLayOut, Report: m.Store.metrics.caughtUp, Log: m.Log}
 	if m.JS == nil {
 		_, _ = catchUp.Once(ctx) // fails only when ctx ends
 		return nil
@@ -124,7 +124,7 @@ func (m *SeatMapper) handle(ctx context.Context, msg jetstream.Msg) {
 	switch {
 	case err == nil:
 		err = msg.Ack()
-	case problem.CodeOf(err) == problem.Invalid:
+	case cannotLayOut(err):
 		m.Log.ErrorContext(ctx, "no seat map for a catalog event inventory cannot lay out", "event", event, "subject", msg.Subject(), "error", err)
 		err = msg.Term()
 	case ctx.Err() != nil:
@@ -150,17 +150,6 @@ func (m *SeatMapper) apply(ctx context.Context, payload []byte) (string, error) 
 		return "", problem.InvalidField("event", "the change %s carries no event", change.GetId())
 	}
 	return e.GetId(), m.applyEvent(ctx, e)
-}
-
-// catchUp applies one event the catalog listed, as a change from the stream would be. An
-// event inventory cannot lay out is logged and passed over, so that the catch-up completes.
-func (m *SeatMapper) catchUp(ctx context.Context, e *catalogv1.Event) error {
-	err := m.applyEvent(ctx, e)
-	if problem.CodeOf(err) == problem.Invalid {
-		m.Log.ErrorContext(ctx, "no seat map for a catalog event inventory cannot lay out", "event", e.GetId(), "error", err)
-		return nil
-	}
-	return err
 }
 
 // applyEvent applies e's default layout and sale window at e's version, and logs what that
@@ -207,5 +196,10 @@ func CatalogSale(e *catalogv1.Event) SaleWindow {
 	}
 	return w
 }
+
+// cannotLayOut reports whether err says an event can never be laid out (an id or classes
+// inventory refuses): a catch-up passes such an event over, as the consumer terminates its
+// change.
+func cannotLayOut(err error) bool { return problem.CodeOf(err) == problem.Invalid }
 
 func (m *SeatMapper) retryEvery() time.Duration { return cmp.Or(m.RetryEvery, time.Second) }

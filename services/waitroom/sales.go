@@ -80,7 +80,9 @@ func (f *SaleFollower) Run(ctx context.Context) error {
 	if f.Log == nil {
 		f.Log = logging.Discard()
 	}
-	catchUp := &catalogv1.CatchUp{Catalog: f.Catalog, Apply: f.catchUp, Report: f.countCatchUps(), Log: f.Log}
+	catchUp := &catalogv1.CatchUp{Catalog: f.Catalog, Apply: f.openSale, Report: f.countCatchUps(), Log: f.Log,
+		// An id the waitroom refuses never opens: pass it over, as the consumer terminates its change.
+		PassOver: func(err error) bool { return problem.CodeOf(err) == problem.Invalid }}
 	if f.JS == nil {
 		_, _ = catchUp.Once(ctx) // fails only when ctx ends
 		return nil
@@ -129,18 +131,6 @@ func (f *SaleFollower) apply(ctx context.Context, payload []byte) (event string,
 		return "", problem.InvalidField("event", "the change %s carries no event", change.GetId())
 	}
 	return e.GetId(), f.openSale(ctx, e)
-}
-
-// catchUp opens the sale of one event the catalog listed, as a change from the stream
-// would. An event whose sale cannot be opened (an id the waitroom refuses) is logged and
-// passed over, so that the catch-up completes.
-func (f *SaleFollower) catchUp(ctx context.Context, e *catalogv1.Event) error {
-	err := f.openSale(ctx, e)
-	if problem.CodeOf(err) == problem.Invalid {
-		f.Log.ErrorContext(ctx, "no waiting room for a catalog event", "event", e.GetId(), "error", err)
-		return nil
-	}
-	return err
 }
 
 // openSale opens e's sale when it is a flash sale, until the queue TTL after it starts, and

@@ -78,9 +78,12 @@ type CatchUp struct {
 	// Catalog lists the events. Required.
 	Catalog EventLister
 	// Apply applies one event. An error fails the pass, and the next starts again from the
-	// first page after a pause: for an event that can never be applied, log it and return
-	// nil, or no pass would ever finish. Required.
+	// first page after a pause, unless PassOver says otherwise. Required.
 	Apply func(context.Context, *Event) error
+	// PassOver, if set, reports whether an error of Apply is one no later pass would fix (an
+	// event the follower can never apply): that event is logged and passed over, and the
+	// pass goes on, where retrying would never finish. nil passes nothing over.
+	PassOver func(error) bool
 	// Report, if set, is called after each pass with how many events it applied and its
 	// error, nil once every event is applied: for a follower to count passes or turn ready.
 	// A pass cut short by ctx ending is not reported.
@@ -141,7 +144,14 @@ func (c *CatchUp) Once(ctx context.Context) (int, error) {
 	}
 	wait := firstRetryPause
 	for {
-		n, err := EachEvent(ctx, c.Catalog, func(e *Event) error { return c.Apply(ctx, e) })
+		n, err := EachEvent(ctx, c.Catalog, func(e *Event) error {
+			err := c.Apply(ctx, e)
+			if err != nil && c.PassOver != nil && c.PassOver(err) {
+				log.ErrorContext(ctx, "catalog event passed over", "event", e.GetId(), "error", err)
+				return nil
+			}
+			return err
+		})
 		if err != nil && ctx.Err() != nil {
 			return n, ctx.Err()
 		}
