@@ -47,7 +47,8 @@ func startSystem(t *testing.T, orderEnv, paymentEnv map[string]string) *system {
 	t.Helper()
 	s := &system{nats: testkit.StartNATS(t).ClientURL()}
 	s.catalog = startProcess(t, "catalog", catalog.Run, s.nats, nil)
-	s.inventory = startProcess(t, "inventory", inventory.Run, s.nats, nil)
+	// Inventory catches up with this catalog, not with whatever may listen on its default port.
+	s.inventory = startProcess(t, "inventory", inventory.Run, s.nats, map[string]string{"CATALOG_GRPC_ADDR": s.catalog.GRPCAddr})
 	s.payment = startProcess(t, "payment", payment.Run, s.nats, paymentEnv)
 	s.notification = startProcess(t, "notification", notification.Run, s.nats, nil)
 	env := map[string]string{"PAYMENT_GRPC_ADDR": s.payment.GRPCAddr, "INVENTORY_GRPC_ADDR": s.inventory.GRPCAddr,
