@@ -297,15 +297,26 @@ type SaleWindow struct {
 // formed but not allowed now, rather than Conflict, which tells a fan the seats are taken
 // and to pick others; before the sale it says when the sale opens.
 func (w SaleWindow) Check(now time.Time, event string) error {
+	var refused *problem.Error
 	switch {
 	case !w.Opens.IsZero() && now.Before(w.Opens):
-		return problem.New(problem.Unprocessable, "tickets of event %s are not on sale yet: the sale opens at %s",
+		refused = problem.New(problem.Unprocessable, "tickets of event %s are not on sale yet: the sale opens at %s",
 			event, w.Opens.UTC().Format(time.RFC3339Nano))
 	case !w.Starts.IsZero() && !now.Before(w.Starts):
-		return problem.New(problem.Unprocessable, "event %s has started: its tickets are no longer on sale", event)
+		refused = problem.New(problem.Unprocessable, "event %s has started: its tickets are no longer on sale", event)
+	default:
+		return nil
 	}
-	return nil
+	refused.Err = ErrNotOnSale
+	return refused
 }
+
+// The refusals of SaleWindow.Check and CheckAccountCap, which answer alike (Unprocessable):
+// errors.Is tells them apart, for the refused-holds metric's reason.
+var (
+	ErrNotOnSale  = errors.New("not on sale")
+	ErrAccountCap = errors.New("over the account's cap")
+)
 
 // CheckAccountCap says whether an account already holding held tickets of event, across its
 // active holds, may hold asked more when it may hold at most limit at a time. Over the cap
@@ -317,9 +328,11 @@ func CheckAccountCap(held, asked, limit int, event string) error {
 	if held+asked <= limit {
 		return nil
 	}
-	return problem.New(problem.Unprocessable,
+	refused := problem.New(problem.Unprocessable,
 		"the account holds %d tickets of event %s and may hold at most %d at a time; this hold asks for %d more (order or release a hold first)",
 		held, event, limit, asked)
+	refused.Err = ErrAccountCap
+	return refused
 }
 
 // Hold is a set of tickets an account keeps for itself until ExpiresAt, then confirms

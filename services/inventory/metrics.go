@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -33,7 +34,7 @@ func newMetrics(mp metric.MeterProvider) *metrics {
 	placed, _ := m.Int64Counter("boxoffice.inventory.holds_placed",
 		metric.WithDescription("Holds granted."), metric.WithUnit("{hold}"))
 	refused, _ := m.Int64Counter("boxoffice.inventory.holds_refused",
-		metric.WithDescription("Hold requests refused, by reason: conflict (taken), forbidden (no valid pass), invalid, not_found, …"),
+		metric.WithDescription("Hold requests refused, by reason: conflict (taken), forbidden (no valid pass), not_on_sale, account_cap, invalid, not_found, …"),
 		metric.WithUnit("{request}"))
 	ended, _ := m.Int64Counter("boxoffice.inventory.holds_ended",
 		metric.WithDescription("Holds that ended, by how: confirmed, released or expired."), metric.WithUnit("{hold}"))
@@ -58,8 +59,22 @@ func (m *metrics) holdPlaced(ctx context.Context) {
 
 func (m *metrics) holdRefused(ctx context.Context, err error) {
 	if m != nil {
-		m.refused.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", string(problem.CodeOf(err)))))
+		m.refused.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", refusalReason(err))))
 	}
+}
+
+// refusalReason is the refused-holds metric's reason for err: its problem code, except for
+// the two refusals that share Unprocessable and mean different things to an operator, a
+// sale not open (not_on_sale: fans early or late) and an account over its cap
+// (account_cap: one buyer hoarding, or a bot).
+func refusalReason(err error) string {
+	switch {
+	case errors.Is(err, ErrNotOnSale):
+		return "not_on_sale"
+	case errors.Is(err, ErrAccountCap):
+		return "account_cap"
+	}
+	return string(problem.CodeOf(err))
 }
 
 func (m *metrics) holdEnded(ctx context.Context, h Hold) {
