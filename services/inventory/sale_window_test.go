@@ -292,3 +292,29 @@ func migrationsBefore(version int) (fs.FS, error) {
 	}
 	return out, nil
 }
+
+// TestSaleWindowOfAMapStoredWithoutOne: a map laid out before inventory kept sale windows
+// has none, at the catalog's version; the same version, as the catch-up at start brings it,
+// gives it the window once, and an older version still changes nothing.
+func TestSaleWindowOfAMapStoredWithoutOne(t *testing.T) {
+	testkit.ForEachDB(t, "inventory", func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		s := newStore(t, db, testkit.NewClock(saleStart, 0))
+		// As migration 003 left a row laid out before it: version 2, no window.
+		applySale(t, s, "evt-premigration", 2, hallGA, SaleWindow{})
+		held := HoldRequest{EventID: "evt-premigration", Account: "acc-1", Class: "pista", Quantity: 1}
+
+		if got := applySale(t, s, "evt-premigration", 1, hallGA, tomorrow); got != SyncCurrent {
+			t.Errorf("an older version = %s, want %s", got, SyncCurrent)
+		}
+		if got := applySale(t, s, "evt-premigration", 2, hallGA, tomorrow); got != SyncUpdated {
+			t.Errorf("the same version with the window = %s, want %s", got, SyncUpdated)
+		}
+		if _, err := s.PlaceHold(ctx, held); !errors.Is(err, ErrNotOnSale) {
+			t.Errorf("PlaceHold before the sale opens = %v, want not on sale", err)
+		}
+		if got := applySale(t, s, "evt-premigration", 2, hallGA, tomorrow); got != SyncCurrent {
+			t.Errorf("the same version again = %s, want %s", got, SyncCurrent)
+		}
+	})
+}

@@ -89,7 +89,9 @@ func (s *Store) PutSeatMap(ctx context.Context, eventID string, l Layout) (SeatM
 //   - a map an admin declared: keep its seats (SyncDeclared), the explicit map wins, but
 //     follow sale: the catalog, not the map, says when the event is on sale;
 //   - a version no newer than the one applied: leave it (SyncCurrent). Events may come twice
-//     or out of order, as a redelivery or from two replicas sharing the consumer;
+//     or out of order, as a redelivery or from two replicas sharing the consumer. The one
+//     exception is a map stored before inventory kept sale windows: the same version gives
+//     it its window (SyncUpdated);
 //   - the same seats: follow the flash-sale flag and sale (SyncUpdated, or SyncCurrent if
 //     equal too);
 //   - other seats, none held or sold: lay them out again (SyncReplaced);
@@ -134,6 +136,17 @@ func (s *Store) ApplyCatalogLayout(ctx context.Context, eventID string, version 
 			Scan(&source, &applied, &stored, &oldOnSale, &oldStarts); err != nil {
 			return fmt.Errorf("read event: %w", err)
 		}
+		// A row stored before inventory kept sale windows (migration 003) has none, at the
+		// version it has: the same version brings it, once. After that migration every
+		// apply stores the window its version carries, so at an equal version a stored
+		// window can only be missing for this reason; a catch-up pass at start fills it.
+		windowMissing := applied == version && !oldOnSale.Valid && !oldStarts.Valid && (onSale.Valid || starts.Valid)
+		if windowMissing {
+			if _, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE events SET on_sale_ms = ?, starts_ms = ?, updated_ms = ? WHERE event_id = ?`),
+				onSale, starts, now, eventID); err != nil {
+				return fmt.Errorf("write event: %w", err)
+			}
+		}
 		if source != sourceCatalog {
 			outcome = SyncDeclared
 			if applied >= version {
@@ -147,6 +160,9 @@ func (s *Store) ApplyCatalogLayout(ctx context.Context, eventID string, version 
 		}
 		if applied >= version {
 			outcome = SyncCurrent
+			if windowMissing {
+				outcome = SyncUpdated
+			}
 			return nil
 		}
 		var old Layout
