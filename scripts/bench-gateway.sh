@@ -1,5 +1,6 @@
 #!/bin/sh
-# Measures the gateway next to a direct call and nginx on this machine (see gateway/bench).
+# Measures the gateway next to a direct call, nginx and the measuring sticks on this machine
+# (see gateway/bench).
 # Needs nginx (Debian: apt-get install nginx-light) and redis-server. Extra arguments go to
 # the bench, e.g. scripts/bench-gateway.sh -rates 1000,5000,10000 -duration 10s -markdown
 # With -pin first (needs taskset and 2 CPUs or more), the load generator runs on CPU 0 and
@@ -17,11 +18,16 @@ PATH="$PATH:/usr/sbin"
 bin="$(mktemp -d)/bench-gateway"
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 go build -o "$bin" ./gateway/bench
+# fastproxy, the gateway's policy code on fasthttp (a module of its own, so that the gateway
+# does not depend on fasthttp), is measured too: the fasthttp-jwt and fasthttp targets.
+fastproxy="$(dirname "$bin")/fastproxy"
+go build -o "$fastproxy" ./gateway/bench/fastproxy
 pin=""
 if [ "${1:-}" = "-pin" ]; then
   pin=1
   shift
 fi
+set -- -fastproxy "$fastproxy" "$@"
 # Caddy, a reverse proxy written in Go on net/http, is measured too when a caddy binary is on
 # PATH or named by CADDY (go install github.com/caddyserver/caddy/v2/cmd/caddy@v2.11.9).
 caddy="${CADDY:-$(command -v caddy || true)}"

@@ -161,6 +161,23 @@ func TestPrintTable(t *testing.T) {
 	}
 }
 
+func TestPrintTableMeasuringSticks(t *testing.T) {
+	atMax := func(name string, ok int) result {
+		return result{target: targetsByName[name].label, load: "max (64 conns)", sent: ok, ok: ok, elapsed: time.Second,
+			latency: []time.Duration{time.Millisecond}}
+	}
+	var out strings.Builder
+	printTable(&out, []result{atMax("nginx", 20000), atMax("caddy", 10000), atMax("fasthttp-jwt", 9000), atMax("fasthttp", 16000)}, false)
+	for _, want := range []string{
+		"max throughput, Caddy (a Go proxy on net/http, no policies): 50% of nginx's plain proxying\n",
+		"max throughput, fasthttp with JWT + 2 Redis rules (the gateway's policy code, not net/http): 45% of nginx's plain proxying\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printTable output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 func TestSettle(t *testing.T) {
 	var n atomic.Int64
 	l := loaderFor(t, func(w http.ResponseWriter, r *http.Request) {
@@ -240,6 +257,8 @@ func TestParseFlagsTargets(t *testing.T) {
 	}{
 		{"default without caddy", nil, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx"}},
 		{"default with caddy", []string{"-caddy", "/usr/local/bin/caddy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "caddy"}},
+		{"default with fastproxy", []string{"-fastproxy", "/tmp/fastproxy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "fasthttp-jwt", "fasthttp"}},
+		{"default with both", []string{"-fastproxy", "/tmp/fastproxy", "-caddy", "caddy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "caddy", "fasthttp-jwt", "fasthttp"}},
 		{"chosen", []string{"-targets", "nginx,caddy"}, []string{"nginx", "caddy"}},
 	}
 	for _, tt := range tests {

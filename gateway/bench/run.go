@@ -42,8 +42,11 @@ type config struct {
 	markdown bool
 	nginx    string
 	caddy    string // caddy binary; "" = the caddy target is not measured
-	profile  string // directory for CPU profiles; "" = none
-	cpus     string // taskset CPU list for everything but the load; "" = no pinning
+	// fastproxy is the fastproxy binary (gateway/bench/fastproxy); "" = the fasthttp
+	// targets are not measured.
+	fastproxy string
+	profile   string // directory for CPU profiles; "" = none
+	cpus      string // taskset CPU list for everything but the load; "" = no pinning
 	// gatewayEnv is added to the gateway targets' environment, for experiments (GOGC=400).
 	gatewayEnv []string
 	// alongside sends, during each open-model run of a proxy, direct calls to the upstream,
@@ -85,11 +88,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	duration := fs.Duration("duration", 5*time.Second, "length of each measured run")
 	warmup := fs.Duration("warmup", time.Second, "unmeasured run at the first rate before measuring a target")
 	conns := fs.Int("conns", 64, "concurrent connections of the max-throughput run")
-	targets := fs.String("targets", "", "targets to measure, in order, some of "+strings.Join(targetNames, ",")+"; empty means all (caddy only with -caddy)")
+	targets := fs.String("targets", "", "targets to measure, in order, some of "+strings.Join(targetNames, ",")+"; empty means all (caddy only with -caddy, fasthttp-jwt and fasthttp only with -fastproxy)")
 	markdown := fs.Bool("markdown", false, "print the table as Markdown (for docs/benchmarks.md)")
 	profile := fs.String("profile", "", "write CPU and allocation profiles of each proxy target into this directory")
 	nginx := fs.String("nginx", "nginx", "nginx binary")
 	caddy := fs.String("caddy", "", "caddy binary, for the caddy target (a Go reverse proxy); empty leaves that target out of the default list")
+	fastproxy := fs.String("fastproxy", "", "fastproxy binary (go build ./gateway/bench/fastproxy), for the fasthttp-jwt and fasthttp targets; empty leaves them out of the default list")
 	alongside := fs.Bool("alongside", true, fmt.Sprintf("during a proxy's open-model runs, send one direct call every %d requests, interleaved, and measure its added p99 against those", alongsideEvery))
 	var gatewayEnv []string
 	fs.Func("gateway-env", "`NAME=value` added to the gateway targets' environment (repeatable), e.g. GOGC=100 or RATELIMIT_TIMEOUT=5ms", func(v string) error {
@@ -104,7 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	cfg := config{duration: *duration, warmup: *warmup, conns: *conns, markdown: *markdown, nginx: *nginx, caddy: *caddy, profile: *profile, cpus: *cpus, alongside: *alongside, gatewayEnv: gatewayEnv}
+	cfg := config{duration: *duration, warmup: *warmup, conns: *conns, markdown: *markdown, nginx: *nginx, caddy: *caddy, fastproxy: *fastproxy, profile: *profile, cpus: *cpus, alongside: *alongside, gatewayEnv: gatewayEnv}
 	if cfg.cpus != "" {
 		if _, err := cpuCount(cfg.cpus); err != nil {
 			return config{}, fmt.Errorf("-target-cpus: %w", err)
@@ -118,7 +122,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		cfg.rates = append(cfg.rates, r)
 	}
 	if *targets == "" {
-		*targets = defaultTargets(cfg.caddy != "")
+		*targets = defaultTargets(cfg.caddy != "", cfg.fastproxy != "")
 	}
 	for _, s := range strings.Split(*targets, ",") {
 		s = strings.TrimSpace(s)
@@ -137,9 +141,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 }
 
 // defaultTargets lists every target in order, the caddy target only if there is a caddy
-// binary: it is not a Debian package as nginx is.
-func defaultTargets(withCaddy bool) string {
-	names := slices.DeleteFunc(slices.Clone(targetNames), func(n string) bool { return n == "caddy" && !withCaddy })
+// binary (it is not a Debian package as nginx is), the fasthttp ones only if there is a
+// fastproxy binary (a module of its own, built apart).
+func defaultTargets(withCaddy, withFastproxy bool) string {
+	names := slices.DeleteFunc(slices.Clone(targetNames), func(n string) bool {
+		return n == "caddy" && !withCaddy || (n == "fasthttp-jwt" || n == "fasthttp") && !withFastproxy
+	})
 	return strings.Join(names, ",")
 }
 
@@ -154,8 +161,10 @@ type bench struct {
 	redisPID int
 	nginx    string
 	caddy    string
-	profile  string // directory for CPU profiles; "" = none
-	cpus     string // taskset CPU list of the processes started; "" = not pinned
+	// fastproxy is the fastproxy binary (config.fastproxy).
+	fastproxy string
+	profile   string // directory for CPU profiles; "" = none
+	cpus      string // taskset CPU list of the processes started; "" = not pinned
 	// gatewayEnv is added to the gateway targets' environment (config.gatewayEnv).
 	gatewayEnv []string
 }
@@ -213,7 +222,7 @@ func benchmark(ctx context.Context, cfg config, getenv func(string) string, stdo
 		return fmt.Errorf("scratch directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	b := &bench{self: self, dir: dir, nginx: cfg.nginx, caddy: cfg.caddy, profile: cfg.profile, cpus: cfg.cpus, gatewayEnv: cfg.gatewayEnv, env: []string{"PATH=" + getenv("PATH"), "HOME=" + dir}}
+	b := &bench{self: self, dir: dir, nginx: cfg.nginx, caddy: cfg.caddy, fastproxy: cfg.fastproxy, profile: cfg.profile, cpus: cfg.cpus, gatewayEnv: cfg.gatewayEnv, env: []string{"PATH=" + getenv("PATH"), "HOME=" + dir}}
 	if b.profile != "" {
 		if b.profile, err = filepath.Abs(b.profile); err == nil {
 			err = os.MkdirAll(b.profile, 0o755)

@@ -47,6 +47,8 @@ var targets = []target{
 	{"gateway-jwt", "gateway, JWT + 2 Redis rules", startGateway("gateway-jwt", "policy-jwt.yaml.tmpl", true)},
 	{"nginx", "nginx, plain reverse proxy", startNginx},
 	{"caddy", "Caddy, plain reverse proxy", startCaddy},
+	{"fasthttp-jwt", "fasthttp, JWT + 2 Redis rules (measuring stick)", startFastproxy("fasthttp-jwt", true)},
+	{"fasthttp", "fasthttp, plain reverse proxy", startFastproxy("fasthttp", false)},
 }
 
 var (
@@ -83,12 +85,8 @@ func startGateway(name, policy string, withToken bool) func(context.Context, *be
 		if err != nil {
 			return nil, err
 		}
-		dir, err := os.MkdirTemp(b.dir, "gateway-")
+		dir, policyFile, err := b.policyFile("gateway", policy)
 		if err != nil {
-			return nil, err
-		}
-		policyFile := filepath.Join(dir, "policy.yaml")
-		if err := render(policy, policyFile, map[string]any{"Upstream": b.upstream}); err != nil {
 			return nil, err
 		}
 		addr, err := freeAddr()
@@ -132,6 +130,16 @@ func startGateway(name, policy string, withToken bool) func(context.Context, *be
 	}
 }
 
+// policyFile renders the policy template tmpl for the bench's upstream into a new scratch
+// directory named after name, and returns the directory and the file.
+func (b *bench) policyFile(name, tmpl string) (dir, file string, err error) {
+	if dir, err = os.MkdirTemp(b.dir, name+"-"); err != nil {
+		return "", "", err
+	}
+	file = filepath.Join(dir, "policy.yaml")
+	return dir, file, render(tmpl, file, map[string]any{"Upstream": b.upstream})
+}
+
 func startNginx(ctx context.Context, b *bench) (*running, error) {
 	// As many workers as the gateway's GOMAXPROCS.
 	proxy, err := b.proxyConfig("nginx", "nginx.conf", map[string]any{"Workers": b.targetCPUs()})
@@ -159,6 +167,56 @@ func startCaddy(ctx context.Context, b *bench) (*running, error) {
 	env := append(b.childEnv("caddy"), "XDG_DATA_HOME="+proxy.dir, "XDG_CONFIG_HOME="+proxy.dir)
 	p, err := b.startProc("caddy", b.caddy, []string{"run", "--config", proxy.conf}, env)
 	return serving(ctx, p, err, proxy.addr, http.Header{}, 10*time.Second)
+}
+
+// fastproxyMetrics is where fastproxy serves its counters (its MetricsPath), the limiter's
+// decisions by path among them, as the gateway's /metrics has them.
+const fastproxyMetrics = "/_fastproxy/metrics"
+
+// startFastproxy runs fastproxy (gateway/bench/fastproxy, a binary given by -fastproxy) as
+// target name. withPolicy: the policy work of the gateway-jwt target, done with the
+// gateway's own code on fasthttp, against the bench's Redis, whose CPU time counts as the
+// target's, as for the gateway; a user token on every request. Without: a plain reverse
+// proxy. It is a measuring stick, not a gateway (see its package doc): it tells how much of
+// the gap to nginx is Go's net/http stack, the evidence behind ADR 0006.
+func startFastproxy(name string, withPolicy bool) func(context.Context, *bench) (*running, error) {
+	return func(ctx context.Context, b *bench) (*running, error) {
+		if b.fastproxy == "" {
+			return nil, errors.New("no fastproxy binary: build one (go build ./gateway/bench/fastproxy) and pass -fastproxy PATH")
+		}
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		args := []string{"-addr", addr, "-upstream", b.upstream}
+		header := http.Header{}
+		if withPolicy {
+			redisURL, err := b.redisServer(ctx)
+			if err != nil {
+				return nil, err
+			}
+			_, policyFile, err := b.policyFile(name, "policy-jwt.yaml.tmpl")
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, "-policy", policyFile, "-redis", redisURL, "-jwks", b.upstream+"/.well-known/jwks.json",
+				"-limiter-timeout", "1s") // as the gateway's RATELIMIT_TIMEOUT: see startGateway
+			header.Set("Authorization", "Bearer "+b.token)
+		} else {
+			args = append(args, "-plain")
+		}
+		p, err := b.startProc(name, b.fastproxy, args, b.env)
+		r, err := serving(ctx, p, err, addr, header, 20*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		r.metrics = "http://" + addr + fastproxyMetrics
+		if withPolicy {
+			r.pids = append(r.pids, b.redisPID)
+			r.redisPID = b.redisPID
+		}
+		return r, nil
+	}
 }
 
 // proxyFiles is where a third-party proxy target runs: its scratch directory, its listen
