@@ -115,7 +115,9 @@ func TestTooManyRequestsContract(t *testing.T) {
 	ks := newKeySet(t, "k1")
 	be := newBackend(t)
 	rd := testkit.StartRedis(t)
-	gw := startGateway(t, testPolicy, be, map[string]string{"REDIS_URL": rd.URL(), "AUTH_URL": ks.URL})
+	// The test's client is a trusted hop, so that its trace id is the one to find in the 429
+	// and the access log (TestClientTraceContextOnlyThroughTrustedProxies).
+	gw := startGateway(t, testPolicy, be, map[string]string{"REDIS_URL": rd.URL(), "AUTH_URL": ks.URL, "TRUSTED_PROXIES": "127.0.0.1"})
 	bearer := "Bearer " + ks.sign(t, "k1", "usr_ana", time.Now(), time.Hour)
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	traceparent := "00-" + traceID + "-00f067aa0ba902b7-01"

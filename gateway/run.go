@@ -273,8 +273,12 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	if err != nil {
 		return nil, err
 	}
+	clientIP := authn.ClientIP{Trusted: trusted}
+	// The gateway is the public edge: a client's traceparent is believed only through a
+	// trusted proxy; anyone else's request starts a trace of the gateway's, linked to it.
+	s.ContinueTracesFrom(clientIP.FromTrustedHop)
 	g := &gateway{
-		live: live, auth: auth, clientIP: authn.ClientIP{Trusted: trusted},
+		live: live, auth: auth, clientIP: clientIP,
 		enforcer: limits.NewEnforcer(limiter, tp, s.Log), upstream: pools,
 		log: s.Log, metrics: m, now: time.Now, newTrace: randomTrace,
 	}

@@ -101,6 +101,13 @@ walk:
 	return client, chain // every hop trusted: the leftmost is the client
 }
 
+// FromTrustedHop reports whether r's peer, the hop that connected to the gateway, is one of
+// the trusted proxies: what it says of the request (X-Forwarded-For, its trace context) is
+// believed.
+func (c ClientIP) FromTrustedHop(r *http.Request) bool {
+	return c.trusted(parseHostPort(r.RemoteAddr))
+}
+
 func (c ClientIP) trusted(a netip.Addr) bool {
 	for _, p := range c.Trusted {
 		if unmapPrefix(p).Contains(a) {

@@ -131,6 +131,8 @@ type Server struct {
 	work *workers
 	// ownHTTPMetrics and edge: see Spec.OwnHTTPMetrics and Spec.Edge.
 	ownHTTPMetrics, edge bool
+	// traceFrom: see ContinueTracesFrom.
+	traceFrom func(*http.Request) bool
 	// drainDelay is how long Serve keeps the listeners open after readiness fails
 	// (DRAIN_DELAY; 0 in a Server not built by Main).
 	drainDelay time.Duration
@@ -351,11 +353,11 @@ func (s *Server) Handler(h http.Handler) http.Handler {
 	if !s.edge {
 		app = httpserver.LimitBody(0)(httpserver.RefuseBadText(app))
 	}
-	instrument := s.Telemetry.HTTPMiddleware
+	instrument := s.Telemetry.HTTPMiddleware(s.Config.Name)
 	if s.ownHTTPMetrics {
-		instrument = s.Telemetry.HTTPTracing
+		instrument = s.Telemetry.HTTPTracing(s.Config.Name, s.traceFrom)
 	}
-	app = instrument(s.Config.Name)(app)
+	app = instrument(app)
 	if !s.edge {
 		mux.Handle("/", app)
 		return mux
@@ -368,6 +370,13 @@ func (s *Server) Handler(h http.Handler) http.Handler {
 		app.ServeHTTP(w, r)
 	})
 }
+
+// ContinueTracesFrom says whose trace context (traceparent) the routes of a component that
+// records its own HTTP metrics (Spec.OwnHTTPMetrics: the gateway) continue: f reports
+// whether r came through a hop the component trusts. Any other request starts a trace of its
+// own, linked to the one it named (telemetry.HTTPTracing). Call it from the Build, before the
+// routes are served; without it every caller's trace context is continued.
+func (s *Server) ContinueTracesFrom(f func(r *http.Request) bool) { s.traceFrom = f }
 
 // OnClose registers f to run when the process closes, after its listeners and workers have
 // stopped: for what a Build opened itself, a gRPC client connection, say. Like what the

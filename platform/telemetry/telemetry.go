@@ -207,13 +207,23 @@ func (t *Telemetry) HTTPMiddleware(operation string) func(http.Handler) http.Han
 // time, and they cost about a tenth of a small request's CPU and allocations. With tracing
 // off it only reads the caller's trace context into the request's, so the trace id still
 // reaches logs and the next hop.
-func (t *Telemetry) HTTPTracing(operation string) func(http.Handler) http.Handler {
+//
+// continueFrom says whose trace context to continue; nil means every caller's. A request it
+// refuses is a public endpoint's (otelhttp.WithPublicEndpointFn): its span starts a trace of
+// its own, linked to the one the caller named, so a client on the internet can neither pick
+// the trace id that the system's logs and error bodies show nor turn sampling off for its
+// requests with a traceparent flag.
+func (t *Telemetry) HTTPTracing(operation string, continueFrom func(*http.Request) bool) func(http.Handler) http.Handler {
 	if t == nil {
 		return func(h http.Handler) http.Handler { return h }
 	}
 	if _, off := t.TracerProvider.(noop.TracerProvider); off {
 		return func(h http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if continueFrom != nil && !continueFrom(r) {
+					h.ServeHTTP(w, r)
+					return
+				}
 				ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 				if ctx != r.Context() {
 					r = r.WithContext(ctx)
@@ -223,6 +233,9 @@ func (t *Telemetry) HTTPTracing(operation string) func(http.Handler) http.Handle
 		}
 	}
 	opts := append(t.httpOptions(), otelhttp.WithServerName(t.service), otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()))
+	if continueFrom != nil {
+		opts = append(opts, otelhttp.WithPublicEndpointFn(func(r *http.Request) bool { return !continueFrom(r) }))
+	}
 	return func(h http.Handler) http.Handler {
 		return otelhttp.NewHandler(h, operation, opts...)
 	}

@@ -382,39 +382,60 @@ func TestShutdownTwice(t *testing.T) {
 	}
 }
 
-// HTTPTracing continues the caller's trace, with tracing on and off, and records none of the
-// http.server metrics HTTPMiddleware does.
+// HTTPTracing continues the trace of a caller continueFrom accepts, with tracing on and off;
+// any other caller's request starts a trace of its own (linked to the caller's, with tracing
+// on). It records none of the http.server metrics HTTPMiddleware does.
 func TestHTTPTracing(t *testing.T) {
 	const (
 		callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 		callerSpan  = "00f067aa0ba902b7"
 	)
 	for _, tracing := range []bool{false, true} {
-		t.Run(map[bool]string{false: "tracing off", true: "tracing on"}[tracing], func(t *testing.T) {
-			cfg := Config{Service: "gateway"}
-			var col *collector
-			if tracing {
-				col = startCollector(t)
-				cfg.OTLPEndpoint = col.addr
-			}
-			tel := setupT(t, cfg)
-			inHandler := traceSeen(tel.HTTPTracing("gateway"), callerTrace, callerSpan)
-			if got := inHandler.TraceID().String(); got != callerTrace {
-				t.Errorf("handler's trace id = %s, want the caller's %s", got, callerTrace)
-			}
-			if got := scrape(t, tel); strings.Contains(got, "http_server_") {
-				t.Errorf("/metrics has http.server series; HTTPTracing must not record them:\n%s", got)
-			}
-			if !tracing {
-				return
-			}
-			if err := tel.Shutdown(context.Background()); err != nil {
-				t.Fatalf("Shutdown: %v", err)
-			}
-			span := col.span(t, tracepb.Span_SPAN_KIND_SERVER)
-			if got := hex.EncodeToString(span.GetParentSpanId()); got != callerSpan {
-				t.Errorf("exported server span parent = %s, want the caller's span %s", got, callerSpan)
-			}
-		})
+		for _, trusted := range []bool{true, false} {
+			name := map[bool]string{false: "tracing off", true: "tracing on"}[tracing] + map[bool]string{true: ", trusted caller", false: ", untrusted caller"}[trusted]
+			t.Run(name, func(t *testing.T) {
+				cfg := Config{Service: "gateway"}
+				var col *collector
+				if tracing {
+					col = startCollector(t)
+					cfg.OTLPEndpoint = col.addr
+				}
+				tel := setupT(t, cfg)
+				asked := 0
+				continueFrom := func(r *http.Request) bool {
+					asked++
+					return trusted
+				}
+				inHandler := traceSeen(tel.HTTPTracing("gateway", continueFrom), callerTrace, callerSpan)
+				if asked == 0 {
+					t.Errorf("continueFrom was never asked")
+				}
+				if got := inHandler.TraceID().String(); (got == callerTrace) != trusted {
+					t.Errorf("handler's trace id = %s; want the caller's %s: %v", got, callerTrace, trusted)
+				}
+				if got := scrape(t, tel); strings.Contains(got, "http_server_") {
+					t.Errorf("/metrics has http.server series; HTTPTracing must not record them:\n%s", got)
+				}
+				if !tracing {
+					return
+				}
+				if err := tel.Shutdown(context.Background()); err != nil {
+					t.Fatalf("Shutdown: %v", err)
+				}
+				span := col.span(t, tracepb.Span_SPAN_KIND_SERVER)
+				if trusted {
+					if got := hex.EncodeToString(span.GetParentSpanId()); got != callerSpan {
+						t.Errorf("exported server span parent = %s, want the caller's span %s", got, callerSpan)
+					}
+					return
+				}
+				if len(span.GetParentSpanId()) != 0 || hex.EncodeToString(span.GetTraceId()) == callerTrace {
+					t.Errorf("exported server span: trace %x, parent %x; want a root of a trace of its own", span.GetTraceId(), span.GetParentSpanId())
+				}
+				if links := span.GetLinks(); len(links) != 1 || hex.EncodeToString(links[0].GetTraceId()) != callerTrace || hex.EncodeToString(links[0].GetSpanId()) != callerSpan {
+					t.Errorf("exported server span links = %v, want one to the caller's span %s/%s", links, callerTrace, callerSpan)
+				}
+			})
+		}
 	}
 }
