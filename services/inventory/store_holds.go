@@ -234,6 +234,10 @@ func (s *Store) claimGA(ctx context.Context, tx *sql.Tx, h Hold) error {
 // account "" is a trusted service call; otherwise it must own the hold. Confirming a
 // confirmed hold returns it unchanged. A hold past its expiry is expired on the spot (its
 // seats return to sale at once, not at the sweeper's next pass) and answered with Gone.
+// The sale window is not checked again: a hold placed while tickets were on sale may be
+// confirmed until it expires, even once the event has started, as a box office completes a
+// checkout begun in time. The slack is one hold lifetime at most, and refusing instead would
+// fail an order after its payment, for the saga to refund.
 func (s *Store) ConfirmHold(ctx context.Context, id, account string) (Hold, error) {
 	var h Hold
 	var answer error // an answer that must not roll back what the transaction did
