@@ -93,7 +93,7 @@ func (m *metrics) seatMapSynced(ctx context.Context, outcome Sync) {
 	}
 }
 
-// caughtUp counts one pass of a catalogv1.CatchUp (its Report): complete, or failed and
+// caughtUp counts one pass of a natsconn.CatchUp (its Report): complete, or failed and
 // tried again.
 func (m *metrics) caughtUp(ctx context.Context, _ int, err error) {
 	if m == nil {

@@ -41,7 +41,7 @@ var catalogChangeJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
 // once.
 //
 // It learns events two ways: from the changes on CatalogStream, and by reading every event
-// back from the catalog (catalogv1.CatchUp) each time its consumer is set up. The stream
+// back from the catalog (natsconn.CatchUp) each time its consumer is set up. The stream
 // keeps changes for natsconn.StreamMaxAge at most, so a consumer new to it (a first
 // deployment, one deleted, a NATS that lost its store, inventory down for longer) would
 // never see an event created before: the catalog still lists it. Both ways may bring the
@@ -98,20 +98,15 @@ func (m *SeatMapper) Run(ctx context.Context) error {
 	if m.Tracer == nil {
 		m.Tracer = noop.NewTracerProvider().Tracer("inventory")
 	}
-	catchUp := &catalogv1.CatchUp{Catalog: m.Catalog, Apply: m.applyEvent, PassOver: cannotLayOut, Report: m.Store.metrics.caughtUp, Log: m.Log}
-	if m.JS == nil {
-		_, _ = catchUp.Once(ctx) // fails only when ctx ends
-		return nil
-	}
-	catchUp.Follow(ctx, func(subscribed func()) {
-		natsconn.Follow(ctx, m.JS, CatalogStream, jetstream.ConsumerConfig{
-			Durable:       SeatMapConsumer,
-			FilterSubject: catalogEventSubjects,
-			DeliverPolicy: jetstream.DeliverAllPolicy, // see above: kept for the durables of earlier builds
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       cmp.Or(m.AckWait, 30*time.Second),
-		}, func(msg jetstream.Msg) { m.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: m.retryEvery(), Subscribed: subscribed, Log: m.Log})
-	})
+	catchUp := &natsconn.CatchUp{Pass: catalogv1.Pass(m.Catalog, m.applyEvent, cannotLayOut, m.Log), Source: "the catalog",
+		Report: m.Store.metrics.caughtUp, Log: m.Log}
+	catchUp.Follow(ctx, m.JS, CatalogStream, jetstream.ConsumerConfig{
+		Durable:       SeatMapConsumer,
+		FilterSubject: catalogEventSubjects,
+		DeliverPolicy: jetstream.DeliverAllPolicy, // see above: kept for the durables of earlier builds
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cmp.Or(m.AckWait, 30*time.Second),
+	}, func(msg jetstream.Msg) { m.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: m.retryEvery(), Log: m.Log})
 	return nil
 }
 

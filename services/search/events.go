@@ -53,7 +53,7 @@ func (f *Feeder) Ready() bool { return f.ready.Load() }
 // Each time the consumer has to be set up again (deleted, NATS restarted without its
 // store), the index is rebuilt the same way: the new consumer starts at the stream's end,
 // so a change made while there was none is only in the catalog. A rebuild reads the whole
-// catalog once (catalogv1.CatchUp); replaying the stream from its start instead would read
+// catalog once (natsconn.CatchUp); replaying the stream from its start instead would read
 // every change the stream still keeps, would miss those older than its limits
 // (natsconn.StreamMaxAge) and the changes a NATS that lost its store never had, and could
 // not reuse a durable whose deliver policy differs. The index keeps serving,
@@ -62,12 +62,13 @@ func (f *Feeder) Run(ctx context.Context) error {
 	if f.Log == nil {
 		f.Log = slog.New(slog.DiscardHandler)
 	}
-	rebuild := &catalogv1.CatchUp{
-		Catalog: f.Catalog,
-		Apply: func(_ context.Context, e *catalogv1.Event) error {
-			f.Index.Put(DocFrom(e))
-			return nil
-		},
+	put := func(_ context.Context, e *catalogv1.Event) error {
+		f.Index.Put(DocFrom(e))
+		return nil
+	}
+	rebuild := &natsconn.CatchUp{
+		Pass:   catalogv1.Pass(f.Catalog, put, nil, f.Log),
+		Source: "the catalog",
 		Report: func(_ context.Context, _ int, err error) {
 			if err == nil {
 				f.ready.Store(true)
@@ -75,30 +76,22 @@ func (f *Feeder) Run(ctx context.Context) error {
 		},
 		Log: f.Log,
 	}
-	if f.JS == nil {
-		_, _ = rebuild.Once(ctx) // fails only when ctx ends
-		<-ctx.Done()
-		return nil
-	}
-	rebuild.Follow(ctx, func(subscribed func()) { f.follow(ctx, subscribed) }) // the consumer is stopped before Run returns
-	return nil
-}
-
-// follow creates or resumes this instance's durable consumer and applies every change until
-// ctx is done, calling subscribed each time the consumer is set up (again, after it went
-// away).
-// Each instance has its own consumer, since each has its own index: instances sharing one
-// would split the events between them.
-func (f *Feeder) follow(ctx context.Context, subscribed func()) {
-	natsconn.Follow(ctx, f.JS, catalogStream, jetstream.ConsumerConfig{
+	// Each instance has its own consumer, since each has its own index: instances sharing
+	// one would split the events between them. It starts at the stream's end: earlier events
+	// are in the rebuild that follows each set-up. The consumer is stopped before Run returns.
+	rebuild.Follow(ctx, f.JS, catalogStream, jetstream.ConsumerConfig{
 		Durable:           f.Consumer,
 		FilterSubject:     eventSubjects,
-		DeliverPolicy:     jetstream.DeliverNewPolicy, // earlier events are in the rebuild that follows each set-up
+		DeliverPolicy:     jetstream.DeliverNewPolicy,
 		AckPolicy:         jetstream.AckExplicitPolicy,
 		InactiveThreshold: consumerIdle,
 	}, func(m jetstream.Msg) { f.apply(ctx, m) }, natsconn.FollowOptions{
-		RetryEvery: firstRetryWait, MaxRetryEvery: maxRetryPause, SetupTimeout: callTimeout, Subscribed: subscribed, Log: f.Log,
+		RetryEvery: firstRetryWait, MaxRetryEvery: maxRetryPause, SetupTimeout: callTimeout, Log: f.Log,
 	})
+	if f.JS == nil {
+		<-ctx.Done() // built once: serve it until the end
+	}
+	return nil
 }
 
 func (f *Feeder) apply(ctx context.Context, m jetstream.Msg) {

@@ -34,7 +34,7 @@ const (
 // nothing is left to admit for once they are through. Set the fields, then call Run once.
 //
 // It learns events two ways: from the changes on CatalogStream, and by reading every event
-// back from the catalog (catalogv1.CatchUp) each time its consumer is set up. The stream
+// back from the catalog (natsconn.CatchUp) each time its consumer is set up. The stream
 // keeps changes for natsconn.StreamMaxAge at most, so a consumer new to it (a first
 // deployment, one deleted, a NATS that lost its store, the waitroom down for longer) would
 // never open a flash sale created before: the catalog still lists it. Both ways may bring
@@ -80,21 +80,16 @@ func (f *SaleFollower) Run(ctx context.Context) error {
 	if f.Log == nil {
 		f.Log = logging.Discard()
 	}
-	catchUp := &catalogv1.CatchUp{Catalog: f.Catalog, Apply: f.openSale, Report: f.countCatchUps(), Log: f.Log,
-		// An id the waitroom refuses never opens: pass it over, as the consumer terminates its change.
-		PassOver: func(err error) bool { return problem.CodeOf(err) == problem.Invalid }}
-	if f.JS == nil {
-		_, _ = catchUp.Once(ctx) // fails only when ctx ends
-		return nil
-	}
-	catchUp.Follow(ctx, func(subscribed func()) {
-		natsconn.Follow(ctx, f.JS, CatalogStream, jetstream.ConsumerConfig{
-			Durable:       SaleConsumer,
-			FilterSubject: catalogEventSubjects,
-			DeliverPolicy: jetstream.DeliverAllPolicy, // see above: kept for the durables of earlier builds
-			AckPolicy:     jetstream.AckExplicitPolicy,
-		}, func(msg jetstream.Msg) { f.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: f.retryEvery(), Subscribed: subscribed, Log: f.Log})
-	})
+	// An id the waitroom refuses never opens: pass it over, as the consumer terminates its change.
+	passOver := func(err error) bool { return problem.CodeOf(err) == problem.Invalid }
+	catchUp := &natsconn.CatchUp{Pass: catalogv1.Pass(f.Catalog, f.openSale, passOver, f.Log), Source: "the catalog",
+		Report: f.countCatchUps(), Log: f.Log}
+	catchUp.Follow(ctx, f.JS, CatalogStream, jetstream.ConsumerConfig{
+		Durable:       SaleConsumer,
+		FilterSubject: catalogEventSubjects,
+		DeliverPolicy: jetstream.DeliverAllPolicy, // see above: kept for the durables of earlier builds
+		AckPolicy:     jetstream.AckExplicitPolicy,
+	}, func(msg jetstream.Msg) { f.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: f.retryEvery(), Log: f.Log})
 	return nil
 }
 
