@@ -429,17 +429,17 @@ func (t *tables) ResetEdits(ctx context.Context) error {
 // connection, and the next one dials; the failsafe's breaker stops calls, and so dials, when
 // Redis keeps missing the deadline. Nil for a kind of client it cannot copy.
 func limiterClient(c redis.UniversalClient) redis.UniversalClient {
-	// The copy gets a maintenance-notifications config of its own (nil: the defaults, as the
-	// original was made): the original's is written by its connections as they handshake, so
-	// sharing it, or reading it to clone it, races with them.
+	// redisconn makes c with maintenance notifications off, so its options do not change
+	// under the copy. The copy gets a push processor of its own (nil: a new one), not c's,
+	// which holds c's handlers.
 	switch c := c.(type) {
 	case *redis.Client:
 		o := *c.Options()
-		o.ContextTimeoutEnabled, o.MaintNotificationsConfig = true, nil
+		o.ContextTimeoutEnabled, o.PushNotificationProcessor = true, nil
 		return redis.NewClient(&o)
 	case *redis.ClusterClient:
 		o := *c.Options()
-		o.ContextTimeoutEnabled, o.MaintNotificationsConfig = true, nil
+		o.ContextTimeoutEnabled, o.PushNotificationProcessor = true, nil
 		return redis.NewClusterClient(&o)
 	}
 	return nil

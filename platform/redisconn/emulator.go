@@ -18,7 +18,7 @@ func startEmulator(ctx context.Context) (*Resolved, error) {
 		return nil, fmt.Errorf("start redis emulator: %w", err)
 	}
 	url := "redis://" + mr.Addr() + "/0"
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaintNotificationsConfig: maintNotificationsOff()})
 	if err := ping(ctx, c, url); err != nil {
 		_ = c.Close()
 		mr.Close()

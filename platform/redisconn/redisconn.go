@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Sources a Resolved can come from.
@@ -138,4 +139,14 @@ func ping(ctx context.Context, c redis.UniversalClient, url string) error {
 		return fmt.Errorf("redis ping %s: %w", redactedURL(url), err)
 	}
 	return nil
+}
+
+// maintNotificationsOff turns go-redis's maintenance notifications off for every client this
+// package makes. By default ("auto") each connection asks the server for the push messages a
+// managed Redis sends before it moves a node, and on a refusal the client rewrites its own
+// options; a copy of them made meanwhile (the gateway's limiter client) races with that, and
+// shares a push processor whose handlers it then fails to register again. BoxOffice does not
+// act on these messages.
+func maintNotificationsOff() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 }

@@ -70,7 +70,7 @@ func startServer(ctx context.Context, bin, dataDir string, within time.Duration)
 		_ = stop()
 		return nil, fmt.Errorf("redis-server on %s: %w%s", addr, err, logTail(logFile))
 	}
-	c := redis.NewClient(&redis.Options{Addr: addr})
+	c := redis.NewClient(&redis.Options{Addr: addr, MaintNotificationsConfig: maintNotificationsOff()})
 	return &Resolved{Client: c, URL: "redis://" + addr + "/0", Source: SourceRedisServer, stop: stop}, nil
 }
 
@@ -79,7 +79,8 @@ func startServer(ctx context.Context, bin, dataDir string, within time.Duration)
 func waitReady(ctx context.Context, addr string, exited <-chan struct{}, exitErr func() error, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 100 * time.Millisecond, PoolSize: 1})
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 100 * time.Millisecond, PoolSize: 1,
+		MaintNotificationsConfig: maintNotificationsOff()})
 	defer c.Close()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()

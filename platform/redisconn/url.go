@@ -23,12 +23,14 @@ func clientFromURL(raw string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, err
 		}
+		opts.MaintNotificationsConfig = maintNotificationsOff()
 		c = redis.NewClusterClient(opts)
 	} else {
 		opts, err := redis.ParseURL(raw)
 		if err != nil {
 			return nil, fmt.Errorf("redis url %s: %w", redactedURL(raw), err)
 		}
+		opts.MaintNotificationsConfig = maintNotificationsOff()
 		c = redis.NewClient(opts)
 	}
 	return c, nil
