@@ -2,9 +2,12 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -52,22 +55,27 @@ type waiter struct {
 	// done receives the request's error, nil once its calls hold their replies. Buffered:
 	// drain never waits for a request that has given up.
 	done chan error
+	// sent is set once the request's calls are written.
+	sent atomic.Bool
 }
 
 // send sends one request's script calls, at once if a slot is free, else with the next
 // batch, and leaves their replies in them. It returns the first error of the calls, or
-// ctx's error if ctx ends first.
+// ctx's error if ctx ends first: ErrNoSlot if its calls had not left yet.
+//
+// A round-trip budget in ctx (withRoundTrip) bounds the calls from the moment they are
+// written, so that the time a request waits for a slot is not taken for the store's.
 func (r *Redis) send(ctx context.Context, calls []scriptCall) error {
 	b := &r.batch
 	if b.slots == 0 {
-		return r.run(ctx, calls)
+		return r.runWithin(ctx, calls)
 	}
 	b.mu.Lock()
 	if b.inFlight < b.slots {
 		b.inFlight++
 		b.mu.Unlock()
 		b.sizes.Record(ctx, 1)
-		err := r.run(ctx, calls)
+		err := r.runWithin(ctx, calls)
 		if next := b.next(); next != nil {
 			go r.drain(next)
 		}
@@ -83,8 +91,39 @@ func (r *Redis) send(ctx context.Context, calls []scriptCall) error {
 		copy(calls, w.calls)
 		return err
 	case <-ctx.Done():
+		if !w.sent.Load() {
+			return fmt.Errorf("%w: %w", ErrNoSlot, ctx.Err())
+		}
 		return ctx.Err()
 	}
+}
+
+// runWithin is run bounded by ctx's round-trip budget, counted from now.
+func (r *Redis) runWithin(ctx context.Context, calls []scriptCall) error {
+	if d, ok := roundTripOf(ctx); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	return r.run(ctx, calls)
+}
+
+// ErrNoSlot is a store call that never left: its context ended while it waited for a round
+// trip slot. It says nothing about the store, only that the caller was busy.
+var ErrNoSlot = errors.New("ratelimit: no store round trip in time")
+
+// roundTripKey carries the budget of one store round trip in a context.
+type roundTripKey struct{}
+
+// withRoundTrip bounds each store round trip of the calls made with ctx to d, counted from
+// the moment the round trip is written rather than from the call.
+func withRoundTrip(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, roundTripKey{}, d)
+}
+
+func roundTripOf(ctx context.Context) (time.Duration, bool) {
+	d, ok := ctx.Value(roundTripKey{}).(time.Duration)
+	return d, ok && d > 0
 }
 
 // next takes the queued requests, at most maxBatch, for the slot of a round trip that just
@@ -129,8 +168,11 @@ func (r *Redis) flush(batch []*waiter) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := latestDeadline(live)
+	ctx, cancel := batchDeadline(live)
 	defer cancel()
+	for _, w := range live {
+		w.sent.Store(true)
+	}
 	r.batch.sizes.Record(ctx, int64(len(live)))
 	groups := make([][]scriptCall, len(live))
 	for i, w := range live {
@@ -142,14 +184,19 @@ func (r *Redis) flush(batch []*waiter) {
 	}
 }
 
-// latestDeadline is the context of a batch's round trip: it ends at the latest deadline of
-// the batch's requests, or never if one of them has none, so that one short deadline does
-// not fail the others' calls; each request still returns at its own. It carries no values:
-// the batch belongs to no one request.
-func latestDeadline(batch []*waiter) (context.Context, context.CancelFunc) {
+// batchDeadline is the context of a batch's round trip. It ends at the latest of its
+// requests' bounds, so that one short bound does not fail the others' calls (each request
+// still returns at its own): a request's bound is its round-trip budget from now when it has
+// one, else its deadline. It never ends if a request has neither. It carries no values: the
+// batch belongs to no one request.
+func batchDeadline(batch []*waiter) (context.Context, context.CancelFunc) {
 	var latest time.Time
+	now := time.Now()
 	for _, w := range batch {
 		d, ok := w.ctx.Deadline()
+		if rt, has := roundTripOf(w.ctx); has {
+			d, ok = now.Add(rt), true
+		}
 		if !ok {
 			return context.Background(), func() {}
 		}

@@ -6,42 +6,52 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"syscall"
 	"time"
 
-	"github.com/sony/gobreaker/v2"
 	"go.opentelemetry.io/otel/metric"
 )
 
 // Failsafe is the Limiter a gateway uses: it decides on the shared store and keeps deciding,
-// without an error, when the store is slow or down.
+// without an error, when the store is slow or down. docs/lessons/failure-modes.md tells the
+// whole story and states each overshoot bound; in short:
 //
-// Each store call gets a short timeout (5 ms by default: a slow limiter is worse than none)
-// and goes through a circuit breaker, so a dead store costs no waiting once the breaker is
-// open. While the store is unavailable each rule follows its OnStoreFailure:
-//
-//   - FailOpen rules decide on a local in-memory limiter at Limit/N and Burst/N, N being the
-//     live gateway replicas (last known), so the replicas together keep roughly the global
-//     limit. A short period of approximate limits is rarely worse than an outage.
-//   - FailClosed rules deny (the gateway answers 503): for login or OTP, guessing freely
-//     while the limiter is blind is worse than a short refusal.
+//   - Each round trip gets a short budget (5 ms by default: a slow limiter is worse than
+//     none) counted from the moment it is written, and a circuit breaker judges the store by
+//     those round trips alone (see Breaker).
+//   - A key the store denied until a reset is denied locally until then (at most DenyFor),
+//     so a flood's 429s cost no store call.
+//   - Requests with a fail-closed rule go through a lane of their own (ClosedStore, its own
+//     breaker and a longer budget), so a flood elsewhere cannot starve them.
+//   - While the store is unavailable, FailOpen rules decide on a local limiter at Limit/N
+//     (N live replicas) that starts from the store's last answer for the key, and what they
+//     spend there is charged back to the store when it returns; FailClosed rules deny.
 //
 // Give the Redis client ContextTimeoutEnabled: its calls then end at the deadline by
 // themselves and Failsafe makes them directly. Otherwise each call runs on a goroutine of its
-// own so that the timeout holds anyway, at some cost per decision (see docs/benchmarks.md).
-// A store call abandoned at the timeout may still complete in Redis; that request is then
-// counted by both the store and the fallback, erring on the side of limiting.
-//
-// Failsafe records metrics for every decision (see metrics). Safe for concurrent use.
+// own so that the timeout holds anyway. A call abandoned at the timeout may still complete in
+// Redis; that request is then counted twice, erring on the side of limiting.
+// Safe for concurrent use.
 type Failsafe struct {
-	store    Limiter
-	local    *Memory
-	replicas ReplicaCount
-	timeout  time.Duration
-	openFor  time.Duration
-	direct   bool // the store ends its calls at the deadline by itself
-	breaker  *gobreaker.CircuitBreaker[Result]
-	metrics  *metrics
-	now      func() time.Time
+	open, closed *lane
+	local        *Memory
+	replicas     ReplicaCount
+	answers      *answers
+	ledger       *ledger
+	metrics      *metrics
+	now          func() time.Time
+	log          *slog.Logger
+}
+
+// lane is one path to the store: its calls, their budget and the breaker that judges them.
+type lane struct {
+	name      string
+	store     Limiter
+	direct    bool // the store ends its calls at the deadline by itself
+	roundTrip time.Duration
+	queueWait time.Duration
+	circuit   *circuit
 }
 
 // deadlineBound is a store that can tell whether its calls end at their context's deadline.
@@ -56,13 +66,25 @@ var _ ReplicaCount = (*Replicas)(nil)
 
 // FailsafeOptions configures a Failsafe; the zero value gives the defaults.
 type FailsafeOptions struct {
-	// Timeout bounds each store call; 0 means 5ms.
+	// Timeout bounds each store round trip from the moment it is written; 0 means 5ms.
 	Timeout time.Duration
-	// Breaker configures the circuit breaker around the store.
+	// QueueWait bounds the wait for a round trip slot; 0 means Timeout. A call that waits
+	// longer is decided without the store but does not count against it.
+	QueueWait time.Duration
+	// ClosedStore is the fail-closed lane's store, usually a *Redis on a client of its own;
+	// nil means the same store, still behind a breaker of its own.
+	ClosedStore Limiter
+	// ClosedTimeout is Timeout for the fail-closed lane; 0 means 50ms. Its alternative to
+	// waiting is a refusal, not a fallback, so it waits longer.
+	ClosedTimeout time.Duration
+	// DenyFor caps how long a key the store denied is denied locally; 0 means 1s, negative
+	// means never (every request asks the store).
+	DenyFor time.Duration
+	// Breaker configures the circuit breaker of each lane.
 	Breaker Breaker
 	// Replicas gives N for the fallback's Limit/N; nil means N = 1.
 	Replicas ReplicaCount
-	// Now is the clock for latency metrics and the fallback limiter; nil means time.Now.
+	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Meter receives the metrics; nil means none.
 	Meter metric.MeterProvider
@@ -72,48 +94,126 @@ type FailsafeOptions struct {
 
 // NewFailsafe wraps store, usually a *Redis.
 func NewFailsafe(store Limiter, opts FailsafeOptions) (*Failsafe, error) {
-	f := &Failsafe{store: store, replicas: opts.Replicas, timeout: opts.Timeout, openFor: opts.Breaker.openFor(), now: opts.Now}
-	if d, ok := store.(deadlineBound); ok {
-		f.direct = d.boundByDeadline()
-	}
-	if f.timeout <= 0 {
-		f.timeout = 5 * time.Millisecond
-	}
+	f := &Failsafe{replicas: opts.Replicas, now: opts.Now, log: opts.Logger}
 	if f.now == nil {
 		f.now = time.Now
 	}
 	if f.replicas == nil {
 		f.replicas = oneReplica{}
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if f.log == nil {
+		f.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Millisecond
+	}
+	queue := opts.QueueWait
+	if queue <= 0 {
+		queue = timeout
+	}
+	f.open = f.newLane("open", store, timeout, queue, opts.Breaker)
+	closedStore, closedTimeout := opts.ClosedStore, opts.ClosedTimeout
+	if closedStore == nil {
+		closedStore = store
+	}
+	if closedTimeout <= 0 {
+		closedTimeout = 50 * time.Millisecond
+	}
+	f.closed = f.newLane("closed", closedStore, closedTimeout, closedTimeout, opts.Breaker)
+	denyFor := opts.DenyFor
+	if denyFor == 0 {
+		denyFor = time.Second
 	}
 	f.local = NewMemory(f.now)
-	f.breaker = newBreaker(opts.Breaker, log)
+	f.answers = newAnswers(max(0, denyFor))
+	f.ledger = &ledger{}
 	var err error
-	if f.metrics, err = newMetrics(opts.Meter, f.BreakerOpen); err != nil {
+	if f.metrics, err = newMetrics(opts.Meter, f.breakerStates); err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
+func (f *Failsafe) newLane(name string, store Limiter, roundTrip, queue time.Duration, b Breaker) *lane {
+	l := &lane{name: name, store: store, roundTrip: roundTrip, queueWait: queue}
+	if d, ok := store.(deadlineBound); ok {
+		l.direct = d.boundByDeadline()
+	}
+	l.circuit = newCircuit(b, f.now, func(from, to BreakerState, why string) {
+		f.log.Warn("rate limit store breaker", "lane", name, "from", from.String(), "to", to.String(), "why", why)
+	})
+	return l
+}
+
 var _ Limiter = (*Failsafe)(nil)
 
-// Allow decides reqs on the store or, if it fails, by each rule's OnStoreFailure. It returns
-// an error only for invalid requests.
+// Allow decides reqs locally when the store already denied one of their keys, else on the
+// store or, if it is unavailable, by each rule's OnStoreFailure. It returns an error only
+// for invalid requests.
 func (f *Failsafe) Allow(ctx context.Context, reqs []Request) (Result, error) {
 	if err := validate(reqs); err != nil {
 		return Result{}, err
 	}
 	start := f.now()
-	res, err := f.breaker.Execute(func() (Result, error) { return f.ask(ctx, reqs) })
-	if err != nil {
-		f.metrics.storeError(ctx, errorKind(err))
-		res = f.degrade(reqs)
+	res, ok := f.answers.denied(reqs, start)
+	if !ok {
+		res = f.decide(ctx, reqs, start)
 	}
 	f.metrics.decided(ctx, res, f.now().Sub(start))
 	return res, nil
+}
+
+// decide asks the store through the request's lane, or decides without it.
+func (f *Failsafe) decide(ctx context.Context, reqs []Request, now time.Time) Result {
+	ln := f.laneOf(reqs)
+	if !ln.circuit.allow() {
+		f.metrics.storeError(ctx, ln.name, "breaker_open")
+		return f.degrade(reqs, now)
+	}
+	if err := f.chargeBack(ctx, ln, f.ledger.takeFor(reqs), now); err != nil {
+		ln.circuit.done(judge(err))
+		return f.degrade(reqs, now)
+	}
+	res, err := f.ask(ctx, ln, reqs)
+	ln.circuit.done(judge(err))
+	if err != nil {
+		f.metrics.storeError(ctx, ln.name, errorKind(err))
+		return f.degrade(reqs, now)
+	}
+	f.answers.record(reqs, res, now)
+	if ln == f.open && f.ledger.owing() { // the closed lane is kept for its own requests
+		f.chargeBackSoon(ln)
+	}
+	return res
+}
+
+// chargeBack sends debts to the store before the request whose keys owe them is decided
+// there, so that it sees the budget the fallback spent. Only the first requests after an
+// outage pay this round trip. Debts that cannot be sent are kept.
+func (f *Failsafe) chargeBack(ctx context.Context, ln *lane, debts []Request, now time.Time) error {
+	if len(debts) == 0 {
+		return nil
+	}
+	res, err := f.ask(ctx, ln, debts)
+	if err != nil {
+		f.ledger.putBack(debts)
+		f.metrics.storeError(ctx, ln.name, errorKind(err))
+		return err
+	}
+	f.answers.record(debts, res, now)
+	f.metrics.chargedBack(ctx, debts)
+	return nil
+}
+
+// laneOf is the closed lane for a request with an enforced fail-closed rule, else the open.
+func (f *Failsafe) laneOf(reqs []Request) *lane {
+	for _, q := range reqs {
+		if q.Rule.OnStoreFailure == FailClosed && q.Rule.enforced() {
+			return f.closed
+		}
+	}
+	return f.open
 }
 
 // Release frees concurrency leases where they were taken. A lease the store cannot release
@@ -130,26 +230,31 @@ func (f *Failsafe) Release(ctx context.Context, leases ...Lease) error {
 	if len(stored) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	ctx, cancel := context.WithTimeout(ctx, f.open.roundTrip+f.open.queueWait)
 	defer cancel()
-	if err := f.store.Release(ctx, stored...); err != nil {
-		f.metrics.storeError(ctx, errorKind(err))
+	if err := f.open.store.Release(withRoundTrip(ctx, f.open.roundTrip), stored...); err != nil {
+		f.metrics.storeError(ctx, f.open.name, errorKind(err))
 		return err
 	}
 	return nil
 }
 
-// BreakerOpen reports whether store calls are being skipped.
-func (f *Failsafe) BreakerOpen() bool { return f.breaker.State() == gobreaker.StateOpen }
+// BreakerOpen reports whether the open lane's store calls are being skipped.
+func (f *Failsafe) BreakerOpen() bool { return f.open.circuit.current() == Open }
 
-// ask calls the store within the timeout: directly if the store ends its calls at the
-// deadline, else on a goroutine of its own so the timeout holds even if the client ignores
-// context deadlines on its sockets.
-func (f *Failsafe) ask(ctx context.Context, reqs []Request) (Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+func (f *Failsafe) breakerStates() map[string]BreakerState {
+	return map[string]BreakerState{f.open.name: f.open.circuit.current(), f.closed.name: f.closed.circuit.current()}
+}
+
+// ask calls the lane's store within its budgets: directly if the store ends its calls at
+// the deadline, else on a goroutine of its own so the budget holds even if the client
+// ignores context deadlines on its sockets.
+func (f *Failsafe) ask(ctx context.Context, ln *lane, reqs []Request) (Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, ln.queueWait+ln.roundTrip)
 	defer cancel()
-	if f.direct {
-		res, err := f.store.Allow(ctx, reqs)
+	ctx = withRoundTrip(ctx, ln.roundTrip)
+	if ln.direct {
+		res, err := ln.store.Allow(ctx, reqs)
 		if err != nil {
 			return Result{}, fmt.Errorf("ratelimit: store: %w", err)
 		}
@@ -161,7 +266,7 @@ func (f *Failsafe) ask(ctx context.Context, reqs []Request) (Result, error) {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		res, err := f.store.Allow(ctx, reqs)
+		res, err := ln.store.Allow(ctx, reqs)
 		done <- answer{res, err}
 	}()
 	select {
@@ -173,8 +278,10 @@ func (f *Failsafe) ask(ctx context.Context, reqs []Request) (Result, error) {
 }
 
 // degrade decides without the store: fail-closed rules deny, the others decide locally at
-// their share of the limit. If an enforced rule fails closed the local limiter only reports.
-func (f *Failsafe) degrade(reqs []Request) Result {
+// their share of the limit, starting from the store's last answer for their key. If an
+// enforced rule fails closed the local limiter only reports. What the local limiter spends
+// is owed to the store.
+func (f *Failsafe) degrade(reqs []Request, now time.Time) Result {
 	n := max(1, f.replicas.Count())
 	ds := make([]Decision, len(reqs))
 	closed := false
@@ -182,21 +289,67 @@ func (f *Failsafe) degrade(reqs []Request) Result {
 	var at []int
 	for i, q := range reqs {
 		if q.Rule.OnStoreFailure == FailClosed {
-			ds[i] = Decision{RetryAfter: f.openFor, Limit: q.Rule.Limit, Window: q.Rule.Window,
+			ds[i] = Decision{RetryAfter: f.closed.circuit.cfg.OpenFor, Limit: q.Rule.Limit, Window: q.Rule.Window,
 				Rule: q.Rule.ID, Mode: q.Rule.mode(), Path: PathFailClosed}
 			closed = closed || q.Rule.enforced()
 			continue
 		}
-		local = append(local, share(q, n))
+		sq := share(q, n)
+		if remaining, ok := f.answers.reseed(q, now); ok {
+			spent := int64(sq.Rule.capacity()) - remaining/int64(n) + f.ledger.owed(q)
+			f.local.restart(sq, spent)
+		}
+		local = append(local, sq)
 		at = append(at, i)
 	}
-	if len(local) > 0 {
-		for j, d := range f.local.decide(local, !closed, PathFallback).Rules {
-			ds[at[j]] = d
+	if len(local) == 0 {
+		return combine(ds)
+	}
+	res := f.local.decide(local, !closed, PathFallback)
+	spent := !closed && (res.Allowed || anyCharge(local))
+	for j, d := range res.Rules {
+		ds[at[j]] = d
+		q := reqs[at[j]]
+		if spent && q.Rule.Algorithm != Concurrency && (q.Charge || res.Allowed && d.Allowed) {
+			f.ledger.add(q, q.cost())
 		}
 	}
 	return combine(ds)
 }
+
+func anyCharge(reqs []Request) bool {
+	for _, q := range reqs {
+		if q.Charge {
+			return true
+		}
+	}
+	return false
+}
+
+// chargeBackSoon sends the other keys' debts to the store in the background, once at a
+// time, so that keys that ask no more are charged too (a quota's next request may come in a
+// week). A request for a key whose debt is in such a batch, decided meanwhile, may pass on
+// budget the fallback already spent: at most the requests of one round trip.
+func (f *Failsafe) chargeBackSoon(ln *lane) {
+	if !f.ledger.flushing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer f.ledger.flushing.Store(false)
+		for range maxChargeBatches {
+			debts := f.ledger.take(maxBatch)
+			if len(debts) == 0 {
+				return
+			}
+			if err := f.chargeBack(context.Background(), ln, debts, f.now()); err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// maxChargeBatches bounds one charge-back pass; what is left waits for the next store answer.
+const maxChargeBatches = 64
 
 // share is a request against this replica's share of its rule: Limit/N and Burst/N.
 func share(q Request, n int) Request {
@@ -207,12 +360,41 @@ func share(q Request, n int) Request {
 	return q
 }
 
+// judge is how a store call counts for its breaker: a call that never left, or whose caller
+// gave up, says nothing about the store.
+func judge(err error) callOutcome {
+	switch {
+	case err == nil:
+		return callOK
+	case errors.Is(err, ErrNoSlot), errors.Is(err, context.Canceled):
+		return callNotCounted
+	case unreachable(err):
+		return callUnreachable
+	}
+	return callSlow
+}
+
+// unreachable reports an error that says the store could not be reached at all: refused,
+// reset or closed connections, a failed dial.
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.As(err, &op) && op.Op == "dial" && !op.Timeout()
+}
+
 // errorKind names a store failure for metrics.
 func errorKind(err error) string {
 	switch {
-	case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
-		return "breaker_open"
+	case errors.Is(err, ErrNoSlot):
+		return "no_slot"
 	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case unreachable(err):
+		return "unreachable"
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
 		return "timeout"
 	}
 	return "error"

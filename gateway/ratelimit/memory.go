@@ -117,6 +117,18 @@ func (m *Memory) Release(_ context.Context, leases ...Lease) error {
 	return nil
 }
 
+// restart forgets q's key and starts it afresh with spent units already spent (none if
+// spent ≤ 0): a fallback starting from what the store last said was left.
+func (m *Memory) restart(q Request, spent int64) {
+	m.mu.Lock()
+	delete(m.keys, storageKey(q.Rule.ID, q.Key))
+	m.mu.Unlock()
+	if spent > 0 {
+		q.Cost, q.Charge = int(min(spent, MaxCount)), true
+		m.decide([]Request{q}, true, PathFallback)
+	}
+}
+
 // Len reports how many keys hold state, expired ones included until the next sweep.
 func (m *Memory) Len() int {
 	m.mu.Lock()

@@ -15,11 +15,14 @@ import (
 // metrics are what Failsafe reports. Exported in Prometheus format they read:
 //
 //	ratelimit_decisions_total{rule, outcome, path}   outcome: allowed | denied | shadow_denied
-//	ratelimit_store_errors_total{kind}               kind: timeout | error | breaker_open
+//	ratelimit_store_errors_total{lane, kind}         kind: timeout | unreachable | error |
+//	                                                 breaker_open | no_slot
 //	ratelimit_fallback_decisions_total{rule}         decided locally at limit/N
 //	ratelimit_fail_closed_decisions_total{rule}      denied because the store was unreachable
+//	ratelimit_chargeback_units_total{rule}           fallback spending charged back to the store
 //	ratelimit_decision_duration_seconds              one request, all rules, any path
-//	ratelimit_breaker_open                           1 while the breaker skips the store
+//	ratelimit_breaker_open{lane}                     1 while the lane's breaker skips the store
+//	ratelimit_breaker_state{lane}                    0 closed, 1 open, 2 half-open
 //
 // Redis reports one more, newBatchSizes:
 //
@@ -32,6 +35,7 @@ type metrics struct {
 	storeErrs  metric.Int64Counter
 	fallbacks  metric.Int64Counter
 	failClosed metric.Int64Counter
+	charged    metric.Int64Counter
 	latency    metric.Float64Histogram
 }
 
@@ -72,9 +76,9 @@ type outcomeKey struct {
 // meterName is the instrumentation scope of the package's metrics.
 const meterName = "boxoffice.dev/gateway/ratelimit"
 
-// newMetrics creates the instruments on mp; nil means no metrics. breakerOpen is observed
-// at each collection.
-func newMetrics(mp metric.MeterProvider, breakerOpen func() bool) (*metrics, error) {
+// newMetrics creates the instruments on mp; nil means no metrics. breakers, the state of
+// each lane's breaker, is observed at each collection.
+func newMetrics(mp metric.MeterProvider, breakers func() map[string]BreakerState) (*metrics, error) {
 	if mp == nil {
 		mp = noop.NewMeterProvider()
 	}
@@ -93,12 +97,24 @@ func newMetrics(mp metric.MeterProvider, breakerOpen func() bool) (*metrics, err
 		metric.WithDescription("Time to decide one request, all rules included."),
 		metric.WithExplicitBucketBoundaries(0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1))
 	err = errors.Join(err, e)
-	_, e = m.Int64ObservableGauge("ratelimit.breaker.open", metric.WithDescription("1 while the circuit breaker skips the store."),
+	ms.charged, e = m.Int64Counter("ratelimit.chargeback.units", metric.WithDescription("Units the fallback spent, charged back to the store once it answered again."))
+	err = errors.Join(err, e)
+	_, e = m.Int64ObservableGauge("ratelimit.breaker.open", metric.WithDescription("1 while the lane's circuit breaker skips the store."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			if breakerOpen() {
-				o.Observe(1)
-			} else {
-				o.Observe(0)
+			for lane, st := range breakers() {
+				open := int64(0)
+				if st == Open {
+					open = 1
+				}
+				o.Observe(open, metric.WithAttributes(attribute.String("lane", lane)))
+			}
+			return nil
+		}))
+	err = errors.Join(err, e)
+	_, e = m.Int64ObservableGauge("ratelimit.breaker.state", metric.WithDescription("The lane's circuit breaker: 0 closed, 1 open, 2 half-open."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			for lane, st := range breakers() {
+				o.Observe(int64(st), metric.WithAttributes(attribute.String("lane", lane)))
 			}
 			return nil
 		}))
@@ -112,6 +128,9 @@ func newMetrics(mp metric.MeterProvider, breakerOpen func() bool) (*metrics, err
 // decided records one request's decisions and how long they took.
 func (m *metrics) decided(ctx context.Context, res Result, took time.Duration) {
 	for _, d := range res.Rules {
+		if d.skipped {
+			continue
+		}
 		outcome := "allowed"
 		switch {
 		case !d.Allowed && d.Mode == Shadow:
@@ -130,9 +149,16 @@ func (m *metrics) decided(ctx context.Context, res Result, took time.Duration) {
 	m.latency.Record(ctx, took.Seconds())
 }
 
-// storeError records a store call that failed or was skipped.
-func (m *metrics) storeError(ctx context.Context, kind string) {
-	m.storeErrs.Add(ctx, 1, metric.WithAttributes(attribute.String("kind", kind)))
+// storeError records a store call of a lane that failed or was skipped.
+func (m *metrics) storeError(ctx context.Context, lane, kind string) {
+	m.storeErrs.Add(ctx, 1, metric.WithAttributes(attribute.String("lane", lane), attribute.String("kind", kind)))
+}
+
+// chargedBack records debts charged back to the store.
+func (m *metrics) chargedBack(ctx context.Context, debts []Request) {
+	for _, q := range debts {
+		m.charged.Add(ctx, int64(q.Cost), metric.WithAttributes(attribute.String("rule", q.Rule.ID)))
+	}
 }
 
 // newBatchSizes creates the histogram of requests per Redis round trip on mp; nil means no

@@ -309,6 +309,9 @@ const (
 	PathLease Path = "lease"
 	// PathShadow: the request passed although a shadow rule would have denied it.
 	PathShadow Path = "shadow"
+	// PathLocalDeny: denied without a store call, because the store had denied the key until
+	// later (Failsafe). The request's other rules are reported but were not asked.
+	PathLocalDeny Path = "local_deny"
 )
 
 // Decision is one rule's answer, or the effective answer for a whole request.
@@ -328,6 +331,8 @@ type Decision struct {
 	Path Path
 	// Lease is set when an allowed Concurrency rule holds a slot; release it when done.
 	Lease *Lease
+	// skipped marks a rule that was not decided: another rule denied the request first.
+	skipped bool
 }
 
 // Result holds the effective decision for a request and each rule's own decision, in request
