@@ -55,12 +55,11 @@ func BenchmarkPipeline(b *testing.B) {
 	rd := testkit.StartRedis(b)
 	ks := newKeySet(b, "k1")
 	live := liveOf(b, benchPolicy)
-	decisions := limiterClient(rd.Client()) // as Run makes it
-	b.Cleanup(func() { _ = decisions.Close() })
-	limiter, err := ratelimit.NewFailsafe(ratelimit.NewRedis(decisions), ratelimit.FailsafeOptions{Timeout: time.Second})
+	limiter, err := ratelimit.New(ratelimit.Options{Client: rd.Client(), Timeout: time.Second}) // as Run makes it
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = limiter.Close() })
 	jwks := authn.NewJWKS(ks.URL+"/.well-known/jwks.json", authn.JWKSOptions{})
 	if err := jwks.Refresh(context.Background()); err != nil {
 		b.Fatal(err)

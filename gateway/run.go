@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -189,45 +188,21 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		return nil, fmt.Errorf("redis: %w", err)
 	}
 	*closers = append(*closers, rd.Close)
-	replicaID := cfg.ReplicaID
-	if replicaID == "" {
-		replicaID = "gateway-" + rand.Text()[:12]
-	}
-	replicas := ratelimit.NewReplicas(rd.Client, replicaID, 0)
-	background.Go(func() { _ = replicas.Run(ctx) })
-	decisions := rd.Client
-	if c := limiterClient(rd.Client); c != nil {
-		decisions = c
-		*closers = append(*closers, c.Close)
-	}
-	store, err := ratelimit.NewRedisWith(decisions, ratelimit.RedisOptions{Meter: mp})
+	limiter, err := ratelimit.New(ratelimit.Options{Client: rd.Client, ReplicaID: cfg.ReplicaID,
+		Timeout: cfg.LimiterTimeout, Now: time.Now, Meter: mp, Logger: s.Log})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("rate limiter: %w", err)
 	}
-	// Scripts loaded and a connection dialled before the first request, whose decision has
+	*closers = append(*closers, limiter.Close)
+	background.Go(func() { _ = limiter.Run(ctx) })
+	// Scripts loaded and connections dialled before the first request, whose decision has
 	// only RATELIMIT_TIMEOUT; bounded, since a Redis that does not answer must not hold the
 	// start (the failsafe serves without it).
 	warm, cancelWarm := context.WithTimeout(ctx, 2*time.Second)
-	if err := store.Warm(warm); err != nil {
+	if err := limiter.Warm(warm); err != nil {
 		s.Log.WarnContext(ctx, "rate limiter: scripts not loaded at start; the first decisions load them", "error", err)
 	}
 	cancelWarm()
-	failsafe, err := ratelimit.NewFailsafe(store, ratelimit.FailsafeOptions{
-		Timeout: cfg.LimiterTimeout, Replicas: replicas, Meter: mp, Logger: s.Log})
-	if err != nil {
-		return nil, err
-	}
-	// Hot keys: a limit's lease and shards (docs/lessons/hot-keys.md). Leases is outermost, so
-	// a replica holds one batch per rule and key, whatever its shards, and the overshoot stays
-	// replicas × lease; each batch comes from one shard. Both wrap the failsafe, which must
-	// hold the Redis limiter itself to call it directly, and whose fallback then decides a
-	// shard at its share. A request naming neither goes through both unchanged, in one call.
-	// Decisions on tokens in hand never reach the failsafe: Leases counts them itself, in
-	// the same ratelimit_decisions_total, with path lease.
-	limiter, err := ratelimit.NewLeasesWith(ratelimit.NewSharded(failsafe, nil), ratelimit.LeasesOptions{Meter: mp})
-	if err != nil {
-		return nil, err
-	}
 
 	// Upstreams: the pools follow the policy; a change they refuse is refused whole.
 	pools, err := upstream.New(serviceConfigs(live.Current(), cfg.Upstreams), upstream.Options{MeterProvider: mp, TracerProvider: tp, Log: s.Log})
@@ -420,29 +395,6 @@ func (t *tables) DeleteEdit(ctx context.Context, kind policy.EditKind, id string
 
 func (t *tables) ResetEdits(ctx context.Context) error {
 	return t.write(func(tb *policy.Table) error { return tb.ResetEdits(ctx) })
-}
-
-// limiterClient is a client of c's Redis for the limiter's decisions, one that ends each call
-// at its context's deadline (ContextTimeoutEnabled): the failsafe's timeout (RATELIMIT_TIMEOUT)
-// then holds by itself, where with another client the failsafe runs every decision on a
-// goroutine of its own to enforce it. The price: a call cut off at its deadline closes its
-// connection, and the next one dials; the failsafe's breaker stops calls, and so dials, when
-// Redis keeps missing the deadline. Nil for a kind of client it cannot copy.
-func limiterClient(c redis.UniversalClient) redis.UniversalClient {
-	// redisconn makes c with maintenance notifications off, so its options do not change
-	// under the copy. The copy gets a push processor of its own (nil: a new one), not c's,
-	// which holds c's handlers.
-	switch c := c.(type) {
-	case *redis.Client:
-		o := *c.Options()
-		o.ContextTimeoutEnabled, o.PushNotificationProcessor = true, nil
-		return redis.NewClient(&o)
-	case *redis.ClusterClient:
-		o := *c.Options()
-		o.ContextTimeoutEnabled, o.PushNotificationProcessor = true, nil
-		return redis.NewClusterClient(&o)
-	}
-	return nil
 }
 
 // authenticator verifies JWTs against the auth service's JWKS (refreshed in the background)

@@ -1,0 +1,148 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Options configures the limiter a gateway runs; New builds the whole chain from it. The
+// zero value of every field but Client gives the default.
+type Options struct {
+	// Client is the Redis (or Redis Cluster) the limits live in.
+	Client redis.UniversalClient
+	// ReplicaID is how this replica announces itself for the fallback's Limit/N; "" means
+	// random.
+	ReplicaID string
+	// Timeout, QueueWait, ClosedTimeout, DenyFor and Breaker are Failsafe's (FailsafeOptions).
+	Timeout, QueueWait, ClosedTimeout, DenyFor time.Duration
+	Breaker                                    Breaker
+	// Now is the one clock of the chain; nil means time.Now.
+	Now func() time.Time
+	// Meter receives every metric of the chain; nil means none.
+	Meter metric.MeterProvider
+	// Logger reports breaker changes; nil discards.
+	Logger *slog.Logger
+}
+
+// Chain is the limiter of a gateway replica, outermost first:
+//
+//	Leases → Sharded → Failsafe → Redis (open lane)
+//	                            → Redis on connections of its own (fail-closed lane)
+//
+// Leases is outermost, so a replica holds one batch per rule and key whatever its shards,
+// and its overshoot stays replicas × lease; both wrap the failsafe, whose fallback then
+// decides a shard at its share (docs/lessons/hot-keys.md). Each Redis runs on a copy of
+// Client that ends its calls at their context's deadline, so Failsafe's budgets hold by
+// themselves. Run announces the replica; Close closes the copies.
+type Chain struct {
+	*Leases
+	failsafe *Failsafe
+	stores   []*Redis
+	replicas *Replicas
+	clients  []redis.UniversalClient
+}
+
+// New builds the chain on o.Client.
+func New(o Options) (*Chain, error) {
+	if o.Client == nil {
+		return nil, errors.New("ratelimit: no Redis client")
+	}
+	id := o.ReplicaID
+	if id == "" {
+		id = "gateway-" + rand.Text()[:12]
+	}
+	c := &Chain{replicas: NewReplicas(o.Client, id, 0)}
+	open, err := c.store(o, 0)
+	if err != nil {
+		return nil, err
+	}
+	// A few connections of its own are enough for logins and sign-ups, and keep them out of
+	// the open lane's pool, which a flood fills.
+	closed, err := c.store(o, 4)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.failsafe, err = NewFailsafe(open, FailsafeOptions{
+		Timeout: o.Timeout, QueueWait: o.QueueWait, ClosedStore: closed, ClosedTimeout: o.ClosedTimeout,
+		DenyFor: o.DenyFor, Breaker: o.Breaker, Replicas: c.replicas, Now: o.Now, Meter: o.Meter, Logger: o.Logger})
+	if err == nil {
+		c.Leases, err = NewLeasesWith(NewSharded(c.failsafe, nil), LeasesOptions{Now: o.Now, Meter: o.Meter})
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// store is a Redis limiter on a copy of o.Client, with a pool of poolSize (0: the client's).
+func (c *Chain) store(o Options, poolSize int) (*Redis, error) {
+	client, err := deadlineClient(o.Client, poolSize)
+	if err != nil {
+		return nil, err
+	}
+	c.clients = append(c.clients, client)
+	r, err := NewRedisWith(client, RedisOptions{Meter: o.Meter})
+	if err != nil {
+		return nil, err
+	}
+	c.stores = append(c.stores, r)
+	return r, nil
+}
+
+// deadlineClient copies c into a client that ends each call at its context's deadline
+// (ContextTimeoutEnabled). The price: a call cut off at its deadline closes its connection,
+// and the next one dials; the breaker stops calls, and so dials, when Redis keeps missing
+// the deadline. The copy gets a push processor of its own (nil: a new one), not c's.
+func deadlineClient(c redis.UniversalClient, poolSize int) (redis.UniversalClient, error) {
+	switch c := c.(type) {
+	case *redis.Client:
+		o := *c.Options()
+		o.ContextTimeoutEnabled, o.PushNotificationProcessor = true, nil
+		if poolSize > 0 {
+			o.PoolSize, o.MinIdleConns = poolSize, 1
+		}
+		return redis.NewClient(&o), nil
+	case *redis.ClusterClient:
+		o := *c.Options()
+		o.ContextTimeoutEnabled, o.PushNotificationProcessor = true, nil
+		if poolSize > 0 {
+			o.PoolSize, o.MinIdleConns = poolSize, 1
+		}
+		return redis.NewClusterClient(&o), nil
+	}
+	return nil, fmt.Errorf("ratelimit: cannot copy a Redis client of type %T", c)
+}
+
+// Warm loads the scripts and dials each lane before the first request, whose decision has
+// only the round-trip budget.
+func (c *Chain) Warm(ctx context.Context) error {
+	var errs []error
+	for _, s := range c.stores {
+		errs = append(errs, s.Warm(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Run announces this replica until ctx ends.
+func (c *Chain) Run(ctx context.Context) error { return c.replicas.Run(ctx) }
+
+// BreakerOpen reports whether the open lane's store calls are being skipped.
+func (c *Chain) BreakerOpen() bool { return c.failsafe.BreakerOpen() }
+
+// Close closes the chain's Redis clients; o.Client stays the caller's.
+func (c *Chain) Close() error {
+	var errs []error
+	for _, cl := range c.clients {
+		errs = append(errs, cl.Close())
+	}
+	return errors.Join(errs...)
+}
