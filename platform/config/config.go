@@ -4,33 +4,53 @@
 // a test can build any configuration without touching os.Environ. Values are parsed eagerly and
 // every problem is collected: a misconfigured process fails at start with one message that
 // names each variable, what it held and the form it expects, instead of failing later in the
-// middle of a request.
+// middle of a request. A Reader also records each variable it is asked for, with its default,
+// so a process can list its settings (--help) from the code that reads them.
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// Reader parses environment variables into typed values, remembering every error.
-// The zero value is not usable; call New. A Reader is not safe for concurrent use.
+// Reader parses environment variables into typed values, remembering every error and every
+// variable it was asked for (Vars). The zero value is not usable; call New. A Reader is not
+// safe for concurrent use.
 type Reader struct {
 	getenv func(string) string
 	errs   []error
+	vars   []Var
 }
 
-// New returns a Reader over getenv (os.Getenv in production, a map lookup in tests).
+// New returns a Reader over getenv (os.Getenv in production, a map lookup in tests). A nil
+// getenv is an empty environment: every read gives its default.
 func New(getenv func(string) string) *Reader {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
 	return &Reader{getenv: getenv}
 }
+
+// Var is a variable a Reader was asked for, as a process's --help lists it.
+type Var struct {
+	Name string
+	// Default is the value used when the variable is unset; "" means none.
+	Default string
+	// Want is the form a value takes ("an integer from 1 to 64"); "" for free text.
+	Want string
+}
+
+// Vars returns the variables read so far, each once, in the order they were first read.
+// Reading a process's settings from an empty environment (New(nil)) lists them all with
+// their defaults, without a second list that could drift from the code.
+func (r *Reader) Vars() []Var { return append([]Var(nil), r.vars...) }
 
 // Error is the error for one variable: its name, the value it held and the expected form.
 type Error struct {
@@ -54,9 +74,18 @@ func (r *Reader) Fail(name, value, want string) {
 	r.errs = append(r.errs, &Error{Name: name, Value: value, Want: want})
 }
 
+// read returns the variable's value with blanks trimmed ("" when unset) and records it among
+// Vars with its default and form.
+func (r *Reader) read(name, def, want string) string {
+	if !slices.ContainsFunc(r.vars, func(v Var) bool { return v.Name == name }) {
+		r.vars = append(r.vars, Var{Name: name, Default: def, Want: want})
+	}
+	return strings.TrimSpace(r.getenv(name))
+}
+
 // String returns the variable's value, or def when it is unset or empty.
 func (r *Reader) String(name, def string) string {
-	if v := strings.TrimSpace(r.getenv(name)); v != "" {
+	if v := r.read(name, def, ""); v != "" {
 		return v
 	}
 	return def
@@ -64,13 +93,14 @@ func (r *Reader) String(name, def string) string {
 
 // Int returns the variable as an integer within [min, max], or def when unset.
 func (r *Reader) Int(name string, def, min, max int) int {
-	v := r.String(name, "")
+	want := fmt.Sprintf("an integer from %d to %d", min, max)
+	v := r.read(name, strconv.Itoa(def), want)
 	if v == "" {
 		return def
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < min || n > max {
-		r.Fail(name, v, fmt.Sprintf("an integer from %d to %d", min, max))
+		r.Fail(name, v, want)
 		return def
 	}
 	return n
@@ -78,13 +108,14 @@ func (r *Reader) Int(name string, def, min, max int) int {
 
 // Float returns the variable as a number within [min, max], or def when unset.
 func (r *Reader) Float(name string, def, min, max float64) float64 {
-	v := r.String(name, "")
+	want := fmt.Sprintf("a number from %g to %g", min, max)
+	v := r.read(name, strconv.FormatFloat(def, 'g', -1, 64), want)
 	if v == "" {
 		return def
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil || f < min || f > max {
-		r.Fail(name, v, fmt.Sprintf("a number from %g to %g", min, max))
+		r.Fail(name, v, want)
 		return def
 	}
 	return f
@@ -92,7 +123,8 @@ func (r *Reader) Float(name string, def, min, max float64) float64 {
 
 // Bool returns the variable as a boolean (true/false, 1/0, yes/no), or def when unset.
 func (r *Reader) Bool(name string, def bool) bool {
-	v := strings.ToLower(r.String(name, ""))
+	const want = "true or false"
+	v := strings.ToLower(r.read(name, strconv.FormatBool(def), want))
 	switch v {
 	case "":
 		return def
@@ -101,19 +133,20 @@ func (r *Reader) Bool(name string, def bool) bool {
 	case "0", "false", "no", "off":
 		return false
 	}
-	r.Fail(name, v, "true or false")
+	r.Fail(name, v, want)
 	return def
 }
 
 // Duration returns the variable as a positive Go duration ("250ms", "5s"), or def when unset.
 func (r *Reader) Duration(name string, def time.Duration) time.Duration {
-	v := r.String(name, "")
+	const want = "a positive duration such as 250ms or 5s"
+	v := r.read(name, def.String(), want)
 	if v == "" {
 		return def
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		r.Fail(name, v, "a positive duration such as 250ms or 5s")
+		r.Fail(name, v, want)
 		return def
 	}
 	return d
@@ -121,12 +154,13 @@ func (r *Reader) Duration(name string, def time.Duration) time.Duration {
 
 // Addr returns the variable as a listen address host:port (host may be empty), or def.
 func (r *Reader) Addr(name, def string) string {
-	v := r.String(name, def)
+	const want = "a listen address host:port such as 127.0.0.1:8080 or :8080"
+	v := cmp.Or(r.read(name, def, want), def)
 	if v == "" {
 		return ""
 	}
 	if _, port, err := net.SplitHostPort(v); err != nil || !validPort(port) {
-		r.Fail(name, v, "a listen address host:port such as 127.0.0.1:8080 or :8080")
+		r.Fail(name, v, want)
 		return def
 	}
 	return v
@@ -137,13 +171,14 @@ func (r *Reader) Addr(name, def string) string {
 // value names its scheme and host, never the rest, or prints Hidden when those cannot be
 // read: a URL variable may carry a password or a token (DATABASE_URL, REDIS_URL, NATS_URL).
 func (r *Reader) URL(name, def string, schemes ...string) string {
-	v := r.String(name, def)
+	want := "a URL with scheme " + strings.Join(schemes, ", ")
+	v := cmp.Or(r.read(name, def, want), def)
 	if v == "" {
 		return ""
 	}
 	u, err := url.Parse(v)
-	if err != nil || u.Host == "" && u.Opaque == "" && u.Path == "" || !contains(schemes, u.Scheme) {
-		r.Fail(name, describeURL(v), "a URL with scheme "+strings.Join(schemes, ", "))
+	if err != nil || u.Host == "" && u.Opaque == "" && u.Path == "" || !slices.Contains(schemes, u.Scheme) {
+		r.Fail(name, describeURL(v), want)
 		return def
 	}
 	return v
@@ -151,7 +186,7 @@ func (r *Reader) URL(name, def string, schemes ...string) string {
 
 // List returns the variable split on commas with blanks dropped, or def when unset.
 func (r *Reader) List(name string, def []string) []string {
-	v := r.String(name, "")
+	v := r.read(name, strings.Join(def, ","), "a comma-separated list")
 	if v == "" {
 		return def
 	}
@@ -167,15 +202,6 @@ func (r *Reader) List(name string, def []string) []string {
 func validPort(p string) bool {
 	n, err := strconv.Atoi(p)
 	return err == nil && n >= 0 && n <= 65535
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Hidden stands for a value a configuration error does not print.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +139,33 @@ func TestLoadProcess(t *testing.T) {
 	}
 	if p.HTTPAddr != "127.0.0.1:9101" || p.ShutdownTimeout != 2*time.Second || p.DataDir != ".boxoffice" || p.Name != "catalog" {
 		t.Errorf("LoadProcess = %+v", p)
+	}
+}
+
+// Vars lists every variable read, once, in reading order, with its default and form: what a
+// process's --help prints, read from the code that uses the values.
+func TestReaderVars(t *testing.T) {
+	r := New(env(map[string]string{"WORKERS": "3"}))
+	r.String("NAME", "catalog")
+	r.Int("WORKERS", 1, 1, 64)
+	r.Duration("TIMEOUT", 5*time.Second)
+	r.URL("DATABASE_URL", "", "postgres")
+	r.List("PEERS", []string{"a", "b"})
+	r.Bool("DEBUG", false)
+	r.Float("RATE", 0.5, 0, 1)
+	r.Addr("HTTP_ADDR", ":8080")
+	r.String("NAME", "read again")
+	want := []Var{
+		{"NAME", "catalog", ""},
+		{"WORKERS", "1", "an integer from 1 to 64"},
+		{"TIMEOUT", "5s", "a positive duration such as 250ms or 5s"},
+		{"DATABASE_URL", "", "a URL with scheme postgres"},
+		{"PEERS", "a,b", "a comma-separated list"},
+		{"DEBUG", "false", "true or false"},
+		{"RATE", "0.5", "a number from 0 to 1"},
+		{"HTTP_ADDR", ":8080", "a listen address host:port such as 127.0.0.1:8080 or :8080"},
+	}
+	if got := r.Vars(); !slices.Equal(got, want) {
+		t.Errorf("Vars() =\n%v\nwant\n%v", got, want)
 	}
 }

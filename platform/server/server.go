@@ -94,13 +94,15 @@ func Main(ctx context.Context, spec Spec, getenv func(string) string, stdout io.
 // MainWith is Main for a component with settings of its own: load reads them from the same
 // environment as the platform's, before anything starts, and every invalid variable, the
 // platform's and the component's, is reported in one error, so a misconfigured deployment
-// learns all its mistakes in one run. build then gets the settings.
+// learns all its mistakes in one run. build then gets the settings. Asked for help (Exec),
+// it prints every variable the two read, with its default, and starts nothing.
 func MainWith[C any](ctx context.Context, spec Spec, getenv func(string) string, stdout io.Writer,
 	load func(*config.Reader) C, build func(ctx context.Context, s *Server, cfg C) (http.Handler, error)) error {
+	if helpRequested(ctx) {
+		return writeSettings(stdout, spec, load)
+	}
 	r := config.New(getenv)
-	cfg := config.LoadProcess(r, spec.Name, spec.HTTPAddr, spec.GRPCAddr)
-	drainDelay := readDrainDelay(r)
-	own := load(r)
+	cfg, drainDelay, own := readSettings(r, spec, load)
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%s: configuration: %w", spec.Name, err)
 	}
@@ -115,6 +117,13 @@ func MainWith[C any](ctx context.Context, spec Spec, getenv func(string) string,
 		return fmt.Errorf("%s: start: %w", spec.Name, err)
 	}
 	return s.Run(ctx, h)
+}
+
+// readSettings reads the platform's variables and then the component's own (load) from r.
+func readSettings[C any](r *config.Reader, spec Spec, load func(*config.Reader) C) (config.Process, time.Duration, C) {
+	cfg := config.LoadProcess(r, spec.Name, spec.HTTPAddr, spec.GRPCAddr)
+	drainDelay := readDrainDelay(r)
+	return cfg, drainDelay, load(r)
 }
 
 // Server holds what the platform gives one process. Fields are set by New and safe to read
@@ -487,10 +496,7 @@ const DefaultDrainDelay = 3 * time.Second
 // readDrainDelay reads DRAIN_DELAY, a duration that may be 0 (close the listeners as soon
 // as readiness fails: for tests, or where no balancer probes the process).
 func readDrainDelay(r *config.Reader) time.Duration {
-	v := r.String("DRAIN_DELAY", "")
-	if v == "" {
-		return DefaultDrainDelay
-	}
+	v := r.String("DRAIN_DELAY", DefaultDrainDelay.String())
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
 		r.Fail("DRAIN_DELAY", v, "a duration such as 0s or 3s")
