@@ -80,6 +80,7 @@ func newLive(t *testing.T, doc string) *policy.Live {
 func (f *fixture) do(t *testing.T, method, path, token, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, f.srv.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

@@ -378,6 +378,7 @@ func TestHandlerGetAndPut(t *testing.T) {
 	put := func(body string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPut, srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatalf("PUT: %v", err)

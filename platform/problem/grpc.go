@@ -18,12 +18,12 @@ const ErrorDomain = "boxoffice.dev"
 const fieldKey = "field"
 
 // grpcCode is the status code of each Code. It is not one to one: Gone and Unprocessable
-// share FailedPrecondition, so the code alone cannot say which one a status was; the
-// ErrorInfo detail can.
+// share FailedPrecondition, Invalid and UnsupportedMediaType InvalidArgument, so the code
+// alone cannot say which one a status was; the ErrorInfo detail can.
 var grpcCode = map[Code]codes.Code{
 	Invalid: codes.InvalidArgument, Unauthorized: codes.Unauthenticated, Forbidden: codes.PermissionDenied,
 	NotFound: codes.NotFound, Conflict: codes.AlreadyExists, Gone: codes.FailedPrecondition,
-	Unprocessable: codes.FailedPrecondition, TooMany: codes.ResourceExhausted,
+	Unprocessable: codes.FailedPrecondition, UnsupportedMediaType: codes.InvalidArgument, TooMany: codes.ResourceExhausted,
 	Unavailable: codes.Unavailable, Internal: codes.Internal,
 }
 
@@ -63,9 +63,9 @@ func GRPC(err error) error {
 //
 // A status GRPC made comes back as the problem it was: code, field and message. A status
 // from elsewhere (no ErrorInfo of ErrorDomain, or one whose reason is not a Code of the
-// status's code) is mapped by its code alone, FailedPrecondition as Gone; Internal and
-// unknown codes stay plain errors wrapping the status, and a deadline or cancellation is
-// Unavailable.
+// status's code) is mapped by its code alone, FailedPrecondition as Gone and InvalidArgument
+// as Invalid; Internal and unknown codes stay plain errors wrapping the status, and a
+// deadline or cancellation is Unavailable.
 func FromGRPC(err error) error {
 	if err == nil {
 		return nil
@@ -84,7 +84,7 @@ func FromGRPC(err error) error {
 		return e
 	}
 	for code, c := range grpcCode {
-		if c == st.Code() && code != Unprocessable && code != Internal {
+		if c == st.Code() && code != Unprocessable && code != UnsupportedMediaType && code != Internal {
 			return &Error{Code: code, Message: st.Message(), Err: err}
 		}
 	}

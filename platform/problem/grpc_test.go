@@ -20,7 +20,7 @@ import (
 
 // allCodes lists every Code by hand, so a code added to the tables but not here fails
 // TestGRPCRoundTrip instead of going untested.
-var allCodes = []Code{Invalid, Unauthorized, Forbidden, NotFound, Conflict, Gone, Unprocessable, TooMany, Unavailable, Internal}
+var allCodes = []Code{Invalid, Unauthorized, Forbidden, NotFound, Conflict, Gone, Unprocessable, UnsupportedMediaType, TooMany, Unavailable, Internal}
 
 // failingHealth answers Check with GRPC of the error named by the service asked for, as a
 // service's handler answers with its domain's problem. errs is read-only once serving.

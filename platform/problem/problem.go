@@ -11,10 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strconv"
 
 	"go.opentelemetry.io/otel/trace"
@@ -35,6 +33,10 @@ const (
 	TooMany       Code = "too_many"      // 429 / ResourceExhausted: slow down
 	Unavailable   Code = "unavailable"   // 503 / Unavailable: try again later
 	Internal      Code = "internal"      // 500 / Internal: our fault
+
+	// UnsupportedMediaType is 415 / InvalidArgument: send the body as the media type named
+	// (DecodeJSON names application/json).
+	UnsupportedMediaType Code = "unsupported_media_type"
 )
 
 // Error is a client-facing error. Field names the request field at fault, when there is one.
@@ -83,8 +85,8 @@ func CodeOf(err error) Code {
 var httpStatus = map[Code]int{
 	Invalid: http.StatusBadRequest, Unauthorized: http.StatusUnauthorized, Forbidden: http.StatusForbidden,
 	NotFound: http.StatusNotFound, Conflict: http.StatusConflict, Gone: http.StatusGone,
-	Unprocessable: http.StatusUnprocessableEntity, TooMany: http.StatusTooManyRequests,
-	Unavailable: http.StatusServiceUnavailable, Internal: http.StatusInternalServerError,
+	Unprocessable: http.StatusUnprocessableEntity, UnsupportedMediaType: http.StatusUnsupportedMediaType,
+	TooMany: http.StatusTooManyRequests, Unavailable: http.StatusServiceUnavailable, Internal: http.StatusInternalServerError,
 }
 
 // HTTPStatus is the status code for err.
@@ -133,42 +135,4 @@ func WriteDetails(w http.ResponseWriter, status int, body any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
-}
-
-// DecodeJSON reads a JSON request body into v, rejecting unknown fields and trailing data,
-// and returns an Invalid error naming the offending field when it can.
-//
-// Every string decoded into v, and every map key, must pass CheckFreeText: JSON can carry
-// NUL and other control characters as escapes (\u0000), which PostgreSQL would refuse as
-// an internal error, so they are refused here, naming the field ("items[2].name"). Invalid
-// UTF-8 never gets this far: encoding/json replaces it with U+FFFD. Fields named as
-// identifiers (IdentifierField: id, event_id, email...) must pass CheckText: no tab or line
-// break either.
-func DecodeJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var maxErr *http.MaxBytesError
-		switch {
-		case errors.As(err, &typeErr):
-			return InvalidField(typeErr.Field, "want a %s", typeErr.Type)
-		case errors.As(err, &maxErr):
-			return New(Invalid, "request body is larger than %d bytes", maxErr.Limit)
-		default:
-			return &Error{Code: Invalid, Message: "request body is not valid JSON: " + err.Error()}
-		}
-	}
-	// More reports false on a stray '}' or ']', which would let `{"a":1}}` through: only
-	// the end of the body may follow the value.
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return New(Invalid, "request body has data after the JSON value")
-	}
-	if field, bad, ident := badString(reflect.ValueOf(v), false); bad {
-		if ident {
-			return InvalidField(field, textRule)
-		}
-		return InvalidField(field, freeTextRule)
-	}
-	return nil
 }

@@ -28,6 +28,7 @@ func TestWriteMapsCodesToStatus(t *testing.T) {
 		{"wrapped conflict", fmt.Errorf("hold seats: %w", New(Conflict, "seat taken")), 409, "seat taken", ""},
 		{"gone", New(Gone, "hold expired"), 410, "hold expired", ""},
 		{"unavailable", New(Unavailable, "payment provider down"), 503, "payment provider down", ""},
+		{"unsupported media type", &Error{Code: UnsupportedMediaType, Field: "Content-Type", Message: "want application/json"}, 415, "want application/json", "Content-Type"},
 		{"plain error is internal", errors.New("pq: connection reset by 10.0.0.3"), 500, "internal error", ""},
 		{"a code of no one's is internal", &Error{Code: "bogus", Message: "from 10.0.0.3"}, 500, "internal error", ""},
 		{"the zero code is internal", &Error{Message: "from 10.0.0.3"}, 500, "internal error", ""},
@@ -67,7 +68,7 @@ func TestDecodeJSON(t *testing.T) {
 	}{
 		{"ok", `{"seats":2}`, "", false},
 		{"wrong type names field", `{"seats":"two"}`, "seats", true},
-		{"unknown field", `{"seats":2,"price":1}`, "", true},
+		{"unknown field names it", `{"seats":2,"price":1}`, "price", true},
 		{"trailing data", `{"seats":2}{}`, "", true},
 		{"a stray closing brace", `{"seats":2}}`, "", true},
 		{"a stray closing bracket", `{"seats":2}]`, "", true},
@@ -77,7 +78,7 @@ func TestDecodeJSON(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b body
-			err := DecodeJSON(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tt.in)), &b)
+			err := DecodeJSON(jsonRequest(tt.in), &b)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("DecodeJSON(%s) = %v, want error %v", tt.in, err, tt.wantErr)
 			}

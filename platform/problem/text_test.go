@@ -3,10 +3,7 @@ package problem
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
-	"strings"
 	"testing"
 )
 
@@ -111,7 +108,7 @@ func TestDecodeJSONRefusesControlCharacters(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var b body
-			err := DecodeJSON(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(tt.in)), &b)
+			err := DecodeJSON(jsonRequest(tt.in), &b)
 			if tt.field == "" {
 				if err != nil {
 					t.Errorf("DecodeJSON(%s) = %v, want nil", tt.in, err)
@@ -142,7 +139,7 @@ func TestIdentifierField(t *testing.T) {
 // no field, as there is none.
 func TestDecodeJSONIntoATopLevelString(t *testing.T) {
 	var s string
-	err := DecodeJSON(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`"\u0000"`)), &s)
+	err := DecodeJSON(jsonRequest(`"\u0000"`), &s)
 	if pe, ok := errors.AsType[*Error](err); !ok || pe.Code != Invalid || pe.Field != "" {
 		t.Errorf("DecodeJSON(\"\\u0000\") = %v, want an invalid problem naming no field", err)
 	}

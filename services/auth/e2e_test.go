@@ -157,7 +157,7 @@ func TestEndToEnd(t *testing.T) {
 			{"signup no name", "POST", "/v1/auth/signup", `{"email":"b@example.org","password":"correct horse"}`, identity.Identity{}, 400, "name"},
 			{"signup taken email", "POST", "/v1/auth/signup", `{"email":"ANA@example.org","password":"correct horse","name":"A"}`, identity.Identity{}, 409, "email"},
 			{"signup email not a string", "POST", "/v1/auth/signup", `{"email":7,"password":"correct horse","name":"A"}`, identity.Identity{}, 400, "email"},
-			{"signup unknown field", "POST", "/v1/auth/signup", `{"email":"b@example.org","password":"correct horse","name":"B","admin":true}`, identity.Identity{}, 400, ""},
+			{"signup unknown field", "POST", "/v1/auth/signup", `{"email":"b@example.org","password":"correct horse","name":"B","admin":true}`, identity.Identity{}, 400, "admin"},
 			{"signup not json", "POST", "/v1/auth/signup", `{`, identity.Identity{}, 400, ""},
 			{"login no password", "POST", "/v1/auth/login", `{"email":"ana@example.org"}`, identity.Identity{}, 400, "password"},
 			{"refresh no token", "POST", "/v1/auth/refresh", `{}`, identity.Identity{}, 400, "refresh_token"},

@@ -36,6 +36,7 @@ func do(t *testing.T, method, url, user string, body, out any, headers ...string
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	if user != "" {
 		req.Header.Set(identity.HeaderUser, user)
 	}
@@ -89,7 +90,7 @@ func TestEndToEnd(t *testing.T) {
 			{"bad seat id", http.MethodPost, "/v1/events/evt-001/holds", "acc-1", map[string]any{"seats": []string{"A1"}}, 400, "seats[0]"},
 			{"no such seat", http.MethodPost, "/v1/events/evt-001/holds", "acc-1", map[string]any{"seats": []string{"Z-1-1"}}, 400, "seats"},
 			{"quantity of the wrong type", http.MethodPost, "/v1/events/evt-001/holds", "acc-1", map[string]any{"class": "pista", "quantity": "two"}, 400, "quantity"},
-			{"unknown field", http.MethodPost, "/v1/events/evt-001/holds", "acc-1", map[string]any{"seat": "A-1-1"}, 400, ""},
+			{"unknown field", http.MethodPost, "/v1/events/evt-001/holds", "acc-1", map[string]any{"seat": "A-1-1"}, 400, "seat"},
 			{"no seat map", http.MethodPost, "/v1/events/evt-404/holds", "acc-1", map[string]any{"seats": []string{"A-1-1"}}, 404, ""},
 			{"bad layout", http.MethodPut, "/v1/admin/events/evt-002/seatmap", "", map[string]any{"sections": []map[string]any{{"id": "A", "class": "c", "rows": 0, "seats_per_row": 1}}}, 400, "sections[0].rows"},
 			{"bad limit", http.MethodGet, "/v1/holds?limit=x", "acc-1", nil, 400, "limit"},

@@ -211,6 +211,7 @@ func postHold(c *http.Client, instance, event, account string, seats []string) (
 		return 0, Hold{}, err
 	}
 	req.Header.Set(identity.HeaderUser, account)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, Hold{}, err

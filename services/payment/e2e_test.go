@@ -122,6 +122,7 @@ func getJSON(t *testing.T, url string, v any) int {
 func put(t *testing.T, url, body string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -77,6 +77,7 @@ func patchTitle(t *testing.T, cat *testkit.Process, id, title string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("PATCH %s: %v", id, err)

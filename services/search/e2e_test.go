@@ -72,6 +72,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatalf("zebrafish found before the change: %v", hits)
 		}
 		req, _ := http.NewRequest(http.MethodPatch, cat.HTTPURL+"/v1/admin/events/evt-005", strings.NewReader(`{"title":"Zebrafish Quintessence"}`))
+		req.Header.Set("Content-Type", "application/json")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil || res.StatusCode != http.StatusOK {
 			t.Fatalf("PATCH evt-005 = %v, %v", res, err)

@@ -49,6 +49,7 @@ func call(t *testing.T, method, url, user string, body any, out any) int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Content-Type", "application/json")
 	if user != "" {
 		req.Header.Set(identity.HeaderUser, user)
 	}
