@@ -3,7 +3,9 @@
 //
 // The zero http.Server has no timeouts: a client that sends its headers one byte a minute holds
 // a connection and a goroutine forever (slowloris). New sets every timeout; Serve turns a
-// cancelled context into a graceful drain with a deadline.
+// cancelled context into a graceful drain with a deadline. Together they refuse a request
+// whose length is ambiguous and close its connection (see framing.go), which net/http alone
+// does not.
 package httpserver
 
 import (
@@ -27,14 +29,21 @@ const (
 // New returns a server for h with read, write and idle timeouts and a header size limit.
 // Streaming endpoints (server-sent events) must extend their own write deadline with
 // http.ResponseController.
+//
+// Served by Serve, it answers a request sent with both Content-Length and Transfer-Encoding
+// with 400 and closes the connection, before h runs. Every request reaches that check, even
+// "OPTIONS *", which net/http would otherwise answer itself: the check counts the requests
+// of a connection to know which one was flagged.
 func New(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      DefaultWriteTimeout,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    DefaultMaxHeaderBytes,
+		Handler:                      refuseAmbiguousFraming(h),
+		ConnContext:                  withFramingConn,
+		DisableGeneralOptionsHandler: true,
+		ReadHeaderTimeout:            5 * time.Second,
+		ReadTimeout:                  30 * time.Second,
+		WriteTimeout:                 DefaultWriteTimeout,
+		IdleTimeout:                  120 * time.Second,
+		MaxHeaderBytes:               DefaultMaxHeaderBytes,
 	}
 }
 
@@ -50,7 +59,7 @@ func Serve(ctx context.Context, srv *http.Server, l net.Listener, drain time.Dur
 	var active activeConns
 	active.track(srv)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
+	go func() { errc <- srv.Serve(framingListener{l}) }()
 
 	select {
 	case err := <-errc:
