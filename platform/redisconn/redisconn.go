@@ -65,6 +65,9 @@ type Resolved struct {
 	URL string
 	// Source is SourceEnv, SourceRedisServer or SourceEmulator.
 	Source string
+	// Server is the redis-server Resolve started (SourceRedisServer), to fault it on purpose;
+	// nil for any other source.
+	Server *Server
 
 	stop func() error
 }

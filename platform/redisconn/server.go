@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,40 +40,149 @@ func startServer(ctx context.Context, bin, dataDir string, within time.Duration)
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	logFile := filepath.Join(dir, "redis.log")
-	cmd := exec.Command(bin,
+	srv := &Server{bin: bin, addr: addr, logFile: logFile, within: within, args: []string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no",
-		"--dir", dir, "--logfile", logFile)
+		"--dir", dir, "--logfile", logFile}}
+	if err := srv.Restart(ctx); err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, MaintNotificationsConfig: maintNotificationsOff()})
+	return &Resolved{Client: c, URL: "redis://" + addr + "/0", Source: SourceRedisServer, Server: srv, stop: srv.stop}, nil
+}
+
+// Server is the redis-server Resolve started, as a process: what a fault drill needs to
+// stall it, kill it and bring it back where its clients find it (the playground's
+// store-outage scenario). Its methods are safe for concurrent use; Resolved.Close stops it
+// for good.
+type Server struct {
+	bin, addr, logFile string
+	args               []string
+	within             time.Duration
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd     // nil before the first start
+	exited chan struct{} // closed (never sent on) once cmd has exited, so that all can see it
+	paused bool          // stopped by SIGSTOP
+}
+
+// PID is the running process's id; 0 when it is not running.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.runningLocked() {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Pause stops the process with SIGSTOP: the kernel still accepts connections on its port,
+// and nothing is answered until Continue, as with a host that froze. An error when it is not
+// running.
+func (s *Server) Pause() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.runningLocked() {
+		return errors.New("redis-server is not running")
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pause redis-server: %w", err)
+	}
+	s.paused = true
+	return nil
+}
+
+// Continue lets a paused process run again with SIGCONT; nothing when it is not paused.
+func (s *Server) Continue() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.continueLocked()
+}
+
+func (s *Server) continueLocked() error {
+	if !s.paused || !s.runningLocked() {
+		s.paused = false
+		return nil
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return fmt.Errorf("resume redis-server: %w", err)
+	}
+	s.paused = false
+	return nil
+}
+
+// Kill kills the process with SIGKILL, as a crash would, and returns once it has exited:
+// its port refuses connections, and what it held in memory is gone. Nothing when it is not
+// running.
+func (s *Server) Kill() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.runningLocked() {
+		return nil
+	}
+	_ = s.cmd.Process.Kill() // a paused process dies of SIGKILL too
+	<-s.exited
+	s.paused = false
+	return nil
+}
+
+// Restart starts the process again, on the same port and directory, and returns once it
+// answers PING; nothing when it is running. It starts empty: persistence is off.
+func (s *Server) Restart(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runningLocked() {
+		return nil
+	}
+	cmd := exec.Command(s.bin, s.args...)
 	cmd.SysProcAttr = childProcAttr()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
-	// exited is closed (never sent on) so that both waitReady and stop can see the exit.
 	exited := make(chan struct{})
 	var waitErr error
 	go func() { waitErr = cmd.Wait(); close(exited) }()
-	stop := func() error {
-		select {
-		case <-exited: // already gone
-			return nil
-		default:
-		}
-		_ = cmd.Process.Signal(os.Interrupt) // SIGINT: redis-server exits without saving
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		return nil
+	s.cmd, s.exited, s.paused = cmd, exited, false
+	if err := waitReady(ctx, s.addr, exited, func() error { return waitErr }, s.within); err != nil {
+		s.stopLocked()
+		return fmt.Errorf("redis-server on %s: %w%s", s.addr, err, logTail(s.logFile))
 	}
+	return nil
+}
 
-	if err := waitReady(ctx, addr, exited, func() error { return waitErr }, within); err != nil {
-		_ = stop()
-		return nil, fmt.Errorf("redis-server on %s: %w%s", addr, err, logTail(logFile))
+// stop ends the process for good: SIGINT (redis-server exits without saving), SIGKILL if it
+// has not exited within 5s.
+func (s *Server) stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopLocked()
+	return nil
+}
+
+func (s *Server) stopLocked() {
+	if !s.runningLocked() {
+		return
 	}
-	c := redis.NewClient(&redis.Options{Addr: addr, MaintNotificationsConfig: maintNotificationsOff()})
-	return &Resolved{Client: c, URL: "redis://" + addr + "/0", Source: SourceRedisServer, stop: stop}, nil
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	_ = s.continueLocked() // a paused process handles its SIGINT once it runs
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+func (s *Server) runningLocked() bool {
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
 }
 
 // waitReady polls PING until it answers, the process exits, within passes or ctx ends. Its
