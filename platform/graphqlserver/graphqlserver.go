@@ -7,7 +7,9 @@
 //     sends a query's SHA-256 and the query itself only the first time the server does not
 //     know it, which is what makes a mobile request small;
 //   - a small request body and a bounded number of tokens per query, so parsing and
-//     validation (quadratic in the worst case) stay cheap whatever a client sends;
+//     validation (quadratic in the worst case) stay cheap whatever a client sends; a body
+//     that is no GraphQL request (not application/json, not one JSON object, a key named
+//     twice) is refused as application/problem+json, saying what is wrong without repeating it;
 //   - a depth limit, a complexity limit and one write per operation, all checked after
 //     validation and before any resolver runs, so an expensive query costs one parse and no
 //     service call, and one request is at most one write whatever its aliases;
@@ -132,7 +134,7 @@ func New(es graphql.ExecutableSchema, o Options) http.Handler {
 	if o.GraphiQL {
 		h = withGraphiQL(h, o.Title)
 	}
-	return httpserver.LimitBody(o.MaxBodyBytes)(withCaller(h))
+	return httpserver.LimitBody(o.MaxBodyBytes)(checkBody(withCaller(h)))
 }
 
 // A refusal before execution (OneWrite's problem code, the depth and complexity limits) is
