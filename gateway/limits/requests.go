@@ -124,9 +124,14 @@ func (s Subject) part(p policy.KeyPart, body *lazyBody) (string, bool) {
 		if !s.IP.IsValid() {
 			return "", false
 		}
-		// "ip:" and the address in one allocation: this key is built for most requests.
-		var buf [3 + 39]byte // "ip:" and the longest IPv6 text without a zone
-		return string(s.IP.AppendTo(append(buf[:0], "ip:"...))), true
+		return IPKey(s.IP), true
+	case policy.KeyNet:
+		n, ok := network(s.IP)
+		if !ok {
+			return "", false
+		}
+		var buf [4 + 43]byte // "net:" and the longest IPv6 prefix text
+		return string(n.AppendTo(append(buf[:0], "net:"...))), true
 	case policy.KeyHeader:
 		if h := strings.TrimSpace(s.Request.Header.Get(p.Name)); h != "" {
 			v = hashed(h)
@@ -140,6 +145,30 @@ func (s Subject) part(p policy.KeyPart, body *lazyBody) (string, bool) {
 		return "json:" + p.Name + ":" + v, v != ""
 	}
 	return string(p.Kind) + ":" + v, v != ""
+}
+
+// IPKey is the key of the ip dimension for a valid address: "ip:203.0.113.7", an
+// IPv4-mapped IPv6 address written as the IPv4 address it stands for, without a zone.
+func IPKey(a netip.Addr) string {
+	// "ip:" and the address in one allocation: this key is built for most requests.
+	var buf [3 + 39]byte // "ip:" and the longest IPv6 text without a zone
+	return string(a.Unmap().WithZone("").AppendTo(append(buf[:0], "ip:"...)))
+}
+
+// network is the network of a client address that the net key counts: its /24 for IPv4, and
+// for IPv6 its /64, the block one subscriber is usually given. An IPv4-mapped IPv6 address
+// (::ffff:203.0.113.7) is the IPv4 address it stands for. False for the zero Addr.
+func network(a netip.Addr) (netip.Prefix, bool) {
+	if !a.IsValid() {
+		return netip.Prefix{}, false
+	}
+	a = a.Unmap().WithZone("")
+	bits := 64
+	if a.Is4() {
+		bits = 24
+	}
+	p, err := a.Prefix(bits)
+	return p, err == nil
 }
 
 func hashed(v string) string {

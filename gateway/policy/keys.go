@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -13,6 +14,7 @@ type KeyKind string
 const (
 	KeyUser   KeyKind = "user"   // the verified JWT subject
 	KeyIP     KeyKind = "ip"     // the client IP (trusted proxies honoured)
+	KeyNet    KeyKind = "net"    // the client's network: its /24 for IPv4, its /64 for IPv6
 	KeyAPIKey KeyKind = "apikey" // the API key, hashed
 	KeyTenant KeyKind = "tenant" // the tenant of the API key
 	KeyRoute  KeyKind = "route"  // the route id
@@ -26,17 +28,17 @@ type KeyPart struct {
 	Name string
 }
 
-// ParseKey reads a key such as "user", "ip+route" or "json:email".
+// ParseKey reads a key such as "user", "ip+route", "json:email" or "json:email+net".
 func ParseKey(s string) ([]KeyPart, error) {
 	if s == "" {
-		return nil, fmt.Errorf("empty key: want user, ip, apikey, tenant, route, header:<Name>, json:<field> or several joined by +")
+		return nil, fmt.Errorf("empty key: want user, ip, net, apikey, tenant, route, header:<Name>, json:<field> or several joined by +")
 	}
 	var parts []KeyPart
 	for _, p := range strings.Split(s, "+") {
 		kind, arg, hasArg := strings.Cut(p, ":")
 		k := KeyPart{Kind: KeyKind(kind), Name: arg}
 		switch k.Kind {
-		case KeyUser, KeyIP, KeyAPIKey, KeyTenant, KeyRoute:
+		case KeyUser, KeyIP, KeyNet, KeyAPIKey, KeyTenant, KeyRoute:
 			if hasArg {
 				return nil, fmt.Errorf("%q: %s takes no argument", s, kind)
 			}
@@ -58,6 +60,10 @@ func ParseKey(s string) ([]KeyPart, error) {
 			}
 		}
 		parts = append(parts, k)
+	}
+	// An address lies in one network: the pair counts exactly what ip alone does.
+	if slices.Contains(parts, KeyPart{Kind: KeyIP}) && slices.Contains(parts, KeyPart{Kind: KeyNet}) {
+		return nil, fmt.Errorf("%q: ip and net together count what ip alone does: keep one", s)
 	}
 	return parts, nil
 }
