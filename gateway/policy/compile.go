@@ -26,6 +26,7 @@ type Snapshot struct {
 	limits    map[string]*CompiledLimit
 	plans     map[string]*CompiledPlan
 	overrides map[string]map[string]ratelimit.Rule // tenant → route id or "*" → rule
+	localIP   *ratelimit.Rule                      // settings.local_ip_limit; nil when off
 }
 
 // CompiledRoute is a route with its limits resolved and its defaults applied.
@@ -82,6 +83,7 @@ func Compile(p *Policy, tenants []TenantRule) (*Snapshot, error) {
 		plans:     make(map[string]*CompiledPlan, len(p.Plans)),
 		overrides: map[string]map[string]ratelimit.Rule{},
 	}
+	s.localIP, _ = localIPRule(p.Settings.LocalIPLimit) // validated above
 	for _, l := range p.Limits {
 		s.limits[l.ID] = compileLimit(l)
 	}
@@ -137,6 +139,30 @@ func limitRule(l Limit, alg ratelimit.Algorithm, limit int, window time.Duration
 		Mode: ratelimit.Mode(l.Mode), OnStoreFailure: ratelimit.FailureMode(l.OnStoreFailure),
 		Lease: l.Lease, Shards: l.Shards,
 	}
+}
+
+// LocalIPRuleID names the rule of settings.local_ip_limit in 429s, headers and metrics.
+const LocalIPRuleID = "local-per-ip"
+
+// localIPRule is the token bucket of settings.local_ip_limit (defaults applied); nil when
+// it is off. Its errors name the field.
+func localIPRule(l *LocalLimit) (*ratelimit.Rule, error) {
+	if l == nil || l.Off {
+		return nil, nil
+	}
+	const at = "settings.local_ip_limit"
+	limit, window, err := ParseRate(l.Rate)
+	if err != nil {
+		return nil, fieldErr(at+".rate", "%v", err)
+	}
+	if l.Burst < 0 {
+		return nil, fieldErr(at+".burst", "%d: want 0 (the limit) or more", l.Burst)
+	}
+	r := ratelimit.Rule{ID: LocalIPRuleID, Algorithm: ratelimit.TokenBucket, Limit: limit, Window: window, Burst: l.Burst}
+	if err := r.Validate(); err != nil {
+		return nil, fieldErr(at+"."+limitField(err), "%v", err)
+	}
+	return &r, nil
 }
 
 // The ids of the rules a policy makes rather than lists: a plan's rates are
@@ -222,6 +248,14 @@ func (s *Snapshot) Match(method, path string) (*CompiledRoute, []string) {
 		return nil, allowed
 	}
 	return s.routes[i], nil
+}
+
+// LocalIPLimit returns the rule of settings.local_ip_limit, or false when it is off.
+func (s *Snapshot) LocalIPLimit() (ratelimit.Rule, bool) {
+	if s.localIP == nil {
+		return ratelimit.Rule{}, false
+	}
+	return *s.localIP, true
 }
 
 // Routes lists the routes in policy order.

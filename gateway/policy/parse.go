@@ -63,6 +63,14 @@ const (
 // DefaultPanicThreshold is a service's panic_threshold when unset: Envoy's 50 %.
 const DefaultPanicThreshold = 0.5
 
+// The default settings.local_ip_limit: far above what a person or a well-behaved client
+// sends from one address, so it only cuts floods. (The playground's all-in-one mode sends
+// every simulated fan from 127.0.0.1, which the pre-limit never counts.)
+const (
+	DefaultLocalIPRate  = "1000/s"
+	DefaultLocalIPBurst = 2000
+)
+
 // withDefaults returns a copy of p with every zero setting given its default.
 func (p *Policy) withDefaults() *Policy {
 	c := p.Clone()
@@ -78,6 +86,9 @@ func (p *Policy) withDefaults() *Policy {
 	}
 	if s.DefaultPlan == "" {
 		s.DefaultPlan = DefaultPlan
+	}
+	if s.LocalIPLimit == nil {
+		s.LocalIPLimit = &LocalLimit{Rate: DefaultLocalIPRate, Burst: DefaultLocalIPBurst}
 	}
 	for i := range c.Services {
 		sv := &c.Services[i]
@@ -165,6 +176,9 @@ func (p *Policy) validate() error {
 	}
 	if _, ok := p.Plans[s.DefaultPlan]; len(p.Plans) > 0 && !ok {
 		return fieldErr("settings.default_plan", "plan %q is not defined under plans", s.DefaultPlan)
+	}
+	if _, err := localIPRule(s.LocalIPLimit); err != nil {
+		return err
 	}
 	services := map[string]bool{}
 	for i, sv := range p.Services {
@@ -303,9 +317,9 @@ func ValidateLimit(at string, l Limit) error {
 	if err := checkName(field("id"), l.ID); err != nil {
 		return err
 	}
-	for _, reserved := range []string{planRulePrefix, tenantRuleID} {
+	for _, reserved := range []string{planRulePrefix, tenantRuleID, LocalIPRuleID} {
 		if strings.HasPrefix(l.ID, reserved) {
-			return fieldErr(field("id"), "%q: ids starting with %q are reserved for the rules of plans and tenant overrides", l.ID, reserved)
+			return fieldErr(field("id"), "%q: ids starting with %q are reserved for the rules of plans, tenant overrides and settings", l.ID, reserved)
 		}
 	}
 	parts, err := ParseKey(l.Key)

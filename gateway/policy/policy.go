@@ -57,6 +57,37 @@ type Settings struct {
 	// DefaultPlan is the plan of an API key whose plan this policy does not list; "" means
 	// "free", so an unknown plan is limited rather than unlimited.
 	DefaultPlan string `yaml:"default_plan" json:"default_plan"`
+	// LocalIPLimit is the pre-limit on each client address (rule LocalIPRuleID), decided in
+	// each replica's memory before authentication and before any limit that costs a round
+	// trip to the shared store, so that a flood from one address is cut cheaply. nil means
+	// 1000/s with a burst of 2000; "off" turns it off. Loopback clients are never counted.
+	LocalIPLimit *LocalLimit `yaml:"local_ip_limit" json:"local_ip_limit,omitempty"`
+}
+
+// LocalLimit is a token bucket decided in each gateway replica's own memory, never in the
+// shared store: with N replicas a client may pass N times its rate. In YAML either a mapping
+// {rate, burst} or the word "off".
+type LocalLimit struct {
+	// Off turns the limit off.
+	Off bool `yaml:"-" json:"off,omitempty"`
+	// Rate is "<limit>/<window>", as a limit's: 1000/s.
+	Rate string `yaml:"rate" json:"rate,omitempty"`
+	// Burst is the bucket size; 0 means the limit.
+	Burst int `yaml:"burst" json:"burst,omitempty"`
+}
+
+// UnmarshalYAML accepts "off" or a mapping.
+func (l *LocalLimit) UnmarshalYAML(unmarshal func(any) error) error {
+	var word string
+	if err := unmarshal(&word); err == nil {
+		if word != "off" {
+			return fmt.Errorf("local limit %q: want \"off\" or a mapping with rate and burst", word)
+		}
+		*l = LocalLimit{Off: true}
+		return nil
+	}
+	type plain LocalLimit
+	return unmarshal((*plain)(l))
 }
 
 // Service is a named upstream and how its instances are found, probed and protected.
