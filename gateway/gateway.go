@@ -2,12 +2,13 @@
 // rate-limits, sheds and balances every request.
 //
 // The request path is a chain of small steps, each a middleware in routes.go, in the order
-// of the blueprint (design §5): request id and trace context, body limit, client IP, route
-// match, authentication, rate limits and quotas, then the upstream layer (package upstream:
-// shedding, readiness-checked balancing, timeouts, a budgeted retry). Every step reads one
-// policy snapshot taken when the request arrived, so a policy swapped in mid-request never
-// mixes two policies in one decision. run.go wires the process: configuration, Redis, the
-// database, NATS, the auth service, the admin listener and the background loops.
+// of the blueprint (design §5): request id and trace context, body limit, client IP, a
+// per-address pre-limit in memory, route match, authentication, rate limits and quotas, then
+// the upstream layer (package upstream: shedding, readiness-checked balancing, timeouts, a
+// budgeted retry). Every step reads one policy snapshot taken when the request arrived, so a
+// policy swapped in mid-request never mixes two policies in one decision. run.go wires the
+// process: configuration, Redis, the database, NATS, the auth service, the admin listener
+// and the background loops.
 package gateway
 
 import (
@@ -40,6 +41,9 @@ type gateway struct {
 	auth     *authn.Authenticator
 	clientIP authn.ClientIP
 	enforcer *limits.Enforcer
+	// local decides the pre-limit (gateway.limitLocally) in this replica's memory; nil means
+	// handler makes one on now.
+	local    *ratelimit.Memory
 	upstream forwarder
 	log      *slog.Logger
 	metrics  *metrics

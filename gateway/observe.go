@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/gateway/upstream"
 )
 
@@ -22,14 +25,20 @@ import (
 //	                                                     upstream_aborted, panic)
 //	gateway_rejections_total{route, reason}              401, 403, 404, 405, 413, 429, 503 by reason
 //
-// Per-rule decisions are the rate limiter's (ratelimit_decisions_total{rule, outcome, path});
-// per-upstream requests, sheds and retries are the upstream layer's. Route labels are route
-// ids, never paths, so a client cannot mint new series.
+// Per-rule decisions are the rate limiter's (ratelimit_decisions_total{rule, outcome, path}),
+// the pre-limit's among them (rule local-per-ip, path memory); per-upstream requests, sheds
+// and retries are the upstream layer's. Route labels are route ids, never paths, so a
+// client cannot mint new series.
 type metrics struct {
 	requests   metric.Int64Counter
 	duration   metric.Float64Histogram
 	rejections metric.Int64Counter
 	attrs      attrSets
+	// local counts the pre-limit's decisions (gateway.limitLocally) in the rate limiter's
+	// ratelimit_decisions_total: declared with the scope, name and description package
+	// ratelimit gives it, it is the same instrument, so every decision is in one series.
+	local                     metric.Int64Counter
+	localAllowed, localDenied metric.AddOption
 }
 
 func newMetrics(mp metric.MeterProvider) (*metrics, error) {
@@ -47,10 +56,26 @@ func newMetrics(mp metric.MeterProvider) (*metrics, error) {
 	err = errors.Join(err, e)
 	ms.rejections, e = m.Int64Counter("gateway.rejections", metric.WithDescription("Requests the gateway answered itself, by route and reason."))
 	err = errors.Join(err, e)
+	ms.local, e = mp.Meter("boxoffice.dev/gateway/ratelimit").Int64Counter("ratelimit.decisions", metric.WithDescription("Rule decisions by rule, outcome and path."))
+	err = errors.Join(err, e)
 	if err != nil {
 		return nil, err
 	}
+	local := func(outcome string) metric.AddOption {
+		return metric.WithAttributeSet(attribute.NewSet(attribute.String("rule", policy.LocalIPRuleID),
+			attribute.String("outcome", outcome), attribute.String("path", string(ratelimit.PathMemory))))
+	}
+	ms.localAllowed, ms.localDenied = local("allowed"), local("denied")
 	return &ms, nil
+}
+
+// locallyDecided counts a decision of the pre-limit, which Memory takes on path memory.
+func (m *metrics) locallyDecided(ctx context.Context, res ratelimit.Result) {
+	if res.Allowed {
+		m.local.Add(ctx, 1, m.localAllowed)
+	} else {
+		m.local.Add(ctx, 1, m.localDenied)
+	}
 }
 
 // observe records each request once its response is done: the RED metrics and one JSON

@@ -23,11 +23,15 @@ import (
 // handler is the public pipeline, in the blueprint's order. The access log and the metrics
 // (step 9) wrap the steps after them so they see every answer, the gateway's own included.
 func (g *gateway) handler() http.Handler {
+	if g.local == nil {
+		g.local = ratelimit.NewMemory(g.now)
+	}
 	steps := []func(http.Handler) http.Handler{
 		g.requestID,    // 1. request id + trace context
 		g.observe,      // 9. RED metrics and the access log, around everything below
 		g.limitBody,    // 1. body size limit
 		g.findClientIP, // 2. client IP, X-Forwarded-For only through trusted proxies
+		g.limitLocally, // 2. a flood from one address cut in memory, before any round trip
 		g.matchRoute,   // 3. path normalised, then method + pattern → route
 		g.authenticate, // 4. identity headers stripped, credentials verified, identity set
 		g.rateLimit,    // 5. every rule in one limiter call; 429 / 503; budget headers
@@ -135,6 +139,41 @@ func (g *gateway) findClientIP(next http.Handler) http.Handler {
 			r.Header["X-Forwarded-For"] = []string{strings.Join(chain, ", ")}
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// limitLocally is the pre-limit: settings.local_ip_limit per client address, decided in
+// this replica's memory before anything that costs a round trip — the route's limits in
+// Redis, or the JWKS refetch a forged token may cause — so that a flood from one address is
+// cut at the price of a map lookup. Over it, the 429 of any limit, naming local-per-ip. With
+// N replicas an address may pass N times the rate: the pre-limit is a ceiling against
+// floods, not a budget, and the shared limits after it stay exact.
+//
+// Loopback clients are not counted: in the all-in-one mode every simulated fan of the
+// playground is 127.0.0.1, and a process on the gateway's own machine is no remote flood.
+func (g *gateway) limitLocally(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ex := exchangeOf(r)
+		rule, on := ex.snap.LocalIPLimit()
+		if !on || !ex.ip.IsValid() || ex.ip.IsLoopback() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		reqs := []ratelimit.Request{{Rule: rule, Key: limits.IPKey(ex.ip)}}
+		res, err := g.local.Allow(r.Context(), reqs)
+		if err != nil { // the rule was validated with the policy: not expected
+			ex.outcome = outcomeInvalidPolicy
+			problem.Write(w, r, g.log, err)
+			return
+		}
+		g.metrics.locallyDecided(r.Context(), res)
+		if res.Allowed {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ex.reqs, ex.result = reqs, res
+		ex.outcome = outcomeRateLimited
+		limits.WriteTooMany(w, reqs, res, traceIDOf(r))
 	})
 }
 
