@@ -176,7 +176,13 @@ limits:
 	// Redis gone: fail-open rules fall back, fail-closed ones deny.
 	rd.Stop()
 	testkit.Eventually(t, 10*time.Second, "POST /closed answers 503 (fail closed)", func() bool { return status("POST", "/closed") == http.StatusServiceUnavailable })
-	status("GET", "/open")
+	// GET /open was denied by the store: it is denied locally until that denial ends (at most
+	// a second), and only then decided by the fallback.
+	testkit.Eventually(t, 10*time.Second, "GET /open decided by the fallback", func() bool {
+		status("GET", "/open")
+		_, ok := scrape(t, "http://"+adminAddr)["ratelimit_fallback_decisions_total"]
+		return ok
+	})
 
 	return scrape(t, "http://"+adminAddr) // the gateway serves /metrics on its admin listener
 }
