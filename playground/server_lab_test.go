@@ -98,7 +98,7 @@ func TestLabRejectsWhatTheCommandRejects(t *testing.T) {
 		{"time going back", with("trace", "1\n0.5\n"), "trace", "trace line 2"},
 		{"empty trace", with("trace", "# nothing\n"), "trace", "no requests"},
 		{"too long a trace", with("trace", strings.Repeat("0\n", 20001)), "trace", "more than the 20000"},
-		{"unknown field", with("limt", 3), "", "unknown field"},
+		{"unknown field", with("limt", 3), "limt", "unknown field"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
