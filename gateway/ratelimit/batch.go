@@ -55,16 +55,17 @@ type waiter struct {
 	// done receives the request's error, nil once its calls hold their replies. Buffered:
 	// drain never waits for a request that has given up.
 	done chan error
-	// sent is set once the request's calls are written.
-	sent atomic.Bool
+	// sent is set when the request's calls leave; gaveUp when it stopped waiting for that.
+	sent, gaveUp atomic.Bool
 }
 
 // send sends one request's script calls, at once if a slot is free, else with the next
 // batch, and leaves their replies in them. It returns the first error of the calls, or
-// ctx's error if ctx ends first: ErrNoSlot if its calls had not left yet.
+// ctx's error if ctx ends first.
 //
-// A round-trip budget in ctx (withRoundTrip) bounds the calls from the moment they are
-// written, so that the time a request waits for a slot is not taken for the store's.
+// A budget in ctx (withBudget) bounds each round trip from the moment it is written, and
+// the wait for a slot apart: a request still queued when its wait ends returns ErrNoSlot,
+// so that time spent waiting for a slot, or for a CPU, is not taken for the store's.
 func (r *Redis) send(ctx context.Context, calls []scriptCall) error {
 	b := &r.batch
 	if b.slots == 0 {
@@ -86,44 +87,62 @@ func (r *Redis) send(ctx context.Context, calls []scriptCall) error {
 	w.calls = append(w.one[:0], calls...)
 	b.queue = append(b.queue, w)
 	b.mu.Unlock()
-	select {
-	case err := <-w.done:
-		copy(calls, w.calls)
-		return err
-	case <-ctx.Done():
-		if !w.sent.Load() {
-			return fmt.Errorf("%w: %w", ErrNoSlot, ctx.Err())
+	var queued <-chan time.Time
+	if bu := budgetOf(ctx); bu != nil {
+		t := time.NewTimer(bu.queueWait)
+		defer t.Stop()
+		queued = t.C
+	}
+	for {
+		select {
+		case err := <-w.done:
+			copy(calls, w.calls)
+			return err
+		case <-ctx.Done():
+			if !w.sent.Load() {
+				return fmt.Errorf("%w: %w", ErrNoSlot, ctx.Err())
+			}
+			return ctx.Err()
+		case <-queued:
+			if !w.sent.Load() {
+				w.gaveUp.Store(true)
+				if !w.sent.Load() { // flush checks gaveUp after setting sent
+					return ErrNoSlot
+				}
+			}
+			queued = nil // on its way: wait for its round trip's own deadline
 		}
-		return ctx.Err()
 	}
 }
 
 // runWithin is run bounded by ctx's round-trip budget, counted from now.
 func (r *Redis) runWithin(ctx context.Context, calls []scriptCall) error {
-	if d, ok := roundTripOf(ctx); ok {
+	if bu := budgetOf(ctx); bu != nil {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
+		ctx, cancel = context.WithTimeout(ctx, bu.roundTrip)
 		defer cancel()
 	}
 	return r.run(ctx, calls)
 }
 
-// ErrNoSlot is a store call that never left: its context ended while it waited for a round
-// trip slot. It says nothing about the store, only that the caller was busy.
+// ErrNoSlot is a store call that never left: it waited too long for a round trip slot. It
+// says nothing about the store, only that the caller was busy.
 var ErrNoSlot = errors.New("ratelimit: no store round trip in time")
 
-// roundTripKey carries the budget of one store round trip in a context.
-type roundTripKey struct{}
+// budget bounds a store call: the wait for a round trip slot, and the round trip itself
+// from the moment it is written.
+type budget struct{ roundTrip, queueWait time.Duration }
 
-// withRoundTrip bounds each store round trip of the calls made with ctx to d, counted from
-// the moment the round trip is written rather than from the call.
-func withRoundTrip(ctx context.Context, d time.Duration) context.Context {
-	return context.WithValue(ctx, roundTripKey{}, d)
+type budgetKey struct{}
+
+// withBudget gives the calls made with ctx the budget b; b is shared, not copied.
+func withBudget(ctx context.Context, b *budget) context.Context {
+	return context.WithValue(ctx, budgetKey{}, b)
 }
 
-func roundTripOf(ctx context.Context) (time.Duration, bool) {
-	d, ok := ctx.Value(roundTripKey{}).(time.Duration)
-	return d, ok && d > 0
+func budgetOf(ctx context.Context) *budget {
+	b, _ := ctx.Value(budgetKey{}).(*budget)
+	return b
 }
 
 // next takes the queued requests, at most maxBatch, for the slot of a round trip that just
@@ -163,6 +182,10 @@ func (r *Redis) flush(batch []*waiter) {
 			w.done <- err
 			continue
 		}
+		if w.sent.Store(true); w.gaveUp.Load() {
+			w.done <- ErrNoSlot
+			continue
+		}
 		live = append(live, w)
 	}
 	if len(live) == 0 {
@@ -170,9 +193,6 @@ func (r *Redis) flush(batch []*waiter) {
 	}
 	ctx, cancel := batchDeadline(live)
 	defer cancel()
-	for _, w := range live {
-		w.sent.Store(true)
-	}
 	r.batch.sizes.Record(ctx, int64(len(live)))
 	groups := make([][]scriptCall, len(live))
 	for i, w := range live {
@@ -194,8 +214,8 @@ func batchDeadline(batch []*waiter) (context.Context, context.CancelFunc) {
 	now := time.Now()
 	for _, w := range batch {
 		d, ok := w.ctx.Deadline()
-		if rt, has := roundTripOf(w.ctx); has {
-			d, ok = now.Add(rt), true
+		if bu := budgetOf(w.ctx); bu != nil {
+			d, ok = now.Add(bu.roundTrip), true
 		}
 		if !ok {
 			return context.Background(), func() {}

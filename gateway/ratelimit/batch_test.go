@@ -479,3 +479,63 @@ func batchSizes(t *testing.T, reader *sdkmetric.ManualReader) (sizes, int64) {
 	}
 	return s, largest
 }
+
+// TestRedisBudgetCountsFromTheWrite: a request's round-trip budget starts when its calls
+// are written, not when it starts waiting for a slot; a request that waits longer than its
+// queue budget returns ErrNoSlot without ever reaching the store.
+func TestRedisBudgetCountsFromTheWrite(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	store, _ := batchingRedis(t, client)
+	rule := Rule{ID: "budget", Algorithm: TokenBucket, Limit: 100, Window: time.Hour}
+	reqs := []Request{{Rule: rule, Key: "user:1"}}
+	mustAllow(t, store, reqs) // loads the script
+	holdSlots := func(roundTrip time.Duration) []<-chan outcome {
+		var holders []<-chan outcome
+		for range store.batch.slots {
+			ctx := withBudget(context.Background(), &budget{roundTrip: roundTrip, queueWait: time.Minute})
+			holders = append(holders, decideAsync(ctx, store, []Request{{Rule: rule, Key: "slot-holder"}}))
+		}
+		waitBatchState(t, store, store.batch.slots, 0)
+		return holders
+	}
+
+	t.Run("queued past its queue budget", func(t *testing.T) {
+		resume := pauseScripts(t, srv.Client())
+		holders := holdSlots(3 * time.Second)
+		ctx := withBudget(context.Background(), &budget{roundTrip: time.Minute, queueWait: 100 * time.Millisecond})
+		got := <-decideAsync(ctx, store, reqs)
+		if !errors.Is(got.err, ErrNoSlot) || judge(got.err) != callNotCounted {
+			t.Fatalf("Allow queued past its wait = %v; want ErrNoSlot, not counted against the store", got.err)
+		}
+		resume()
+		for _, h := range holders {
+			<-h
+		}
+		waitBatchState(t, store, 0, 0)
+	})
+
+	t.Run("round trip from the write", func(t *testing.T) {
+		resume := pauseScripts(t, srv.Client())
+		holders := holdSlots(300 * time.Millisecond) // they time out on the paused store
+		start := time.Now()
+		ctx := withBudget(context.Background(), &budget{roundTrip: time.Second, queueWait: time.Minute})
+		queued := decideAsync(ctx, store, reqs)
+		waitBatchState(t, store, store.batch.slots, 1)
+		for _, h := range holders {
+			if got := <-h; !errors.Is(got.err, context.DeadlineExceeded) {
+				t.Fatalf("slot holder on a paused store = %v, want its round trip's deadline", got.err)
+			}
+		}
+		waitBatchState(t, store, 1, 0) // the queued request is on its way
+		resume()
+		got := <-queued
+		if got.err != nil || !got.res.Allowed {
+			t.Fatalf("queued request = %v, %v; want allowed: its round trip began when it was written", got.res.Allowed, got.err)
+		}
+		if waited := time.Since(start); waited < 300*time.Millisecond {
+			t.Fatalf("queued request returned after %v, want after the holders' 300ms", waited)
+		}
+	})
+}

@@ -46,12 +46,11 @@ type Failsafe struct {
 
 // lane is one path to the store: its calls, their budget and the breaker that judges them.
 type lane struct {
-	name      string
-	store     Limiter
-	direct    bool // the store ends its calls at the deadline by itself
-	roundTrip time.Duration
-	queueWait time.Duration
-	circuit   *circuit
+	name    string
+	store   Limiter
+	direct  bool // the store ends its calls at the deadline by itself and honours budget
+	budget  budget
+	circuit *circuit
 }
 
 // deadlineBound is a store that can tell whether its calls end at their context's deadline.
@@ -136,7 +135,7 @@ func NewFailsafe(store Limiter, opts FailsafeOptions) (*Failsafe, error) {
 }
 
 func (f *Failsafe) newLane(name string, store Limiter, roundTrip, queue time.Duration, b Breaker) *lane {
-	l := &lane{name: name, store: store, roundTrip: roundTrip, queueWait: queue}
+	l := &lane{name: name, store: store, budget: budget{roundTrip: roundTrip, queueWait: queue}}
 	if d, ok := store.(deadlineBound); ok {
 		l.direct = d.boundByDeadline()
 	}
@@ -230,9 +229,9 @@ func (f *Failsafe) Release(ctx context.Context, leases ...Lease) error {
 	if len(stored) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, f.open.roundTrip+f.open.queueWait)
+	ctx, cancel := context.WithTimeout(ctx, f.open.budget.queueWait+f.open.budget.roundTrip)
 	defer cancel()
-	if err := f.open.store.Release(withRoundTrip(ctx, f.open.roundTrip), stored...); err != nil {
+	if err := f.open.store.Release(ctx, stored...); err != nil {
 		f.metrics.storeError(ctx, f.open.name, errorKind(err))
 		return err
 	}
@@ -250,16 +249,15 @@ func (f *Failsafe) breakerStates() map[string]BreakerState {
 // the deadline, else on a goroutine of its own so the budget holds even if the client
 // ignores context deadlines on its sockets.
 func (f *Failsafe) ask(ctx context.Context, ln *lane, reqs []Request) (Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, ln.queueWait+ln.roundTrip)
-	defer cancel()
-	ctx = withRoundTrip(ctx, ln.roundTrip)
-	if ln.direct {
-		res, err := ln.store.Allow(ctx, reqs)
+	if ln.direct { // the store sets the deadline when it writes
+		res, err := ln.store.Allow(withBudget(ctx, &ln.budget), reqs)
 		if err != nil {
 			return Result{}, fmt.Errorf("ratelimit: store: %w", err)
 		}
 		return res, nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, ln.budget.queueWait+ln.budget.roundTrip)
+	defer cancel()
 	type answer struct {
 		res Result
 		err error
