@@ -144,7 +144,7 @@ func startGateway(t *testing.T, doc string, be *backend, env map[string]string) 
 		// of a loaded test machine under the race detector; a decision that misses it is
 		// taken by the fallback (or refused, for a fail-closed rule), which would make exact
 		// expectations flaky. The fallback has tests of its own (TestRedisDown).
-		"RATELIMIT_TIMEOUT": "250ms",
+		"RATELIMIT_TIMEOUT": "250ms", "RATELIMIT_CLOSED_TIMEOUT": "250ms",
 	}
 	for k, v := range env {
 		all[k] = v

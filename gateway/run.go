@@ -70,8 +70,12 @@ type Config struct {
 	// ReplicaID is GATEWAY_REPLICA_ID, how this replica announces itself for the limiter's
 	// fallback share; "" means random.
 	ReplicaID string
-	// LimiterTimeout is RATELIMIT_TIMEOUT, the bound on one Redis decision (default 5ms).
+	// LimiterTimeout is RATELIMIT_TIMEOUT, the bound on one Redis round trip from the moment
+	// it is written (default 5ms).
 	LimiterTimeout time.Duration
+	// LimiterClosedTimeout is RATELIMIT_CLOSED_TIMEOUT, the same bound for requests with a
+	// fail-closed rule (default 50ms): their alternative to waiting is a 503, not a fallback.
+	LimiterClosedTimeout time.Duration
 	// TableRefresh is RATE_LIMIT_RULE_REFRESH, how often the rate_limit_rule and policy_edit
 	// tables (the per-tenant overrides and the admin edits) are reloaded without an event.
 	TableRefresh time.Duration
@@ -139,19 +143,20 @@ func loadSettings(r *config.Reader) settings {
 
 func loadConfig(r *config.Reader) Config {
 	return Config{
-		PolicyFile:     r.String("POLICY_FILE", ""),
-		AdminAddr:      r.Addr("ADMIN_ADDR", "127.0.0.1:9080"),
-		AdminToken:     r.String("ADMIN_TOKEN", ""),
-		AuthURL:        strings.TrimSuffix(r.URL("AUTH_URL", "http://127.0.0.1:8101", "http", "https"), "/"),
-		AuthGRPCAddr:   r.String("AUTH_GRPC_ADDR", "127.0.0.1:9101"),
-		Issuer:         r.String("AUTH_ISSUER", "boxoffice-auth"),
-		Audience:       r.String("AUTH_AUDIENCE", "boxoffice"),
-		TokenLeeway:    r.Duration("TOKEN_LEEWAY", 5*time.Second),
-		TrustedProxies: r.List("TRUSTED_PROXIES", nil),
-		ReplicaID:      r.String("GATEWAY_REPLICA_ID", ""),
-		LimiterTimeout: r.Duration("RATELIMIT_TIMEOUT", 5*time.Millisecond),
-		TableRefresh:   r.Duration("RATE_LIMIT_RULE_REFRESH", policy.DefaultTableRefresh),
-		Upstreams:      map[string][]string{},
+		PolicyFile:           r.String("POLICY_FILE", ""),
+		AdminAddr:            r.Addr("ADMIN_ADDR", "127.0.0.1:9080"),
+		AdminToken:           r.String("ADMIN_TOKEN", ""),
+		AuthURL:              strings.TrimSuffix(r.URL("AUTH_URL", "http://127.0.0.1:8101", "http", "https"), "/"),
+		AuthGRPCAddr:         r.String("AUTH_GRPC_ADDR", "127.0.0.1:9101"),
+		Issuer:               r.String("AUTH_ISSUER", "boxoffice-auth"),
+		Audience:             r.String("AUTH_AUDIENCE", "boxoffice"),
+		TokenLeeway:          r.Duration("TOKEN_LEEWAY", 5*time.Second),
+		TrustedProxies:       r.List("TRUSTED_PROXIES", nil),
+		ReplicaID:            r.String("GATEWAY_REPLICA_ID", ""),
+		LimiterTimeout:       r.Duration("RATELIMIT_TIMEOUT", 5*time.Millisecond),
+		LimiterClosedTimeout: r.Duration("RATELIMIT_CLOSED_TIMEOUT", 50*time.Millisecond),
+		TableRefresh:         r.Duration("RATE_LIMIT_RULE_REFRESH", policy.DefaultTableRefresh),
+		Upstreams:            map[string][]string{},
 	}
 }
 
@@ -189,7 +194,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	}
 	*closers = append(*closers, rd.Close)
 	limiter, err := ratelimit.New(ratelimit.Options{Client: rd.Client, ReplicaID: cfg.ReplicaID,
-		Timeout: cfg.LimiterTimeout, Now: time.Now, Meter: mp, Logger: s.Log})
+		Timeout: cfg.LimiterTimeout, ClosedTimeout: cfg.LimiterClosedTimeout, Now: time.Now, Meter: mp, Logger: s.Log})
 	if err != nil {
 		return nil, fmt.Errorf("rate limiter: %w", err)
 	}
