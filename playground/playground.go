@@ -30,8 +30,9 @@ type Config struct {
 	// playground is), and when it exists it is the whole target.
 	EndpointsFile string
 	// Target is the system as the environment describes it, used when EndpointsFile does not
-	// exist (a compose stack): GATEWAY_URL, ADMIN_URL (or ADMIN_ADDR), ADMIN_TOKEN, NATS_URL
-	// and UPSTREAM_<SERVICE>, each service's instances.
+	// exist (a compose stack): GATEWAY_URL, ADMIN_URL (or ADMIN_ADDR), ADMIN_TOKEN, NATS_URL,
+	// REDIS_URL (the limiter's store, which the store-outage scenario can stall) and
+	// UPSTREAM_<SERVICE>, each service's instances.
 	Target scenario.Target
 }
 
@@ -46,6 +47,7 @@ func loadConfig(r *config.Reader, dataDir string) Config {
 		Admin:      strings.TrimSuffix(r.URL("ADMIN_URL", "", "http", "https"), "/"),
 		AdminToken: r.String("ADMIN_TOKEN", ""),
 		NATS:       r.String("NATS_URL", ""),
+		Redis:      r.String("REDIS_URL", ""),
 		Services:   map[string][]string{},
 	}
 	if addr := r.String("ADMIN_ADDR", ""); t.Admin == "" && addr != "" {

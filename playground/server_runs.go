@@ -287,13 +287,17 @@ func (rec *runRecord) stop() {
 	}
 }
 
-// handleScenarios lists the scenarios with their profiles, knobs, counters and explainers:
-// everything the page needs to offer them.
+// handleScenarios lists the scenarios with their profiles, knobs, counters and explainers,
+// and the rate limiter's decision paths with their colours and explanations: everything the
+// page needs to offer the scenarios and draw their runs as the report does.
 func handleScenarios(rs *runs) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, struct {
-			Scenarios []scenario.Scenario `json:"scenarios"`
-		}{rs.scenarios})
+			Scenarios        []scenario.Scenario     `json:"scenarios"`
+			DecisionPaths    []scenario.DecisionPath `json:"decision_paths"`
+			OtherPathColours []string                `json:"other_path_colours"`
+			OtherPathHelp    string                  `json:"other_path_help"`
+		}{rs.scenarios, scenario.DecisionPaths, scenario.OtherPathColours, scenario.OtherPathHelp})
 	})
 }
 

@@ -197,9 +197,17 @@ func TestRunThroughTheAPI(t *testing.T) {
 	api := srv.URL + "/api"
 
 	status, body := call(t, "GET", api+"/scenarios", nil)
-	list := decode[struct{ Scenarios []scenario.Scenario }](t, body)
+	list := decode[struct {
+		Scenarios        []scenario.Scenario
+		DecisionPaths    []scenario.DecisionPath `json:"decision_paths"`
+		OtherPathColours []string                `json:"other_path_colours"`
+	}](t, body)
 	if status != http.StatusOK || len(list.Scenarios) != 1 || list.Scenarios[0].Name != "probe" || len(list.Scenarios[0].Knobs) != 2 {
 		t.Fatalf("GET /api/scenarios = %d %s, want 200 and the probe scenario with its 2 knobs", status, body)
+	}
+	// The page draws the limiter's decisions as the report does: it is given the colours.
+	if len(list.DecisionPaths) != len(scenario.DecisionPaths) || list.DecisionPaths[0] != scenario.DecisionPaths[0] || len(list.OtherPathColours) == 0 {
+		t.Errorf("GET /api/scenarios gives decision paths %+v and other colours %v, want scenario.DecisionPaths and its other colours", list.DecisionPaths, list.OtherPathColours)
 	}
 
 	status, body = call(t, "POST", api+"/runs", map[string]string{"scenario": "probe", "profile": "short"})

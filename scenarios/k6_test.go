@@ -18,8 +18,8 @@ func TestK6ScriptsParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(scripts) != 3 {
-		t.Errorf("k6 scripts = %v, want one per scenario (rate-limiter, retry-storm, flash-sale)", scripts)
+	if len(scripts) != 4 {
+		t.Errorf("k6 scripts = %v, want one per scenario (rate-limiter, retry-storm, flash-sale, store-outage)", scripts)
 	}
 	for _, s := range scripts {
 		t.Run(filepath.Base(s), func(t *testing.T) {

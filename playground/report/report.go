@@ -29,6 +29,7 @@ func Write(w io.Writer, sc scenario.Scenario, res scenario.Result) error {
 		v.Explainer = append(v.Explainer, strings.Join(strings.Fields(para), " "))
 	}
 	v.Counters = slices.Sorted(maps.Keys(res.Totals.Counters))
+	v.Decisions = len(res.Totals.Decisions) > 0
 	if err := page.Execute(w, v); err != nil {
 		return fmt.Errorf("render report: %w", err)
 	}
@@ -43,10 +44,14 @@ type view struct {
 	Passed       bool
 	Charts       []template.HTML
 	Counters     []string
+	// Decisions: the run read the gateway's decisions, and the phases show the share made
+	// without the store.
+	Decisions bool
 }
 
-// charts draws the run's series: requests by outcome, accepted latency, the backend's load
-// and the scenario's own counters, each over the run's phases.
+// charts draws the run's series: requests by outcome, accepted latency, the backend's load,
+// the limiter's decisions by path and the scenario's own counters, each over the run's
+// phases.
 func charts(sc scenario.Scenario, res scenario.Result) []template.HTML {
 	s := res.Series
 	col := func(f func(scenario.Sample) float64) []float64 {
@@ -87,6 +92,17 @@ func charts(sc scenario.Scenario, res scenario.Result) []template.HTML {
 			},
 		}.svg())
 	}
+	// The gateway's decisions, in the colours the playground's page draws them in.
+	if paths := decisionPaths(s); len(paths) > 0 {
+		var lines []line
+		help := map[string]string{}
+		for _, p := range paths {
+			d := scenario.DescribePath(p)
+			lines = append(lines, line{p, d.Colour, col(func(x scenario.Sample) float64 { return x.Decisions[p] })})
+			help[p] = d.Help
+		}
+		out = append(out, chart{Title: "Limiter decisions by path", Unit: "decisions/s", Stacked: true, Bands: bands, Lines: lines, Help: help}.svg())
+	}
 	if len(sc.Counters) > 0 {
 		palette := []string{"#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#c62828", "#00838f", "#5d4037", "#455a64", "#ad1457"}
 		var lines []line
@@ -96,6 +112,18 @@ func charts(sc scenario.Scenario, res scenario.Result) []template.HTML {
 		out = append(out, chart{Title: sc.Title + ": the scenario's counters", Unit: "", Bands: bands, Lines: lines}.svg())
 	}
 	return out
+}
+
+// decisionPaths are the paths of the gateway's decisions the series shows, in stacking
+// order; none when they were not read.
+func decisionPaths(s []scenario.Sample) []string {
+	seen := map[string]bool{}
+	for _, x := range s {
+		for p := range x.Decisions {
+			seen[p] = true
+		}
+	}
+	return scenario.SortPaths(slices.Collect(maps.Keys(seen)))
 }
 
 // band is a phase's stretch of the series.
@@ -134,6 +162,12 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		return fmt.Sprintf("%.1f", float64(n)/secs)
 	},
 	"ms": func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"withoutStore": func(d map[string]float64) string {
+		if len(d) == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.0f%%", 100*scenario.WithoutStore(d))
+	},
 }).Parse(pageHTML))
 
 const pageHTML = `<!doctype html>
@@ -148,7 +182,7 @@ h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem}
 table{border-collapse:collapse;margin:.5rem 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #ddd;padding:.25rem .6rem;text-align:right}th:first-child,td:first-child{text-align:left}
 figure{margin:1rem 0}figcaption{font-weight:600;margin-bottom:.3rem}
-.legend span{margin-right:1rem;white-space:nowrap}.legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-1px}
+.legend span{margin-right:1rem;white-space:nowrap}.help{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;font-size:.9rem;color:#555}.help dt{font-weight:600}.help dd{margin:0}.legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-1px}
 code{background:#f3f3f3;padding:0 .2rem}
 </style>
 </head>
@@ -171,9 +205,9 @@ code{background:#f3f3f3;padding:0 .2rem}
 
 <h2>Phases</h2>
 <table>
-<tr><th>phase</th><th>seconds</th><th>sent</th><th>requests</th><th>2xx</th><th>429</th><th>503</th><th>5xx</th><th>errors</th><th>timeouts</th><th>goodput/s</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th></tr>
-{{range .Result.Phases}}<tr><td>{{.Phase}}</td><td>{{.Seconds}}</td><td>{{.Sent}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{.Unavailable}}</td><td>{{.ServerErrors}}</td><td>{{.ClientErrors}}</td><td>{{.Timeouts}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P95}}</td><td>{{ms .P99}}</td></tr>
-{{end}}{{with .Result.Totals}}<tr><td><b>whole run</b></td><td>{{.Seconds}}</td><td>{{.Sent}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{.Unavailable}}</td><td>{{.ServerErrors}}</td><td>{{.ClientErrors}}</td><td>{{.Timeouts}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P95}}</td><td>{{ms .P99}}</td></tr>{{end}}
+<tr><th>phase</th><th>seconds</th><th>sent</th><th>requests</th><th>2xx</th><th>429</th><th>503</th><th>5xx</th><th>errors</th><th>timeouts</th><th>goodput/s</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th>{{if .Decisions}}<th>limiter decisions without the store</th>{{end}}</tr>
+{{range .Result.Phases}}<tr><td>{{.Phase}}</td><td>{{.Seconds}}</td><td>{{.Sent}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{.Unavailable}}</td><td>{{.ServerErrors}}</td><td>{{.ClientErrors}}</td><td>{{.Timeouts}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P95}}</td><td>{{ms .P99}}</td>{{if $.Decisions}}<td>{{withoutStore .Decisions}}</td>{{end}}</tr>
+{{end}}{{with .Result.Totals}}<tr><td><b>whole run</b></td><td>{{.Seconds}}</td><td>{{.Sent}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{.Unavailable}}</td><td>{{.ServerErrors}}</td><td>{{.ClientErrors}}</td><td>{{.Timeouts}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P95}}</td><td>{{ms .P99}}</td>{{if $.Decisions}}<td>{{withoutStore .Decisions}}</td>{{end}}</tr>{{end}}
 </table>
 <p class="meta">Phases leave out their first seconds (settle) while the previous phase's queue drains. Latency is of accepted (2xx) requests.</p>
 

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"html/template"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,51 @@ func TestNiceCeil(t *testing.T) {
 	for _, tt := range tests {
 		if got := niceCeil(tt.in); got != tt.want {
 			t.Errorf("niceCeil(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// The limiter's decisions by path are drawn stacked, each path in the colour the
+// playground's page gives it, with what it means; a phase shows its share made without the
+// store.
+func TestWriteDrawsTheDecisionsByPath(t *testing.T) {
+	res := scenario.Result{
+		Series: []scenario.Sample{
+			{T: 0, Phase: "calm", Decisions: map[string]float64{"store": 40}},
+			{T: 1, Phase: "outage", Decisions: map[string]float64{"fallback": 30, "fail_closed": 10}},
+			{T: 2, Phase: "outage", Decisions: map[string]float64{"fallback": 30, "a-new-path": 2}},
+		},
+		Phases: []scenario.Stats{
+			{Phase: "calm", Decisions: map[string]float64{"store": 40}},
+			{Phase: "outage", Decisions: map[string]float64{"fallback": 60, "fail_closed": 10, "a-new-path": 3}},
+		},
+		Totals: scenario.Stats{Decisions: map[string]float64{"store": 40, "fallback": 60, "fail_closed": 10, "a-new-path": 3}},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, scenario.Scenario{Title: "t"}, res); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	if !strings.Contains(html, "Limiter decisions by path (decisions/s)") {
+		t.Fatalf("report lacks the decisions chart:\n%s", html)
+	}
+	for _, p := range []string{"store", "fallback", "fail_closed", "a-new-path"} {
+		d := scenario.DescribePath(p)
+		if !strings.Contains(html, `fill="`+d.Colour+`" fill-opacity="0.75"><title>`+p+`</title>`) {
+			t.Errorf("report draws no %s band in %s, the page's colour", p, d.Colour)
+		}
+		if !strings.Contains(html, "<dt>"+p+"</dt><dd>"+template.HTMLEscapeString(d.Help)+"</dd>") {
+			t.Errorf("report does not say what %s means", p)
+		}
+	}
+	// The bands stack as the page's do: the store at the bottom, then the listed paths, then
+	// the others.
+	if i, j, k := strings.Index(html, "<title>store</title>"), strings.Index(html, "<title>fail_closed</title>"), strings.Index(html, "<title>a-new-path</title>"); !(i < j && j < k) {
+		t.Errorf("bands in the order store %d, fail_closed %d, a-new-path %d; want that order", i, j, k)
+	}
+	for _, want := range []string{"<td>0%</td>", "<td>96%</td>", "<td>62%</td>"} { // calm, outage, the run
+		if !strings.Contains(html, want) {
+			t.Errorf("phases table lacks %s, a share made without the store", want)
 		}
 	}
 }

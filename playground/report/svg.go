@@ -14,6 +14,8 @@ type chart struct {
 	Stacked bool
 	Bands   []band
 	Lines   []line
+	// Help says what a series means, by label, listed under the legend in the lines' order.
+	Help map[string]string
 }
 
 type line struct {
@@ -117,7 +119,17 @@ func (c chart) svg() template.HTML {
 	for _, l := range c.Lines {
 		fmt.Fprintf(&b, `<span><i style="background:%s"></i>%s</span>`, l.Color, template.HTMLEscapeString(l.Label))
 	}
-	b.WriteString(`</div></figure>`)
+	b.WriteString(`</div>`)
+	var help strings.Builder
+	for _, l := range c.Lines {
+		if h := c.Help[l.Label]; h != "" {
+			fmt.Fprintf(&help, `<dt>%s</dt><dd>%s</dd>`, template.HTMLEscapeString(l.Label), template.HTMLEscapeString(h))
+		}
+	}
+	if help.Len() > 0 {
+		fmt.Fprintf(&b, `<dl class="help">%s</dl>`, help.String())
+	}
+	b.WriteString(`</figure>`)
 	return template.HTML(b.String())
 }
 

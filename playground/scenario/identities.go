@@ -20,8 +20,9 @@ import (
 const demoFans = 2000
 
 // identities gives each stream its identities: fake client IPs, logged-in demo fans (each
-// also on an IP of its own) or the demo partners' API keys. Streams get disjoint IPs and
-// fans, so one stream's limits never spend another's budget.
+// also on an IP of its own), demo fans' accounts to log in as (the same) or the demo
+// partners' API keys. Streams get disjoint IPs and fans, so one stream's limits never spend
+// another's budget.
 func (r *Run) identities(ctx context.Context) error {
 	nextFan := 1
 	for i, s := range r.streams {
@@ -50,6 +51,14 @@ func (r *Run) identities(ctx context.Context) error {
 				s.ids = append(s.ids, load.Identity{Name: tok.email, IP: load.FakeIP(base + j), Token: tok.token})
 			}
 			nextFan += n
+		case "account":
+			if nextFan+n-1 > demoFans {
+				return fmt.Errorf("stream %s: %d fans asked for, the demo has %d", s.Name, nextFan+n-1, demoFans)
+			}
+			for j := range n {
+				s.ids = append(s.ids, load.Identity{Name: fanEmail(nextFan + j), IP: load.FakeIP(base + j)})
+			}
+			nextFan += n
 		case "apikey":
 			var keys []Partner
 			for _, p := range r.target.Partners {
@@ -67,6 +76,17 @@ func (r *Run) identities(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// fanEmail is demo fan number n's email (from 1).
+func fanEmail(n int) string { return fmt.Sprintf("fan%04d@boxoffice.test", n) }
+
+// demoPassword is the demo fans' shared password: the first user's the target lists.
+func (r *Run) demoPassword() string {
+	if len(r.target.Users) > 0 {
+		return r.target.Users[0].Password
+	}
+	return "boxoffice-demo"
 }
 
 type login struct {
@@ -95,10 +115,7 @@ func (r *Run) login(ctx context.Context, first, n int) ([]login, error) {
 	if first+n-1 > demoFans {
 		return nil, fmt.Errorf("%d fans asked for, the demo has %d", first+n-1, demoFans)
 	}
-	password := "boxoffice-demo"
-	if len(r.target.Users) > 0 {
-		password = r.target.Users[0].Password
-	}
+	password := r.demoPassword()
 	url := r.target.Gateway + "/v1/auth/login"
 	if a := r.target.Services["auth"]; len(a) > 0 {
 		url = a[0] + "/v1/auth/login"
@@ -109,7 +126,7 @@ func (r *Run) login(ctx context.Context, first, n int) ([]login, error) {
 	now := r.o.Now()
 	fresh := 0
 	for i := range n {
-		email := fmt.Sprintf("fan%04d@boxoffice.test", first+i)
+		email := fanEmail(first + i)
 		out[i].email, out[i].key = email, url+" "+email
 		tokens.Lock()
 		c, ok := tokens.m[out[i].key]

@@ -39,12 +39,12 @@ type Journal struct {
 type entry struct {
 	// N numbers the entry in its journal; 0 for a run without one.
 	N int `json:"n"`
-	// Kind is entryEdit (a gateway element's stored admin edit) or entryKnobs (a service's
-	// control knobs).
+	// Kind is entryEdit (a gateway element's stored admin edit), entryKnobs (a service's
+	// control knobs) or entryStore (the limiter's store, to bring back up).
 	Kind string `json:"kind"`
 	// Element is an edit's element kind: limit, route or service.
 	Element string `json:"element,omitempty"`
-	// ID is the edited element's id, or the service whose knobs were turned.
+	// ID is the edited element's id, the service whose knobs were turned, or storeID.
 	ID string `json:"id"`
 	// Prior is the element's stored edit as the run found it; nil: none, the element
 	// followed the policy file.
@@ -57,12 +57,16 @@ type entry struct {
 const (
 	entryEdit  = "edit"
 	entryKnobs = "knobs"
+	entryStore = "store"
 )
 
 // what names the change for the log and the timeline: "route events", "backend catalog".
 func (e entry) what() string {
-	if e.Kind == entryKnobs {
+	switch e.Kind {
+	case entryKnobs:
 		return "backend " + e.ID
+	case entryStore:
+		return "the limiter's store"
 	}
 	return e.Element + " " + e.ID
 }
@@ -113,6 +117,7 @@ func validEntries(es []entry) bool {
 		switch {
 		case e.Kind == entryEdit && e.Element != "" && e.ID != "":
 		case e.Kind == entryKnobs && e.ID != "" && e.Knobs != nil:
+		case e.Kind == entryStore && e.ID != "":
 		default:
 			return false
 		}
@@ -283,6 +288,8 @@ func (s *system) putBack(ctx context.Context, entries []entry, log *slog.Logger)
 		switch e.Kind {
 		case entryKnobs:
 			err = s.setKnobs(ctx, e.ID, *e.Knobs)
+		case entryStore:
+			_, err = s.setStore(ctx, StoreUp)
 		default:
 			err = s.restoreEdit(ctx, e.Element, e.ID, e.Prior)
 		}

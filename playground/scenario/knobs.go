@@ -34,12 +34,13 @@ import (
 //	admit_rate                           the waiting room's admissions per second (flash-sale)
 //	ip_rate                              the gateway's per-IP limit (api-per-ip), per second
 //	holds_per_minute                     the gateway's holds-per-account limit
+//	store                                up | stalled | killed: the limiter's Redis (see StoreUp)
 var knobVocabulary = []string{
 	"limit", "algorithm", "rate", "burst", "key",
 	"capacity", "service_time", "outage", "latency",
 	"retry", "retries", "jitter", "budget", "gateway_retry", "gateway_retry_budget",
 	"gateway_max_in_flight", "gateway_adaptive",
-	"admit_rate", "ip_rate", "holds_per_minute",
+	"admit_rate", "ip_rate", "holds_per_minute", "store",
 }
 
 // hangLatency is what "outage: hang" injects: longer than any client's timeout, so every
@@ -95,6 +96,8 @@ func (r *Run) apply(ctx context.Context, name string) error {
 		return r.applyGatewayRetryBudget(ctx)
 	case "gateway_concurrency":
 		return r.applyGatewayConcurrency(ctx)
+	case "store":
+		return r.applyStore(ctx)
 	case "admit_rate":
 		if fs, ok := r.driver.(*flashSale); ok {
 			return fs.setAdmitRate(ctx, r)
@@ -471,6 +474,17 @@ func (s *Scenario) checkKnobs() error {
 			for _, v := range append([]string{k.Default}, k.Options...) {
 				if _, err := parseRetryBudget(v, retryBudget{}); err != nil {
 					errs = append(errs, fmt.Errorf("knobs[gateway_retry_budget]: %w", err))
+				}
+			}
+		}
+		if k.Name == "store" {
+			states := []string{StoreUp, StoreStalled, StoreKilled}
+			if k.Kind != "enum" || !slices.Contains(k.Options, StoreUp) {
+				errs = append(errs, fmt.Errorf("knobs[store]: want an enum with %s among its options", StoreUp))
+			}
+			for _, o := range k.Options {
+				if !slices.Contains(states, o) {
+					errs = append(errs, fmt.Errorf("knobs[store].options: %q: want %s", o, strings.Join(states, ", ")))
 				}
 			}
 		}

@@ -1,8 +1,12 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
 
 	"boxoffice.dev/playground/load"
 )
@@ -16,18 +20,46 @@ var _ driver = requestDriver{}
 func (requestDriver) setup(ctx context.Context, r *Run) error { return r.identities(ctx) }
 
 func (requestDriver) job(r *Run, s *stream) func(ctx context.Context, c *load.Client, n int64) {
-	url := r.target.Gateway + r.sc.Request.Path
-	method := r.sc.Request.Method
+	spec := r.sc.Request
+	if s.Request != nil {
+		spec = *s.Request
+	}
+	url := r.target.Gateway + spec.Path
+	// Each identity's body is made once: the arrivals only read them.
+	bodies := make([][]byte, len(s.ids))
+	if spec.Body != "" {
+		for i, id := range s.ids {
+			bodies[i] = fillBody(spec.Body, id.Name, r.demoPassword())
+		}
+	}
 	return func(ctx context.Context, c *load.Client, n int64) {
-		id := s.ids[int(n%int64(len(s.ids)))]
+		i := int(n % int64(len(s.ids)))
+		id, body := s.ids[i], bodies[i]
 		c.Do(ctx, func(ctx context.Context) (*http.Request, error) {
-			req, err := http.NewRequestWithContext(ctx, method, url, nil)
+			var rd io.Reader
+			if body != nil {
+				rd = bytes.NewReader(body) // a new reader for every attempt: retries resend it whole
+			}
+			req, err := http.NewRequestWithContext(ctx, spec.Method, url, rd)
 			if err == nil {
 				id.Apply(req)
+				if body != nil {
+					req.Header.Set("Content-Type", "application/json")
+				}
 			}
 			return req, err
 		})
 	}
+}
+
+// fillBody replaces {email} and {password} in a JSON body template, escaped as JSON string
+// contents: the template holds them inside quotes.
+func fillBody(template, email, password string) []byte {
+	esc := func(s string) string {
+		b, _ := json.Marshal(s)
+		return string(b[1 : len(b)-1])
+	}
+	return []byte(strings.NewReplacer("{email}", esc(email), "{password}", esc(password)).Replace(template))
 }
 
 // The gauges the request driver reads from the gateway, every second, when a scenario lists

@@ -20,6 +20,10 @@ type Sample struct {
 	// Counters are the scenario's own series (Scenario.Counters), e.g. "429:holds-per-account",
 	// "queue_length", "admitted", "seats_sold".
 	Counters map[string]float64 `json:"counters,omitempty"`
+	// Decisions are the gateway's rate-limit decisions in this second by path (store,
+	// fallback, fail_closed…: see DecisionPaths), from all its traffic; nil when they could
+	// not be read.
+	Decisions map[string]float64 `json:"decisions,omitempty"`
 }
 
 // Event is one entry of a run's timeline.

@@ -87,9 +87,14 @@ type Run struct {
 	origService *serviceKnobs // the backend service's knobs at the gateway, as found
 	// concurrencyEdited: the backend's concurrency limit at the gateway has been changed.
 	concurrencyEdited bool
+	// storeTouched: the run has faulted the limiter's store, and brings it back up as it ends.
+	storeTouched bool
 	// final are the driver's tallies after the load (seats sold, oversold), added to the
 	// run's counters.
 	final map[string]float64
+
+	// decisions turns the gateway's decision totals into Sample.Decisions; the sampler's.
+	decisions decisionCounts
 }
 
 // setFinal records the driver's end-of-run tallies.
@@ -172,7 +177,8 @@ func Start(ctx context.Context, sc Scenario, profile string, t Target, o Options
 		return nil, fmt.Errorf("set up %s: %w", sc.Name, err)
 	}
 
-	// The run's second 0 starts now, set-up done.
+	// The run's second 0 starts now, set-up done, from the gateway's decisions so far.
+	r.decisions.next(r.sys.decisionTotals(setupCtx))
 	r.rec = load.NewRecorder(r.o.Now)
 	timeout := r.sc.Client.Timeout.D()
 	if timeout <= 0 {

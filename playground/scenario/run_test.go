@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -28,6 +29,7 @@ type fakeSystem struct {
 	control         []string          // PUT /control bodies
 	budgets         []string          // PATCH /admin/services/catalog bodies
 	sawXFF          bool
+	decided         int // requests to /v1/events: each one decision of the store, on /metrics
 }
 
 func newFakeSystem(routeLimits ...string) *fakeSystem {
@@ -40,6 +42,7 @@ func (f *fakeSystem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	switch {
 	case r.URL.Path == "/v1/events":
+		f.decided++
 		f.sawXFF = f.sawXFF || strings.HasPrefix(r.Header.Get("X-Forwarded-For"), "10.")
 		if slices.Contains(f.routeLimits, "lim") {
 			w.WriteHeader(429)
@@ -98,8 +101,9 @@ func (f *fakeSystem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"latency_ms":0,"error_rate":0,"outage":false,"max_concurrent":0,"service_time_ms":0}`)
 	case r.URL.Path == "/control" && r.Method == http.MethodPut:
 		f.control = append(f.control, string(body))
-	case r.URL.Path == "/metrics":
+	case r.URL.Path == "/metrics": // the backend's and the gateway's in one
 		_, _ = io.WriteString(w, "boxoffice_control_in_flight{service=\"catalog\"} 2\nboxoffice_control_max_concurrent{service=\"catalog\"} 4\n")
+		_, _ = fmt.Fprintf(w, "ratelimit_decisions_total{outcome=\"allowed\",path=\"store\",rule=\"api-per-ip\"} %d\n", f.decided)
 	default:
 		http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusTeapot)
 	}
@@ -180,6 +184,18 @@ func TestRunTurnsKnobsSamplesAndPutsBack(t *testing.T) {
 	}
 	if got := res.Totals.Counters["429:lim"]; got == 0 {
 		t.Error("no 429 counted by the policy its body names")
+	}
+	// The gateway's decisions by path, read from its admin /metrics every second: one per
+	// request here, all by the store.
+	decided := 0.0
+	for _, smp := range res.Series {
+		decided += smp.Decisions["store"]
+		if len(smp.Decisions) > 1 {
+			t.Errorf("second %d: decisions %v, want the store's only", smp.T, smp.Decisions)
+		}
+	}
+	if decided == 0 || res.Totals.Decisions["store"] != decided {
+		t.Errorf("decisions by the store: %v over the seconds, %v in the totals; want some, the same in both", decided, res.Totals.Decisions["store"])
 	}
 
 	sys.mu.Lock()
@@ -263,13 +279,22 @@ func TestStopEndsTheRunEarly(t *testing.T) {
 func runOnFakeSystem(t *testing.T, doc string) (*fakeSystem, Result) {
 	t.Helper()
 	sys := newFakeSystem()
-	srv := httptest.NewServer(sys)
+	return sys, runOn(t, doc, sys, Target{}, Options{})
+}
+
+// runOn runs the one profile of the scenario doc against h, which serves as gateway and
+// admin API beside what t already names, with o, and returns the result once the run is
+// over, having checked that every expectation was met.
+func runOn(t *testing.T, doc string, h http.Handler, target Target, o Options) Result {
+	t.Helper()
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	sc, err := Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := Start(context.Background(), sc, "", Target{Gateway: srv.URL, Admin: srv.URL, AdminToken: "t"}, Options{})
+	target.Gateway, target.Admin, target.AdminToken = srv.URL, srv.URL, "t"
+	run, err := Start(context.Background(), sc, "", target, o)
 	if err != nil {
 		t.Fatalf("Start = %v", err)
 	}
@@ -278,7 +303,7 @@ func runOnFakeSystem(t *testing.T, doc string) (*fakeSystem, Result) {
 	if !res.Passed() {
 		t.Errorf("result = %+v, want every expectation met", res.Expectations)
 	}
-	return sys, res
+	return res
 }
 
 // startOnFake starts the scenario doc's first profile against h, which serves as gateway,

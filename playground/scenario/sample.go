@@ -35,8 +35,8 @@ func (r *Run) sample(ctx context.Context, loadDone <-chan struct{}) {
 	}
 }
 
-// sampleAt builds second i's Sample from the recorder, the backend's gauges and the
-// driver's counters.
+// sampleAt builds second i's Sample from the recorder, the backend's gauges, the gateway's
+// decisions and the driver's counters.
 func (r *Run) sampleAt(ctx context.Context, i int) Sample {
 	sec := r.rec.Second(i)
 	s := Sample{
@@ -45,6 +45,14 @@ func (r *Run) sampleAt(ctx context.Context, i int) Sample {
 		InFlight: r.eng.InFlight(),
 		Counters: sec.Counters,
 	}
+	// The gateway's decisions are read beside the other gauges, not after them: all describe
+	// the second that just ended.
+	decided := make(chan map[string]float64, 1)
+	go func() {
+		dctx, cancel := context.WithTimeout(ctx, 900*time.Millisecond)
+		defer cancel()
+		decided <- r.sys.decisionTotals(dctx)
+	}()
 	if svc := r.sc.Backend.Service; svc != "" {
 		pctx, cancel := context.WithTimeout(ctx, 900*time.Millisecond)
 		l, err := r.sys.load(pctx, svc)
@@ -63,6 +71,7 @@ func (r *Run) sampleAt(ctx context.Context, i int) Sample {
 	if len(s.Counters) == 0 {
 		s.Counters = nil
 	}
+	s.Decisions = r.decisions.next(<-decided)
 	return s
 }
 
@@ -118,12 +127,14 @@ func (r *Run) stats() (map[string]*Stats, *Stats) {
 	// polled gauges together.
 	r.mu.Lock()
 	counters := map[int]map[string]float64{}
+	decisions := map[int]map[string]float64{}
 	for _, s := range r.series {
 		counters[s.T] = s.Counters
+		decisions[s.T] = s.Decisions
 	}
 	r.mu.Unlock()
 	seen := r.rec.Seconds()
-	for i := range counters {
+	for i := range counters { // every sampled second: decisions has the same keys
 		seen = append(seen, i)
 	}
 	slices.Sort(seen)
@@ -142,7 +153,7 @@ func (r *Run) stats() (map[string]*Stats, *Stats) {
 			if i >= to {
 				break
 			}
-			acc.add(r.rec.Second(i), counters[i], gauges)
+			acc.add(r.rec.Second(i), counters[i], decisions[i], gauges)
 		}
 		return acc.stats(name, max(to-from, 0))
 	}

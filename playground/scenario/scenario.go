@@ -71,6 +71,9 @@ type RequestSpec struct {
 	Path string `yaml:"path" json:"path"`
 	// Route is the gateway route id the path matches (the limit knob attaches to it).
 	Route string `yaml:"route" json:"route"`
+	// Body, when set, is sent as JSON, with {email} and {password} replaced by the demo
+	// account of the identity sending it (identity account or user): a login.
+	Body string `yaml:"body,omitempty" json:"body,omitempty"`
 }
 
 // BackendSpec is a service and the capacity its control hook gives every replica:
@@ -93,6 +96,7 @@ type StreamSpec struct {
 	Name string `yaml:"name" json:"name"`
 	// Identity is what tells its requests apart at the gateway: "ip" (a fake client IP per
 	// identity, in X-Forwarded-For), "user" (a logged-in demo fan; also a fake IP each),
+	// "account" (a demo fan's account, not logged in: for a login body; a fake IP each),
 	// "apikey" (the demo partners' keys).
 	Identity string `yaml:"identity" json:"identity"`
 	// Count is how many distinct identities the stream spreads over; 0 means 1.
@@ -100,6 +104,9 @@ type StreamSpec struct {
 	// RateKnob, when set, names the knob whose value is this stream's own arrival rate; the
 	// phase's rate then drives only the streams without one.
 	RateKnob string `yaml:"rate_knob,omitempty" json:"rate_knob,omitempty"`
+	// Request, when set, is what the stream sends instead of the scenario's Request (logins
+	// beside page views, say); the "request" driver only.
+	Request *RequestSpec `yaml:"request,omitempty" json:"request,omitempty"`
 }
 
 // FlashSaleSpec sets up the on-sale: a fresh event per run with Seats seats, and the fans'
@@ -325,9 +332,21 @@ func (s *Scenario) validate() error {
 	}
 	for i, st := range s.Streams {
 		switch st.Identity {
-		case "ip", "user", "apikey":
+		case "ip", "user", "account", "apikey":
 		default:
-			bad(fmt.Sprintf("streams[%d].identity", i), "%q: want ip, user or apikey", st.Identity)
+			bad(fmt.Sprintf("streams[%d].identity", i), "%q: want ip, user, account or apikey", st.Identity)
+		}
+		req := s.Request
+		if st.Request != nil {
+			req = *st.Request
+			if s.Driver != "request" || req.Method == "" || req.Path == "" {
+				bad(fmt.Sprintf("streams[%d].request", i), "a stream's own request needs the request driver, a method and a path")
+			}
+		}
+		if strings.Contains(req.Body, "{email}") || strings.Contains(req.Body, "{password}") {
+			if st.Identity != "account" && st.Identity != "user" {
+				bad(fmt.Sprintf("streams[%d]", i), "a body with {email} or {password} needs identity account or user, not %q", st.Identity)
+			}
 		}
 		if st.RateKnob != "" {
 			k := s.Knob(st.RateKnob)
@@ -401,6 +420,9 @@ func (s *Scenario) validate() error {
 				}
 				if !validMetric(m.Metric) {
 					bad(f, "metric %q is unknown", m.Metric)
+				}
+				if m.Stream != "" && gatewayWide(m.Metric) {
+					bad(f, "metric %q counts the gateway's decisions, which no stream has apart: drop stream %q", m.Metric, m.Stream)
 				}
 			}
 		}

@@ -26,7 +26,7 @@ func TestLoadDirReadsTheScenarios(t *testing.T) {
 			}
 		}
 	}
-	if got, want := strings.Join(names, ","), "flash-sale,rate-limiter,retry-storm"; got != want {
+	if got, want := strings.Join(names, ","), "flash-sale,rate-limiter,retry-storm,store-outage"; got != want {
 		t.Errorf("scenarios = %s, want %s", got, want)
 	}
 }
@@ -76,6 +76,15 @@ func TestParseRejectsWhatARunCannotDo(t *testing.T) {
 		{"phase rate above the engine's", "duration: 2s, rate: 10}", "duration: 2s, rate: 20000}", "rates must be from 0 to 10000/s"},
 		{"phase rate not a number", "duration: 2s, rate: 10}", "duration: 2s, rate: .nan}", "rates must be from 0 to 10000/s"},
 		{"rate knob of another kind", "identity: ip, count: 2}", "identity: ip, count: 2, rate_knob: retry}", `rate_knob: "retry": want an int or float knob of at most 10000/s`},
+		{"a login stream", "identity: ip, count: 2}", `identity: account, count: 2, request: {method: POST, path: /v1/auth/login, route: login, body: '{"email":"{email}","password":"{password}"}'}}`, ""},
+		{"a stream's request without a path", "identity: ip, count: 2}", "identity: ip, count: 2, request: {method: POST}}", "streams[0].request: a stream's own request needs"},
+		{"a login body without accounts", "identity: ip, count: 2}", `identity: ip, count: 2, request: {method: POST, path: /l, body: '{"email":"{email}"}'}}`, `needs identity account or user, not "ip"`},
+		{"the store knob", "name: retry, kind", "name: store, kind: enum, options: [up, stalled, killed], default: up}\n  - {name: retry, kind", ""},
+		{"a store state the runner cannot put", "name: retry, kind", "name: store, kind: enum, options: [up, melted], default: up}\n  - {name: retry, kind", `knobs[store].options: "melted"`},
+		{"the store knob without up", "name: retry, kind", "name: store, kind: enum, options: [stalled], default: stalled}\n  - {name: retry, kind", "knobs[store]: want an enum with up"},
+		{"the gateway's decisions", "metric: p99, phase: two", `metric: "decisions_ratio:store", phase: two`, ""},
+		{"the gateway's decisions of one stream", "metric: p99, phase: two", `metric: "without_store_ratio", phase: two, stream: a`, "counts the gateway's decisions"},
+		{"a decisions metric without a path", "metric: p99, phase: two", `metric: "decisions:", phase: two`, `metric "decisions:" is unknown`},
 		{"rate knob above the engine's", "count: 2}]\nknobs:\n", "count: 2, rate_knob: fast}]\nknobs:\n  - {name: fast, kind: int, default: \"0\"}\n", `rate_knob: "fast": want an int or float knob of at most 10000/s`},
 	}
 	for _, tt := range tests {
@@ -103,7 +112,8 @@ func TestCheckComparesPhases(t *testing.T) {
 	phases := map[string]*Stats{
 		"off": {Tally: Tally{P99: 900, Sent: 100, Requests: 100, OK: 100}},
 		"on": {Tally: Tally{P99: 100, Sent: 400, Requests: 100, OK: 40, TooMany: 60}, Counters: map[string]float64{"429:x": 60},
-			Streams: map[string]*Stats{"noisy": {Tally: Tally{OK: 5, TooMany: 45}}}},
+			Decisions: map[string]float64{"store": 20, "fallback": 50, "fail_closed": 10},
+			Streams:   map[string]*Stats{"noisy": {Tally: Tally{OK: 5, TooMany: 45}}}},
 	}
 	totals := &Stats{Counters: map[string]float64{"oversold": 0}}
 	tests := []struct {
@@ -121,6 +131,10 @@ func TestCheckComparesPhases(t *testing.T) {
 		{"a stream", Expectation{Left: Measure{Metric: "too_many_ratio", Phase: "on", Stream: "noisy"}, Op: ">=", Value: 0.9}, true, "too_many_ratio(noisy@on) >= 0.9"},
 		{"a counter of a phase", Expectation{Left: Measure{Metric: "counter:429:x", Phase: "on"}, Op: "==", Value: 60}, true, "429:x(on) == 60"},
 		{"a counter of the run", Expectation{Left: Measure{Metric: "counter:oversold"}, Op: "==", Value: 0}, true, "oversold(run) == 0"},
+		{"decisions by a path", Expectation{Left: Measure{Metric: "decisions:fallback", Phase: "on"}, Op: ">", Value: 0}, true, "decisions:fallback(on) > 0"},
+		{"a path's share", Expectation{Left: Measure{Metric: "decisions_ratio:store", Phase: "on"}, Op: "<=", Value: 0.5}, true, "decisions_ratio:store(on) <= 0.5"},
+		{"the share without the store", Expectation{Left: Measure{Metric: "without_store_ratio", Phase: "on"}, Op: ">=", Value: 0.5}, true, "without_store_ratio(on) >= 0.5"},
+		{"no decisions: a share of 0", Expectation{Left: Measure{Metric: "without_store_ratio", Phase: "off"}, Op: "==", Value: 0}, true, "without_store_ratio(off) == 0"},
 		{"a stream without traffic fails", Expectation{Left: Measure{Metric: "p99", Phase: "off", Stream: "noisy"}, Op: ">=", Value: 0}, false, ">="},
 	}
 	for _, tt := range tests {

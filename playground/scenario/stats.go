@@ -55,6 +55,9 @@ type Stats struct {
 	// Counters are the scenario's own counters: counts summed over the phase, gauges
 	// (CounterSpec.Kind) at their last value in it.
 	Counters map[string]float64 `json:"counters,omitempty"`
+	// Decisions are the gateway's rate-limit decisions by path, summed over the phase; the
+	// gateway's, so a stream's Stats have none.
+	Decisions map[string]float64 `json:"decisions,omitempty"`
 }
 
 // metrics are the numbers a Measure may name, computed from a Stats. "counter:<name>" names
@@ -84,6 +87,42 @@ var metrics = map[string]func(s *Stats) float64{
 	// Per-second rates over the phase.
 	"sent_per_second":    func(s *Stats) float64 { return ratio(float64(s.Sent), s.Seconds) },
 	"goodput_per_second": func(s *Stats) float64 { return ratio(float64(s.Goodput), s.Seconds) },
+	// The share of the gateway's rate-limit decisions taken without the store (fallback,
+	// fail_closed).
+	"without_store_ratio": func(s *Stats) float64 { return WithoutStore(s.Decisions) },
+}
+
+// The prefixed metrics: "counter:<name>" is one of Stats.Counters; "decisions:<path>" the
+// gateway's decisions by that path, and "decisions_ratio:<path>" their share of all its
+// decisions.
+const (
+	prefixCounter        = "counter:"
+	prefixDecisions      = "decisions:"
+	prefixDecisionsRatio = "decisions_ratio:"
+)
+
+// prefixed reads a prefixed metric; ok is false for any other name.
+func prefixed(name string, s *Stats) (v float64, ok bool) {
+	if c, found := strings.CutPrefix(name, prefixCounter); found {
+		return s.Counters[c], true
+	}
+	if p, found := strings.CutPrefix(name, prefixDecisions); found {
+		return s.Decisions[p], true
+	}
+	if p, found := strings.CutPrefix(name, prefixDecisionsRatio); found {
+		var all float64
+		for _, n := range s.Decisions {
+			all += n
+		}
+		return ratio(s.Decisions[p], all), true
+	}
+	return 0, false
+}
+
+// gatewayWide reports whether a metric counts the gateway's decisions, which no stream has
+// apart from the others.
+func gatewayWide(name string) bool {
+	return name == "without_store_ratio" || strings.HasPrefix(name, prefixDecisions) || strings.HasPrefix(name, prefixDecisionsRatio)
 }
 
 func (s *Stats) completed() int {
@@ -97,26 +136,36 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// validMetric reports whether name is a metric of Stats or a counter ("counter:<name>").
+// validMetric reports whether name is a metric of Stats, or a prefixed one with a name after
+// its prefix.
 func validMetric(name string) bool {
 	if _, ok := metrics[name]; ok {
 		return true
 	}
-	c, ok := strings.CutPrefix(name, "counter:")
-	return ok && c != ""
+	for _, p := range []string{prefixCounter, prefixDecisions, prefixDecisionsRatio} {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			return rest != ""
+		}
+	}
+	return false
 }
 
 // accumulator sums seconds into Stats.
 type accumulator struct {
-	total    load.Counts
-	streams  map[string]*load.Counts
-	counters map[string]float64
+	total     load.Counts
+	streams   map[string]*load.Counts
+	counters  map[string]float64
+	decisions map[string]float64
 }
 
-func (a *accumulator) add(sec *load.Second, counters map[string]float64, gauges map[string]bool) {
+func (a *accumulator) add(sec *load.Second, counters, decisions map[string]float64, gauges map[string]bool) {
 	if a.streams == nil {
 		a.streams = map[string]*load.Counts{}
 		a.counters = map[string]float64{}
+		a.decisions = map[string]float64{}
+	}
+	for path, n := range decisions {
+		a.decisions[path] += n
 	}
 	for name, c := range sec.Streams {
 		a.total.Add(c)
@@ -140,6 +189,9 @@ func (a *accumulator) stats(phase string, seconds int) *Stats {
 	s := fromCounts(&a.total, phase, seconds)
 	if len(a.counters) > 0 {
 		s.Counters = a.counters
+	}
+	if len(a.decisions) > 0 {
+		s.Decisions = a.decisions
 	}
 	if len(a.streams) > 1 {
 		s.Streams = map[string]*Stats{}
@@ -206,8 +258,8 @@ func measure(m Measure, phases map[string]*Stats, totals *Stats) (float64, error
 		}
 		s = st
 	}
-	if c, ok := strings.CutPrefix(m.Metric, "counter:"); ok {
-		return s.Counters[c], nil
+	if v, ok := prefixed(m.Metric, s); ok {
+		return v, nil
 	}
 	f := metrics[m.Metric]
 	if f == nil {

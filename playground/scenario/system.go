@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,21 +8,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"boxoffice.dev/platform/control"
+	"boxoffice.dev/platform/redisconn"
 )
 
 // system turns the running system's knobs: the gateway's admin API and the services' control
 // hooks. Every call is bounded by the HTTP client's timeout. It is safe for concurrent use.
 type system struct {
-	t    Target
-	http *http.Client
-	nc   *nats.Conn // nil: each instance's /control over HTTP
+	t     Target
+	http  *http.Client
+	nc    *nats.Conn          // nil: each instance's /control over HTTP
+	redis *redisconn.Resolved // the target's Redis, once a stall has needed it (see pauseStore)
 }
 
 func newSystem(t Target) (*system, error) {
@@ -41,6 +40,9 @@ func newSystem(t Target) (*system, error) {
 func (s *system) close() {
 	if s.nc != nil {
 		s.nc.Close()
+	}
+	if s.redis != nil {
+		_ = s.redis.Close()
 	}
 }
 
@@ -235,11 +237,12 @@ func (s *system) load(ctx context.Context, service string) (backendLoad, error) 
 	var total backendLoad
 	var errs []error
 	for _, u := range s.t.Services[service] {
-		l, err := s.scrape(ctx, u+"/metrics", service)
+		samples, err := s.scrapeMetrics(ctx, u+"/metrics", metricInFlight, metricQueued, metricCapacity)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		l := sumLoad(samples, service)
 		total.inFlight += l.inFlight
 		total.queued += l.queued
 		total.capacity += l.capacity
@@ -247,60 +250,28 @@ func (s *system) load(ctx context.Context, service string) (backendLoad, error) 
 	return total, errors.Join(errs...)
 }
 
-func (s *system) scrape(ctx context.Context, url, service string) (backendLoad, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return backendLoad{}, err
-	}
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return backendLoad{}, fmt.Errorf("scrape %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return backendLoad{}, fmt.Errorf("scrape %s: %s", url, resp.Status)
-	}
-	return parseLoad(resp.Body, service)
-}
-
-// parseLoad reads service's control gauges from a Prometheus text exposition, summing its
-// series. Series labelled with another service are skipped: in the all-in-one process, one
-// registry may hold every component's.
+// parseLoad reads service's control gauges from a Prometheus text exposition.
 func parseLoad(r io.Reader, service string) (backendLoad, error) {
-	label := `service="` + service + `"`
-	var l backendLoad
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		var dst *int
-		switch {
-		case metricLine(line, metricInFlight):
-			dst = &l.inFlight
-		case metricLine(line, metricQueued):
-			dst = &l.queued
-		case metricLine(line, metricCapacity):
-			dst = &l.capacity
-		default:
-			continue
-		}
-		if strings.Contains(line, `service="`) && !strings.Contains(line, label) {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err != nil {
-			continue
-		}
-		*dst += int(v)
-	}
-	return l, sc.Err()
+	samples, err := readMetrics(r, metricInFlight, metricQueued, metricCapacity)
+	return sumLoad(samples, service), err
 }
 
-func metricLine(line, name string) bool {
-	rest, ok := strings.CutPrefix(line, name)
-	return ok && (strings.HasPrefix(rest, "{") || strings.HasPrefix(rest, " "))
+// sumLoad sums service's control gauges. Series labelled with another service are skipped:
+// in the all-in-one process, one registry may hold every component's.
+func sumLoad(samples []metricSample, service string) backendLoad {
+	var l backendLoad
+	for _, s := range samples {
+		if svc, ok := s.labels["service"]; ok && svc != service {
+			continue
+		}
+		switch s.name {
+		case metricInFlight:
+			l.inFlight += int(s.value)
+		case metricQueued:
+			l.queued += int(s.value)
+		case metricCapacity:
+			l.capacity += int(s.value)
+		}
+	}
+	return l
 }

@@ -16,7 +16,12 @@ type Target struct {
 	Admin      string `json:"admin"`
 	AdminToken string `json:"admin_token"`
 	// NATS reaches every replica's control hook at once; "" means each instance's /control.
+	// The process that started the limiter's store, if any, takes its faults there too
+	// (StoreSubject).
 	NATS string `json:"nats"`
+	// Redis is the limiter's store, which a run stalls with CLIENT PAUSE when no process of
+	// the system owns it; "" when unknown.
+	Redis string `json:"redis"`
 	// Services lists every instance's base URL by service name: the control hooks, the
 	// backend's /metrics (in-flight work), and flash-sale set-up calls.
 	Services map[string][]string `json:"services"`
@@ -51,15 +56,18 @@ func TargetFromEndpoints(path string) (Target, error) {
 		} `json:"admin"`
 		Services map[string][]string `json:"services"`
 		NATS     string              `json:"nats"`
-		Users    []User              `json:"users"`
-		Partners []Partner           `json:"partners"`
+		Redis    struct {
+			URL string `json:"url"`
+		} `json:"redis"`
+		Users    []User    `json:"users"`
+		Partners []Partner `json:"partners"`
 	}
 	if err := json.Unmarshal(b, &ep); err != nil {
 		return Target{}, fmt.Errorf("parse %s: %w", path, err)
 	}
 	t := Target{
 		Gateway: strings.TrimSuffix(ep.Gateway, "/"), Admin: strings.TrimSuffix(ep.Admin.URL, "/"), AdminToken: ep.Admin.Token,
-		NATS: ep.NATS, Services: ep.Services, Users: ep.Users, Partners: ep.Partners,
+		NATS: ep.NATS, Redis: ep.Redis.URL, Services: ep.Services, Users: ep.Users, Partners: ep.Partners,
 	}
 	if t.Gateway == "" {
 		return Target{}, fmt.Errorf("%s names no gateway", path)

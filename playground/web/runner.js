@@ -65,10 +65,21 @@ const goodput = lineChart($("chart-goodput"), {
 let counterKinds = []; // "count" or "gauge", per counter
 let counterCharts = []; // [{idx: counters drawn, chart}] for counts, then levels
 
+// The rate limiter's decision paths as GET api/scenarios describes them: colour and meaning,
+// the same the HTML report uses. A path the list does not know is drawn too.
+let paths = { known: [], otherColours: ["#1d2330"], otherHelp: "" };
+let pathsDrawn = []; // the paths of the decisions chart, in stacking order
+let decisions = null; // its chart, made again when a new path appears
+// withoutStoreWindow is how many seconds the "made without the store" tile looks back.
+const withoutStoreWindow = 10;
+
 // ---- scenarios, profiles, knobs ----
 
 async function loadScenarios() {
-  ({ scenarios } = await getJSON("api/scenarios"));
+  const answer = await getJSON("api/scenarios");
+  scenarios = answer.scenarios;
+  paths = { known: answer.decision_paths ?? [], otherColours: answer.other_path_colours ?? paths.otherColours, otherHelp: answer.other_path_help ?? "" };
+  makeDecisionsChart();
   clear(scenarioSelect);
   for (const sc of scenarios) scenarioSelect.append(el("option", { value: sc.name }, sc.name));
   scenarioSelect.addEventListener("change", () => showScenario(scenarioSelect.value));
@@ -189,6 +200,70 @@ function makeCounterCharts() {
   });
 }
 
+// ---- the limiter's decisions by path ----
+
+// pathInfo is a path's colour and meaning. An unknown path's colour is picked by the sum of
+// its name's UTF-8 bytes, as the report picks it (scenario.OtherPathColour).
+function pathInfo(name) {
+  const known = paths.known.find((p) => p.name === name);
+  if (known) return known;
+  let sum = 0;
+  for (const b of new TextEncoder().encode(name)) sum += b;
+  return { name, colour: paths.otherColours[sum % paths.otherColours.length], help: paths.otherHelp };
+}
+
+// sortPaths puts path names in stacking order: the known ones as listed, then the others by
+// name (scenario.SortPaths).
+function sortPaths(names) {
+  const rank = (n) => { const i = paths.known.findIndex((p) => p.name === n); return i < 0 ? paths.known.length : i; };
+  return [...names].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+}
+
+// makeDecisionsChart draws one band per path in pathsDrawn, and lists what each path means:
+// every known path, and any other this run has shown.
+function makeDecisionsChart() {
+  decisions?.plot.destroy();
+  const box = $("chart-decisions");
+  clear(box);
+  decisions = stackedChart(box, {
+    yLabel: "decisions / s",
+    series: pathsDrawn.map((name) => ({ label: name, colour: pathInfo(name).colour })),
+  });
+  const list = $("decision-paths");
+  clear(list);
+  for (const name of sortPaths([...new Set([...paths.known.map((p) => p.name), ...pathsDrawn])])) {
+    const info = pathInfo(name);
+    const swatch = el("i", { "aria-hidden": "true" });
+    swatch.style.backgroundColor = info.colour;
+    list.append(el("dt", { "data-path": name }, swatch, name), el("dd", {}, info.help));
+  }
+}
+
+// addDecisions records a second's decisions by path; a path seen for the first time makes
+// the chart again with a band of its own.
+function addDecisions(byPath) {
+  data.decisions.push(byPath ?? null);
+  const fresh = Object.keys(byPath ?? {}).filter((p) => !pathsDrawn.includes(p));
+  if (fresh.length) {
+    pathsDrawn = sortPaths([...pathsDrawn, ...fresh]);
+    makeDecisionsChart();
+  }
+}
+
+// withoutStore is the share of the last seconds' decisions made without the store
+// (fallback, fail_closed); null when there were none.
+function withoutStore() {
+  let all = 0;
+  let without = 0;
+  for (const byPath of data.decisions.slice(-withoutStoreWindow)) {
+    for (const [name, n] of Object.entries(byPath ?? {})) {
+      all += n;
+      if (pathInfo(name).without_store) without += n;
+    }
+  }
+  return all ? without / all : null;
+}
+
 // ---- a run ----
 
 async function start(e) {
@@ -277,7 +352,9 @@ function describe() {
 }
 
 function resetData() {
-  data = { t: [], ok: [], tooMany: [], unavailable: [], server: [], failed: [], p50: [], p95: [], p99: [], inFlight: [], queued: [], capacity: [], sent: [], requests: [], goodput: [], counters: counterNames.map(() => []) };
+  data = { t: [], ok: [], tooMany: [], unavailable: [], server: [], failed: [], p50: [], p95: [], p99: [], inFlight: [], queued: [], capacity: [], sent: [], requests: [], goodput: [], counters: counterNames.map(() => []), decisions: [] };
+  pathsDrawn = [];
+  makeDecisionsChart();
   totals = { sent: 0, requests: 0, ok: 0, tooMany: 0, unavailable: 0, server: 0, failed: 0 };
   clear(log);
   $("expectations-box").hidden = true;
@@ -296,6 +373,7 @@ function addSample(s) {
   d.inFlight.push(s.backend_in_flight); d.queued.push(s.backend_queued); d.capacity.push(s.backend_capacity || null);
   d.sent.push(s.sent); d.requests.push(s.requests); d.goodput.push(s.goodput);
   counterNames.forEach((n, i) => d.counters[i].push(s.counters?.[n] ?? null));
+  addDecisions(s.decisions);
 
   totals.sent += s.sent; totals.requests += s.requests; totals.ok += s.ok; totals.tooMany += s.too_many;
   totals.unavailable += s.unavailable; totals.server += s.server_errors; totals.failed += s.client_errors + s.timeouts;
@@ -324,6 +402,8 @@ function redraw() {
   backend.setData(d.t, [d.inFlight, d.queued, d.capacity]);
   goodput.setData(d.t, [d.sent, d.requests, d.goodput]);
   for (const { idx, chart } of counterCharts) chart?.setData(d.t, idx.map((i) => d.counters[i]));
+  // A second whose decisions could not be read is a gap (null), not a second without any.
+  decisions.setData(d.t, pathsDrawn.map((p) => d.decisions.map((byPath) => (byPath ? byPath[p] ?? 0 : null))));
 
   $("total-sent").textContent = count(totals.sent);
   $("total-ok").textContent = count(totals.ok);
@@ -332,6 +412,10 @@ function redraw() {
   $("total-server-errors").textContent = count(totals.server);
   $("total-failed").textContent = count(totals.failed);
   $("total-amplification").textContent = totals.requests ? (totals.sent / totals.requests).toFixed(2) : "–";
+  const share = withoutStore();
+  $("without-store").textContent = share == null ? "–" : `${Math.round(share * 100)} %`;
+  // The tile's edge: green while the store decides everything, red once anything was not.
+  $("without-store-tile").dataset.kind = share == null ? "" : share > 0 ? "shed" : "ok";
   // A count's tile is its sum so far; a level's is where it stands now.
   counterNames.forEach((_, i) => {
     const series = d.counters[i];
