@@ -104,6 +104,17 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	if px := chartPixels(t, value, "chart-outcomes", colour2xx); px < 200 {
 		t.Errorf("outcomes chart has %d pixels of the 2xx band, want a drawn band (>= 200)", px)
 	}
+	// The limiter's decisions by path, read from the gateway: the store decides, its band
+	// is drawn, each path is explained, and the tile gives the share made without it.
+	if px := chartPixels(t, value, "chart-decisions", colourStore); px < 200 {
+		t.Errorf("decisions chart has %d pixels of the store's band, want a drawn band (>= 200)", px)
+	}
+	if got := value(`document.querySelector('#decision-paths dt[data-path="fallback"] + dd')?.textContent ?? ""`); !strings.Contains(got, "Redis") {
+		t.Errorf("the decisions chart explains fallback as %q, want a sentence about Redis", got)
+	}
+	if got := value(`document.getElementById("without-store").textContent`); !strings.HasSuffix(got, "%") {
+		t.Errorf("tile of decisions made without the store = %q, want a share", got)
+	}
 
 	// Turn the limit on through the page's knobs, at a rate far below the offered load.
 	before := number("total-too-many")
@@ -152,6 +163,10 @@ func TestPlaygroundInBrowser(t *testing.T) {
 
 // colour2xx is the 2xx band's colour as uPlot paints it: #009e73 at 70% over white.
 var colour2xx = [3]int{0x4d, 0xbb, 0x9d}
+
+// colourStore is the store's band, the bottom one of the decisions chart: #0072b2 at 70%
+// over white.
+var colourStore = [3]int{0x4d, 0x9c, 0xc9}
 
 // chartPixels counts the pixels of the chart's canvas within a small distance of rgb.
 func chartPixels(t *testing.T, value func(string) string, id string, rgb [3]int) int {

@@ -20,6 +20,7 @@ import (
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/redisconn"
+	"boxoffice.dev/playground/scenario"
 )
 
 // Endpoints is what `boxoffice up` writes to <data-dir>/endpoints.json: where everything
@@ -92,6 +93,21 @@ func runUp(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("resolve redis: %w", err)
 	}
 	defer rd.Close()
+	// The playground's store-outage scenario stalls, kills and restarts the limiter's store
+	// through the process that started it, over NATS, so that a headless run in another
+	// process reaches it too. A store REDIS_URL names is not this process's to kill.
+	if rd.Server != nil {
+		nc, err := natsconn.Connect(ctx, ns.ClientURL(), "boxoffice-up", log)
+		if err != nil {
+			return fmt.Errorf("connect nats: %w", err)
+		}
+		defer nc.Close()
+		stopFaults, err := scenario.ServeStoreFaults(nc, rd.Server, "boxoffice up", log)
+		if err != nil {
+			return err
+		}
+		defer stopFaults()
+	}
 
 	sec, err := loadSecrets(*dataDir)
 	if err != nil {

@@ -78,7 +78,9 @@ func (s *Server) PID() int {
 
 // Pause stops the process with SIGSTOP: the kernel still accepts connections on its port,
 // and nothing is answered until Continue, as with a host that froze. An error when it is not
-// running.
+// running. Close resumes it to stop it; but should this process die without Close, the
+// death signal (childProcAttr) waits, like any signal but SIGKILL, until the child runs
+// again: a paused child outlives a crash, stopped.
 func (s *Server) Pause() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
