@@ -40,7 +40,8 @@ type Options struct {
 // and its overshoot stays replicas × lease; both wrap the failsafe, whose fallback then
 // decides a shard at its share (docs/lessons/hot-keys.md). Each Redis runs on a copy of
 // Client that ends its calls at their context's deadline, so Failsafe's budgets hold by
-// themselves. Run announces the replica; Close closes the copies.
+// themselves. A request is validated once, by Leases; the layers below pass it on as it is.
+// Run announces the replica; Close closes the copies.
 type Chain struct {
 	*Leases
 	failsafe *Failsafe

@@ -154,6 +154,10 @@ func (f *Failsafe) Allow(ctx context.Context, reqs []Request) (Result, error) {
 	if err := validate(reqs); err != nil {
 		return Result{}, err
 	}
+	return f.allowValid(ctx, reqs)
+}
+
+func (f *Failsafe) allowValid(ctx context.Context, reqs []Request) (Result, error) {
 	start := f.now()
 	res, ok := f.answers.denied(reqs, start)
 	if !ok {
@@ -250,7 +254,7 @@ func (f *Failsafe) breakerStates() map[string]BreakerState {
 // ignores context deadlines on its sockets.
 func (f *Failsafe) ask(ctx context.Context, ln *lane, reqs []Request) (Result, error) {
 	if ln.direct { // the store sets the deadline when it writes
-		res, err := ln.store.Allow(withBudget(ctx, &ln.budget), reqs)
+		res, err := allowValid(withBudget(ctx, &ln.budget), ln.store, reqs)
 		if err != nil {
 			return Result{}, fmt.Errorf("ratelimit: store: %w", err)
 		}
@@ -264,7 +268,7 @@ func (f *Failsafe) ask(ctx context.Context, ln *lane, reqs []Request) (Result, e
 	}
 	done := make(chan answer, 1)
 	go func() {
-		res, err := ln.store.Allow(ctx, reqs)
+		res, err := allowValid(ctx, ln.store, reqs)
 		done <- answer{res, err}
 	}()
 	select {

@@ -94,12 +94,13 @@ var _ Limiter = (*Leases)(nil)
 
 // Allow decides leased rules on tokens in hand where it can and sends the rest, with batch
 // requests for leased rules that ran out, to the inner limiter in one call.
+// The requests are validated here, once for the whole chain below.
 func (l *Leases) Allow(ctx context.Context, reqs []Request) (Result, error) {
-	if !slices.ContainsFunc(reqs, func(q Request) bool { return leased(q.Rule) }) {
-		return l.inner.Allow(ctx, reqs)
-	}
 	if err := validate(reqs); err != nil {
 		return Result{}, err
+	}
+	if !slices.ContainsFunc(reqs, func(q Request) bool { return leased(q.Rule) }) {
+		return allowValid(ctx, l.inner, reqs)
 	}
 	now := l.now()
 	ds := make([]Decision, len(reqs))
@@ -121,7 +122,7 @@ func (l *Leases) Allow(ctx context.Context, reqs []Request) (Result, error) {
 	if len(fwd) == 0 {
 		return combine(ds), nil
 	}
-	res, err := l.inner.Allow(ctx, fwd)
+	res, err := allowValid(ctx, l.inner, fwd)
 	if err != nil {
 		l.refund(reqs, spent)
 		clear(spent) // nothing was decided

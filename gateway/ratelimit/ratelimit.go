@@ -372,6 +372,20 @@ type Limiter interface {
 	Release(ctx context.Context, leases ...Lease) error
 }
 
+// validated is a Limiter whose layers pass requests on already validated: the chain checks
+// a request once, at its outermost layer, and each layer calls the next through allowValid.
+type validated interface {
+	allowValid(ctx context.Context, reqs []Request) (Result, error)
+}
+
+// allowValid asks l about reqs, which the caller has validated.
+func allowValid(ctx context.Context, l Limiter, reqs []Request) (Result, error) {
+	if v, ok := l.(validated); ok {
+		return v.allowValid(ctx, reqs)
+	}
+	return l.Allow(ctx, reqs)
+}
+
 // verdict is one rule's answer in microseconds, as both implementations compute it.
 type verdict struct {
 	allowed                 bool

@@ -130,6 +130,10 @@ func (r *Redis) Allow(ctx context.Context, reqs []Request) (Result, error) {
 	if err := validate(reqs); err != nil {
 		return Result{}, err
 	}
+	return r.allowValid(ctx, reqs)
+}
+
+func (r *Redis) allowValid(ctx context.Context, reqs []Request) (Result, error) {
 	if len(reqs) == 0 {
 		return combine(nil), nil
 	}

@@ -40,8 +40,15 @@ var _ Limiter = (*Sharded)(nil)
 // Allow sends reqs to the inner limiter with each sharded rule rewritten to one shard; a
 // request with none goes as it is.
 func (s *Sharded) Allow(ctx context.Context, reqs []Request) (Result, error) {
+	if err := validate(reqs); err != nil {
+		return Result{}, err
+	}
+	return s.allowValid(ctx, reqs)
+}
+
+func (s *Sharded) allowValid(ctx context.Context, reqs []Request) (Result, error) {
 	if !slices.ContainsFunc(reqs, func(q Request) bool { return q.Rule.Shards > 1 }) {
-		return s.inner.Allow(ctx, reqs)
+		return allowValid(ctx, s.inner, reqs)
 	}
 	out := make([]Request, len(reqs))
 	for i, q := range reqs {
@@ -50,7 +57,7 @@ func (s *Sharded) Allow(ctx context.Context, reqs []Request) (Result, error) {
 		}
 		out[i] = q
 	}
-	res, err := s.inner.Allow(ctx, out)
+	res, err := allowValid(ctx, s.inner, out)
 	if err != nil {
 		return res, err
 	}
