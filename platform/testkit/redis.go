@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +19,8 @@ import (
 )
 
 // Redis is a real redis-server process on a loopback port, owned by one test.
-// Stop and Start let a test take the store away and bring it back on the same address.
+// Stop and Start let a test take the store away and bring it back on the same address;
+// Pause and Resume freeze it in place, as a stalled host or a long GC would.
 type Redis struct {
 	t    testing.TB
 	bin  string
@@ -26,9 +28,11 @@ type Redis struct {
 	port int
 	args []string
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd     // nil while stopped
-	exited chan struct{} // closed once cmd has exited
+	mu          sync.Mutex
+	cmd         *exec.Cmd     // nil while stopped
+	exited      chan struct{} // closed once cmd has exited
+	paused      bool          // cmd is stopped by SIGSTOP
+	resumeAtEnd bool          // a cleanup resumes the server (registered by the first Pause)
 }
 
 // StartRedis starts redis-server on a free loopback port and stops it when the test ends.
@@ -37,6 +41,18 @@ type Redis struct {
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
 	r := &Redis{t: t, bin: LookPath(t, "redis-server"), dir: t.TempDir(), port: FreePort(t)}
+	r.Start()
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// StartRedisPersistent is StartRedis with an append-only file synced on every write, kept
+// in the same directory across Stop and Start: what Redis acknowledged survives a kill, as
+// it does for a Redis that holds quotas in production.
+func StartRedisPersistent(t testing.TB) *Redis {
+	t.Helper()
+	r := &Redis{t: t, bin: LookPath(t, "redis-server"), dir: t.TempDir(), port: FreePort(t),
+		args: []string{"--appendonly", "yes", "--appendfsync", "always"}}
 	r.Start()
 	t.Cleanup(r.Stop)
 	return r
@@ -96,9 +112,43 @@ func (r *Redis) Stop() {
 	if r.cmd == nil {
 		return
 	}
-	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Process.Kill() // a stopped process dies of SIGKILL too
 	<-r.exited
-	r.cmd, r.exited = nil, nil
+	r.cmd, r.exited, r.paused = nil, nil, false
+}
+
+// Pause freezes the server with SIGSTOP: its port still accepts connections, but nothing
+// is answered until Resume. A cleanup resumes it before the cleanups registered earlier
+// run, so that what the test started after the server (a gateway, say) stops against a
+// live store. It fails the test when the server is not running.
+func (r *Redis) Pause() {
+	r.t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil {
+		r.t.Fatalf("pause redis-server on %s: not running", r.Addr())
+	}
+	if !r.resumeAtEnd {
+		r.resumeAtEnd = true
+		r.t.Cleanup(r.Resume)
+	}
+	if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		r.t.Fatalf("pause redis-server on %s: %v", r.Addr(), err)
+	}
+	r.paused = true
+}
+
+// Resume lets a paused server run again with SIGCONT. Safe to call when it is not paused.
+func (r *Redis) Resume() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil || !r.paused {
+		return
+	}
+	if err := r.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		r.t.Errorf("resume redis-server on %s: %v", r.Addr(), err)
+	}
+	r.paused = false
 }
 
 // waitOwn waits until the redis-server at addr answers as process pid, which closes exited

@@ -30,6 +30,56 @@ func TestRedisStopStart(t *testing.T) {
 	}
 }
 
+// A persistent server keeps what it acknowledged across a kill; a plain one starts empty.
+func TestRedisPersistentSurvivesStop(t *testing.T) {
+	tests := []struct {
+		name  string
+		start func(testing.TB) *Redis
+		want  string // GET k after Stop and Start
+	}{
+		{"persistent", StartRedisPersistent, "v"},
+		{"plain", StartRedis, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.start(t)
+			c := r.Client()
+			ctx := context.Background()
+			if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+				t.Fatalf("SET: %v", err)
+			}
+			r.Stop()
+			r.Start()
+			got, err := c.Get(ctx, "k").Result()
+			if err != nil && err != redis.Nil {
+				t.Fatalf("GET after Stop and Start: %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("GET k after Stop and Start = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// A paused server answers nothing; resumed, it answers again.
+func TestRedisPauseResume(t *testing.T) {
+	r := StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: r.Addr(), MaxRetries: -1, ReadTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING before Pause: %v", err)
+	}
+	r.Pause()
+	if err := c.Ping(ctx).Err(); err == nil {
+		t.Fatalf("PING while paused succeeded, want a timeout")
+	}
+	r.Resume()
+	Eventually(t, 5*time.Second, "PING answered after Resume", func() bool { return c.Ping(ctx).Err() == nil })
+	// Left paused, the server is resumed by the cleanup Pause registered, then stopped.
+	r.Pause()
+}
+
 func TestRedisClusterSpreadsKeys(t *testing.T) {
 	rc := StartRedisCluster(t)
 	c := rc.Client()
