@@ -236,9 +236,11 @@ func (s *Server) subscribeControl(ctx context.Context, nc *nats.Conn) error {
 func (s *Server) GRPC() *grpc.Server { return s.grpc.GRPC() }
 
 // OpenDB opens this component's database (DATABASE_URL, or a SQLite file under DATA_DIR),
-// applies its migrations, adds a readiness check and closes it with the process.
+// waiting up to sqldb.StartWait for a PostgreSQL that does not answer yet, applies its
+// migrations, adds a readiness check and closes it with the process.
 func (s *Server) OpenDB(ctx context.Context, migrations fs.FS) (*sqldb.DB, error) {
-	db, err := sqldb.Open(ctx, sqldb.Options{URL: s.Config.DatabaseURL, Service: s.Config.Name, DataDir: s.Config.DataDir})
+	db, err := sqldb.Open(ctx, sqldb.Options{URL: s.Config.DatabaseURL, Service: s.Config.Name, DataDir: s.Config.DataDir,
+		Wait: sqldb.StartWait, Log: s.Log})
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}

@@ -12,14 +12,18 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	_ "modernc.org/sqlite"             // registers the "sqlite" driver
+
+	"boxoffice.dev/platform/clock"
 )
 
 // Dialect names the SQL engine behind a DB.
@@ -46,7 +50,25 @@ type Options struct {
 	Service string
 	// DataDir holds SQLite files; "" means the current directory. Created if missing.
 	DataDir string
+	// Wait is how long Open keeps trying a PostgreSQL server that does not answer, pausing
+	// between attempts (a quarter second, doubling up to 4s). 0 means one attempt. A server
+	// that answers with a refusal (a wrong password, no such database) ends the wait at once.
+	Wait time.Duration
+	// Log gets a line for each attempt that failed and is tried again; nil logs nothing.
+	Log *slog.Logger
 }
+
+// StartWait is the Wait a process gives its database at start. A PostgreSQL started beside
+// the services (compose, a fresh cluster) answers seconds after them, and longer on its first
+// start, which creates the databases before it listens on TCP; a wrong address still fails
+// the start within a minute.
+const StartWait = 30 * time.Second
+
+// The pauses between attempts to reach PostgreSQL: the first, and the most any grows to.
+const (
+	firstPause = 250 * time.Millisecond
+	maxPause   = 4 * time.Second
+)
 
 // DB is a connection pool and the dialect it speaks. It is safe for concurrent use,
 // as *sql.DB is.
@@ -55,7 +77,7 @@ type DB struct {
 	Dialect Dialect
 }
 
-// Open opens and pings the database opts names.
+// Open opens and pings the database opts names, trying PostgreSQL again for up to opts.Wait.
 func Open(ctx context.Context, opts Options) (*DB, error) {
 	var (
 		db  *DB
@@ -73,11 +95,65 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := db.PingContext(ctx); err != nil {
+	if err := ping(ctx, db, opts); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("ping %s database: %w", db.Dialect, err)
+		return nil, err
 	}
 	return db, nil
+}
+
+// ping pings db once, or for PostgreSQL until it answers, for up to opts.Wait. The pause
+// between attempts doubles and has no jitter: a database's clients are a few processes, not a
+// crowd whose retries must be spread.
+func ping(ctx context.Context, db *DB, opts Options) error {
+	if db.Dialect != Postgres || opts.Wait <= 0 {
+		if err := db.PingContext(ctx); err != nil {
+			return fmt.Errorf("ping %s database: %w", db.Dialect, err)
+		}
+		return nil
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, opts.Wait)
+	defer cancel()
+	var last error // of the last attempt the deadline did not cut short: the one that says why
+	pause := firstPause
+	for attempt := 1; ; attempt++ {
+		err := db.PingContext(waitCtx)
+		if err == nil {
+			return nil
+		}
+		if refused(err) {
+			return fmt.Errorf("ping postgres database: %w", err)
+		}
+		if waitCtx.Err() == nil || last == nil {
+			last = err
+		}
+		if waitCtx.Err() == nil && opts.Log != nil {
+			opts.Log.WarnContext(ctx, "database not reachable yet, trying again",
+				"attempt", attempt, "pause", pause, "error", err)
+		}
+		if clock.Sleep(waitCtx, pause) != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("ping postgres database: %w", ctx.Err())
+			}
+			return fmt.Errorf("ping postgres database: not reachable within %v (%d attempts): %w", opts.Wait, attempt, last)
+		}
+		pause = min(2*pause, maxPause)
+	}
+}
+
+// refused reports whether err is the PostgreSQL server's answer, which trying again will not
+// change (a wrong password, no such database), rather than no answer at all. A server that is
+// starting up, shutting down or out of connections answers too, but will let us in later.
+func refused(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "57P01", "57P02", "57P03", "53300": // admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections
+		return false
+	}
+	return true
 }
 
 // openSQLite opens DataDir/<Service>.db in WAL mode (readers do not block the writer nor
