@@ -113,3 +113,33 @@ func TestServerIsOnlyTheStartedOnes(t *testing.T) {
 		t.Errorf("Resolved.Server for REDIS_URL = %v, want nil: the process is not this one's", r.Server)
 	}
 }
+
+// Dial makes a client of the named Redis and nothing else: no PING, so a store that is down
+// (or paused) is no error until a command is sent, and never a store of its own.
+func TestDialMakesNoChoices(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rd := testkit.StartRedis(t)
+	r, err := redisconn.Dial(rd.URL())
+	if err != nil {
+		t.Fatalf("Dial(%s) = %v", rd.URL(), err)
+	}
+	defer r.Close()
+	if r.Source != redisconn.SourceEnv || r.URL != rd.URL() || r.Server != nil {
+		t.Errorf("Dial = source %s, url %s, server %v; want env, %s, none", r.Source, r.URL, r.Server, rd.URL())
+	}
+	assertServes(t, ctx, r.Client)
+
+	rd.Stop()
+	down, err := redisconn.Dial(rd.URL())
+	if err != nil {
+		t.Fatalf("Dial of a stopped server = %v, want a client (no PING)", err)
+	}
+	defer down.Close()
+	if err := down.Client.Ping(ctx).Err(); err == nil {
+		t.Error("PING through a client of a stopped server = nil, want an error")
+	}
+	if _, err := redisconn.Dial("http://127.0.0.1:1"); err == nil {
+		t.Error("Dial(http://…) = nil error, want the URL refused")
+	}
+}

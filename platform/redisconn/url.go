@@ -15,6 +15,19 @@ import (
 // does the same over TLS.
 const ClusterScheme = "redis+cluster"
 
+// Dial returns the Redis at rawURL (a single server, or a cluster written as
+// redis+cluster://) with a client made as Resolve makes them, but with none of Resolve's
+// choices: no local server, no emulator, no first PING. It is for a process that acts on
+// another one's store (the playground pausing the limiter's), not one that keeps its data
+// there. The client connects lazily; the caller closes the Resolved.
+func Dial(rawURL string) (*Resolved, error) {
+	c, err := clientFromURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Resolved{Client: c, URL: rawURL, Source: SourceEnv}, nil
+}
+
 // clientFromURL makes a client of the Redis named by a REDIS_URL; it connects lazily.
 func clientFromURL(raw string) (redis.UniversalClient, error) {
 	var c redis.UniversalClient

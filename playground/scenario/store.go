@@ -204,7 +204,7 @@ func (s *system) pauseStore(ctx context.Context, state string) (string, error) {
 		return "", errors.New("the limiter's store is a Redis Cluster: pause each of its nodes by hand (CLIENT PAUSE)")
 	}
 	if s.redis == nil {
-		rd, err := redisconn.Resolve(ctx, redisconn.Options{URL: s.t.Redis, AllowDown: true})
+		rd, err := redisconn.Dial(s.t.Redis)
 		if err != nil {
 			return "", fmt.Errorf("the limiter's store: %w", err)
 		}
