@@ -1,6 +1,6 @@
 #!/bin/sh
-# Measures the gateway next to a direct call, nginx and the measuring sticks on this machine
-# (see gateway/bench).
+# Measures the gateway next to a direct call, nginx and the measuring sticks on this machine,
+# then under a flood from one address while other clients log in (see gateway/bench).
 # Needs nginx (Debian: apt-get install nginx-light) and redis-server. Extra arguments go to
 # the bench, e.g. scripts/bench-gateway.sh -rates 1000,5000,10000 -duration 10s -markdown
 # With -pin first (needs taskset and 2 CPUs or more), the load generator runs on CPU 0 and

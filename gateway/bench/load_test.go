@@ -147,16 +147,22 @@ func TestPrintTable(t *testing.T) {
 		latency: []time.Duration{ms, 4 * ms}, alongside: &result{sent: 2, ok: 2, latency: []time.Duration{ms, 3 * ms}}}
 	var out strings.Builder
 	printTable(&out, []result{direct, gw, nginx}, true)
-	for _, want := range []string{
+	wantLines(t, "printTable", out.String(),
 		"| target | load | ok / sent | throughput | p50 | p99 | p99.9 | p99 over direct | proxy CPU / request |",
 		"| direct to the upstream | 1000/s | 2 / 2 | 1000/s | 1.000ms | 2.000ms | 2.000ms | — | — |",
 		"| gateway, JWT + 2 Redis rules | 1000/s | 1 / 2 | 500/s | 1.000ms | 2.500ms | 2.500ms | +0.500ms | 60µs |",
 		"| nginx, plain reverse proxy | 1000/s | 2 / 2 | 1000/s | 1.000ms | 4.000ms | 4.000ms | +1.000ms (vs 3.000ms) | — |",
 		"gateway, JWT + 2 Redis rules at 1000/s: 1 failed (429 ×1)",
 		`  first 429: status 429 {"title":"Too many requests"}`,
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("printTable output lacks %q:\n%s", want, out.String())
+	)
+}
+
+// wantLines fails the test for each of wants that the output got of fn lacks.
+func wantLines(t *testing.T, fn, got string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s output lacks %q:\n%s", fn, want, got)
 		}
 	}
 }
@@ -168,14 +174,10 @@ func TestPrintTableMeasuringSticks(t *testing.T) {
 	}
 	var out strings.Builder
 	printTable(&out, []result{atMax("nginx", 20000), atMax("caddy", 10000), atMax("fasthttp-jwt", 9000), atMax("fasthttp", 16000)}, false)
-	for _, want := range []string{
+	wantLines(t, "printTable", out.String(),
 		"max throughput, Caddy (a Go proxy on net/http, no policies): 50% of nginx's plain proxying\n",
 		"max throughput, fasthttp with JWT + 2 Redis rules (the gateway's policy code, not net/http): 45% of nginx's plain proxying\n",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("printTable output lacks %q:\n%s", want, out.String())
-		}
-	}
+	)
 }
 
 func TestSettle(t *testing.T) {
@@ -255,11 +257,12 @@ func TestParseFlagsTargets(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"default without caddy", nil, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx"}},
-		{"default with caddy", []string{"-caddy", "/usr/local/bin/caddy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "caddy"}},
-		{"default with fastproxy", []string{"-fastproxy", "/tmp/fastproxy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "fasthttp-jwt", "fasthttp"}},
-		{"default with both", []string{"-fastproxy", "/tmp/fastproxy", "-caddy", "caddy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "caddy", "fasthttp-jwt", "fasthttp"}},
+		{"default without caddy", nil, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "gateway-flood"}},
+		{"default with caddy", []string{"-caddy", "/usr/local/bin/caddy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "caddy", "gateway-flood"}},
+		{"default with fastproxy", []string{"-fastproxy", "/tmp/fastproxy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "fasthttp-jwt", "fasthttp", "gateway-flood"}},
+		{"default with both", []string{"-fastproxy", "/tmp/fastproxy", "-caddy", "caddy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "caddy", "fasthttp-jwt", "fasthttp", "gateway-flood"}},
 		{"chosen", []string{"-targets", "nginx,caddy"}, []string{"nginx", "caddy"}},
+		{"the flood alone", []string{"-targets", "gateway-flood"}, []string{"gateway-flood"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

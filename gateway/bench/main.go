@@ -1,7 +1,7 @@
 // Command bench measures what the gateway adds to a request, next to a direct call and to
 // nginx as a plain reverse proxy, on one machine over loopback.
 //
-//	go run ./gateway/bench [-rates 1000,5000] [-duration 5s] [-conns 64] [-targets direct,pools,gateway,gateway-jwt,nginx,caddy,fasthttp-jwt,fasthttp] [-caddy PATH] [-fastproxy PATH] [-markdown] [-target-cpus 1]
+//	go run ./gateway/bench [-rates 1000,5000] [-duration 5s] [-conns 64] [-targets direct,pools,gateway,gateway-jwt,nginx,caddy,fasthttp-jwt,fasthttp,gateway-flood] [-caddy PATH] [-fastproxy PATH] [-markdown] [-target-cpus 1]
 //
 // Each target is loaded in turn, alone: an open model at fixed arrival rates (latency counted
 // from when each request was due, so a stall cannot hide behind a slower load), then a closed
@@ -25,6 +25,12 @@
 // instead of net/http, with the same Redis, and fasthttp, a plain fasthttp reverse proxy. With
 // -target-cpus they are pinned there (taskset), away from the load generator: see
 // scripts/bench-gateway.sh -pin.
+//
+// The last target, gateway-flood, has a table of its own: one client floods a public route
+// from 127.0.0.2 for -duration while others, from 127.0.0.3 on, log in and read at 200/s,
+// against the gateway's production limiter. It tells whether the flood's 429s cost the
+// others anything (a fail-closed login answers 503 when the limiter cannot decide): see
+// flood.go.
 package main
 
 import "boxoffice.dev/platform/server"

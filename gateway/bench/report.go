@@ -36,35 +36,13 @@ func printTable(w io.Writer, results []result, markdown bool) {
 			ms(r.quantile(0.5)), ms(r.quantile(0.99)), ms(r.quantile(0.999)), added, cpuPerRequest(r),
 		})
 	}
-	if markdown {
-		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
-		for _, row := range rows {
-			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
-		}
-	} else {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
-		for _, row := range rows {
-			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
-		}
-		tw.Flush()
-	}
-	fmt.Fprintln(w)
+	writeTable(w, head, rows, markdown)
 	for _, r := range results {
 		if a := r.alongside; a != nil && a.ok < a.sent {
 			fmt.Fprintf(w, "direct calls alongside %s at %s: %d failed\n", r.target, r.load, a.sent-a.ok)
 		}
-		if r.ok == r.sent {
-			continue
-		}
-		kinds := slices.Sorted(maps.Keys(r.failures))
-		counts := make([]string, len(kinds))
-		for i, k := range kinds {
-			counts[i] = fmt.Sprintf("%s ×%d", k, r.failures[k])
-		}
-		fmt.Fprintf(w, "%s at %s: %d failed (%s)\n", r.target, r.load, r.sent-r.ok, strings.Join(counts, ", "))
-		for _, k := range kinds {
-			fmt.Fprintf(w, "  first %s: %s\n", k, r.firstErr[k])
+		if r.ok < r.sent {
+			printFailures(w, fmt.Sprintf("%s at %s: %d failed", r.target, r.load, r.sent-r.ok), r)
 		}
 	}
 	for _, r := range results {
@@ -108,6 +86,77 @@ func printTable(w io.Writer, results []result, markdown bool) {
 				fmt.Fprintf(w, "max throughput, %s: %.0f%% of nginx's plain proxying\n", m.what, 100*c.throughput()/n.throughput())
 			}
 		}
+	}
+}
+
+// printFloodTable writes one row per run of the flood target, as aligned text or Markdown,
+// then the answers of the flood and of the others by status; nothing without runs.
+func printFloodTable(w io.Writer, floods []floodResult, markdown bool) {
+	if len(floods) == 0 {
+		return
+	}
+	head := []string{"target", "flood, 1 address", "flood answered 429", "others", "others ok / sent", "others p99", "others 503", "decisions by path"}
+	rows := make([][]string, 0, len(floods))
+	for _, f := range floods {
+		served, sent := f.othersServed(), f.othersSent()
+		share := 0.0
+		if sent > 0 {
+			share = 100 * float64(served) / float64(sent)
+		}
+		rows = append(rows, []string{
+			f.target, fmt.Sprintf("%.0f/s, %s", f.floodRate(), f.flood.load),
+			fmt.Sprintf("%.1f%%", 100*f.refusedShare()), f.others, fmt.Sprintf("%d / %d (%.1f%%)", served, sent, share),
+			ms(mergeResults([]result{f.logins, f.reads}).quantile(0.99)), fmt.Sprint(f.othersRefused()), pathCounts(f.paths),
+		})
+	}
+	writeTable(w, head, rows, markdown)
+	for _, f := range floods {
+		// A login's 401 (every other one has the wrong password) and the flood's 429s are
+		// right answers, listed with the rest so that nothing is hidden.
+		for _, part := range []struct {
+			what string
+			r    result
+		}{{"flood", f.flood}, {"others' logins", f.logins}, {"others' reads", f.reads}} {
+			if part.r.ok < part.r.sent {
+				printFailures(w, fmt.Sprintf("%s, %s: %d of %d not 200", f.target, part.what, part.r.sent-part.r.ok, part.r.sent), part.r)
+			}
+		}
+		if f.flood.sent > 0 && f.flood.failures["429"] == 0 {
+			fmt.Fprintf(w, "%s: the flood got no 429, so it never outran its limit and the row measured nothing\n", f.target)
+		}
+	}
+}
+
+// writeTable writes head and rows as a Markdown table or as text aligned in columns, then an
+// empty line.
+func writeTable(w io.Writer, head []string, rows [][]string, markdown bool) {
+	if markdown {
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+		for _, row := range rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+		}
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+		for _, row := range rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+}
+
+// printFailures writes the line what, then r's failures by kind in brackets, then the first
+// failure of each kind, to say what went wrong.
+func printFailures(w io.Writer, what string, r result) {
+	kinds := slices.Sorted(maps.Keys(r.failures))
+	counts := make([]string, len(kinds))
+	for i, k := range kinds {
+		counts[i] = fmt.Sprintf("%s ×%d", k, r.failures[k])
+	}
+	fmt.Fprintf(w, "%s (%s)\n", what, strings.Join(counts, ", "))
+	for _, k := range kinds {
+		fmt.Fprintf(w, "  first %s: %s\n", k, r.firstErr[k])
 	}
 }
 

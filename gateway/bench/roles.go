@@ -23,9 +23,19 @@ const benchPath = "/v1/bench"
 // benchBody is what the upstream answers: the size of a small event card.
 var benchBody = []byte(`{"id":"evt-bench","name":"Benchmark Night","venue":"Loopback Hall","startsAt":"2026-06-01T20:00:00Z","priceFrom":4200}`)
 
+// The routes of the flood target (see flood.go): a public read that the flood aims at, and a
+// login that answers 200 to benchPassword and 401 to any other.
+const (
+	eventsPath    = "/v1/events"
+	loginPath     = "/v1/auth/login"
+	benchPassword = "right"
+)
+
 // serveUpstream is the "upstream" role: the service every target proxies to. It answers
 // GET /v1/bench at once, passes its readiness probe, and publishes the JWKS of the bench's
-// signing key for the gateway's JWT check.
+// signing key for the gateway's JWT check. For the flood target it also answers GET
+// /v1/events as it does /v1/bench, and POST /v1/auth/login at once: 200 for the password
+// benchPassword, 401 for any other.
 func serveUpstream(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:0", "listen address")
@@ -38,9 +48,22 @@ func serveUpstream(ctx context.Context, args []string) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+benchPath, func(w http.ResponseWriter, r *http.Request) {
+	card := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(benchBody)
+	}
+	mux.HandleFunc("GET "+benchPath, card)
+	mux.HandleFunc("GET "+eventsPath, card)
+	mux.HandleFunc("POST "+loginPath, func(w http.ResponseWriter, r *http.Request) {
+		var creds struct {
+			Password string `json:"password"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 4096)).Decode(&creds); err != nil || creds.Password != benchPassword {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"signedIn":true}`)
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ready") })
 	mux.HandleFunc("GET /.well-known/jwks.json", func(w http.ResponseWriter, r *http.Request) {

@@ -266,9 +266,19 @@ func benchmark(ctx context.Context, cfg config, getenv func(string) string, stdo
 	fmt.Fprintf(stdout, "bench-gateway: %s; open-model rates %v for %v each, max with %d connections; upstream answers %d bytes\n\n",
 		where, cfg.rates, cfg.duration, cfg.conns, len(benchBody))
 	var results []result
+	var floods []floodResult
 	var skipped []string
 	for _, name := range cfg.targets {
 		t := targetsByName[name]
+		if name == floodTarget {
+			f, err := b.measureFlood(ctx, cfg, t)
+			if err != nil {
+				skipped = append(skipped, fmt.Sprintf("%s: %v", t.label, err))
+				continue
+			}
+			floods = append(floods, f)
+			continue
+		}
 		rs, err := b.measure(ctx, cfg, t)
 		if err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", t.label, err))
@@ -276,7 +286,10 @@ func benchmark(ctx context.Context, cfg config, getenv func(string) string, stdo
 		}
 		results = append(results, rs...)
 	}
-	printTable(stdout, results, cfg.markdown)
+	if len(results) > 0 || len(floods) == 0 {
+		printTable(stdout, results, cfg.markdown)
+	}
+	printFloodTable(stdout, floods, cfg.markdown)
 	for _, s := range skipped {
 		fmt.Fprintf(stdout, "not measured: %s\n", s)
 	}
@@ -290,11 +303,7 @@ func (b *bench) measure(ctx context.Context, cfg config, t target) ([]result, er
 		return nil, err
 	}
 	defer tr.stop()
-	l := newLoader(func(ctx context.Context) *http.Request {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tr.url, nil)
-		req.Header = tr.header // read-only, shared by every request
-		return req
-	})
+	l := newLoader(getRequest(tr.url, tr.header))
 	defer l.client.CloseIdleConnections()
 	if err := l.send(ctx); err != nil {
 		return nil, fmt.Errorf("GET %s: %w", tr.url, err)
@@ -305,10 +314,7 @@ func (b *bench) measure(ctx context.Context, cfg config, t target) ([]result, er
 	// Direct calls sent alongside a proxy's open-model runs, when asked: see config.alongside.
 	var direct *loader
 	if cfg.alongside && tr.pids != nil {
-		direct = newLoader(func(ctx context.Context) *http.Request {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.upstream+benchPath, nil)
-			return req
-		})
+		direct = newLoader(getRequest(b.upstream+benchPath, http.Header{}))
 		defer direct.client.CloseIdleConnections()
 	}
 	var out []result

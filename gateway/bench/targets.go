@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-//go:embed nginx.conf.tmpl caddy.json.tmpl policy-plain.yaml.tmpl policy-jwt.yaml.tmpl
+//go:embed nginx.conf.tmpl caddy.json.tmpl policy-plain.yaml.tmpl policy-jwt.yaml.tmpl policy-flood.yaml.tmpl
 var templates embed.FS
 
 // target is one way of serving GET /v1/bench.
@@ -43,12 +43,14 @@ type running struct {
 var targets = []target{
 	{"direct", "direct to the upstream", startDirect},
 	{"pools", "gateway/upstream layer only", startPools},
-	{"gateway", "gateway, no policies", startGateway("gateway", "policy-plain.yaml.tmpl", false)},
-	{"gateway-jwt", "gateway, JWT + 2 Redis rules", startGateway("gateway-jwt", "policy-jwt.yaml.tmpl", true)},
+	{"gateway", "gateway, no policies", startGateway("gateway", "policy-plain.yaml.tmpl", false, benchLimiter)},
+	{"gateway-jwt", "gateway, JWT + 2 Redis rules", startGateway("gateway-jwt", "policy-jwt.yaml.tmpl", true, benchLimiter)},
 	{"nginx", "nginx, plain reverse proxy", startNginx},
 	{"caddy", "Caddy, plain reverse proxy", startCaddy},
 	{"fasthttp-jwt", "fasthttp, JWT + 2 Redis rules (measuring stick)", startFastproxy("fasthttp-jwt", true)},
 	{"fasthttp", "fasthttp, plain reverse proxy", startFastproxy("fasthttp", false)},
+	// Measured by measureFlood, not by rates and a max: see flood.go.
+	{floodTarget, "gateway, flood + logins (production limiter)", startGateway(floodTarget, "policy-flood.yaml.tmpl", true, nil)},
 }
 
 var (
@@ -76,10 +78,18 @@ func startPools(ctx context.Context, b *bench) (*running, error) {
 	return serving(ctx, p, err, addr, http.Header{}, 10*time.Second)
 }
 
+// benchLimiter is the limiter's setting for the targets measured at rates and at the max.
+// Production bounds a Redis decision at 5ms and decides locally past it. A gateway at full
+// load queues every step of a request for the CPU, 64 connections at ~8k/s being ~8ms each,
+// so at the max nearly every decision would be the local fallback's: the bench would measure
+// the fallback, not Redis. The report counts decisions by path, so that this stays checked.
+var benchLimiter = []string{"RATELIMIT_TIMEOUT=1s"}
+
 // startGateway runs the gateway (its Run, in a process of its own) as target name, with the
-// policy file rendered from policy; withToken sends a user token on every request. The
-// Redis it uses counts as part of it: its CPU time is the gateway's.
-func startGateway(name, policy string, withToken bool) func(context.Context, *bench) (*running, error) {
+// policy file rendered from policy; withToken sends a user token on every request; limiter
+// is added to its environment (nil: the production settings). The Redis it uses counts as
+// part of it: its CPU time is the gateway's.
+func startGateway(name, policy string, withToken bool, limiter []string) func(context.Context, *bench) (*running, error) {
 	return func(ctx context.Context, b *bench) (*running, error) {
 		redisURL, err := b.redisServer(ctx)
 		if err != nil {
@@ -106,13 +116,8 @@ func startGateway(name, policy string, withToken bool) func(context.Context, *be
 			"REDIS_URL="+redisURL,
 			"DATA_DIR="+dir,
 			"LOG_LEVEL=warn", // no access log line per request, as nginx's is off
-			// Production bounds a Redis decision at 5ms and decides locally past it. A gateway
-			// at full load queues every step of a request for the CPU, 64 connections at
-			// ~8k/s being ~8ms each, so at the max nearly every decision would be the local
-			// fallback's: the bench would measure the fallback, not Redis. The report counts
-			// decisions by path, so that this stays checked.
-			"RATELIMIT_TIMEOUT=1s",
 		)
+		env = append(env, limiter...)
 		env = append(env, b.gatewayEnv...) // last, so that they win
 		header := http.Header{}
 		if withToken {
