@@ -180,6 +180,13 @@ func (f *Failsafe) decide(ctx context.Context, reqs []Request, now time.Time) Re
 	}
 	res, err := f.ask(ctx, ln, reqs)
 	ln.circuit.done(judge(err))
+	if err != nil && ln == f.closed && judge(err) != callUnreachable && ln.circuit.allow() {
+		// A fail-closed request refuses only when the store is down, not when one round trip
+		// was late: it tries once more while its breaker still trusts the store.
+		f.metrics.storeError(ctx, ln.name, errorKind(err))
+		res, err = f.ask(ctx, ln, reqs)
+		ln.circuit.done(judge(err))
+	}
 	if err != nil {
 		f.metrics.storeError(ctx, ln.name, errorKind(err))
 		return f.degrade(reqs, now)
