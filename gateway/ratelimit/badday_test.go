@@ -20,6 +20,7 @@ type flakyStore struct {
 
 	mu    sync.Mutex
 	err   error
+	times int // how many calls err fails; 0 means every call
 	calls int
 }
 
@@ -30,7 +31,13 @@ func (s *flakyStore) Allow(_ context.Context, reqs []Request) (Result, error) {
 	defer s.mu.Unlock()
 	s.calls++
 	if s.err != nil {
-		return Result{}, s.err
+		err := s.err
+		if s.times > 0 {
+			if s.times--; s.times == 0 {
+				s.err = nil
+			}
+		}
+		return Result{}, err
 	}
 	return s.mem.decide(reqs, true, PathStore), nil
 }
@@ -246,6 +253,27 @@ func TestFailsafeClosedLaneIsItsOwn(t *testing.T) {
 	}
 	if got := closed.callCount(); got != 1 {
 		t.Errorf("closed lane store calls = %d, want 1", got)
+	}
+}
+
+func TestFailsafeClosedLaneTriesALateRoundTripAgain(t *testing.T) {
+	clk := testkit.NewClock(time.Unix(1_700_000_000, 0), 0)
+	store := newFlakyStore(clk.Now)
+	f := newTestFailsafe(t, store, clk, FailsafeOptions{})
+	login := []Request{{Rule: Rule{ID: "login", Algorithm: FixedWindow, Limit: 10, Window: time.Minute, OnStoreFailure: FailClosed}, Key: "ip:2"}}
+	store.mu.Lock()
+	store.err, store.times = context.DeadlineExceeded, 1
+	store.mu.Unlock()
+	if res := mustAllow(t, f, login); !res.Allowed || res.Path != PathStore {
+		t.Errorf("login after one late round trip: allowed %v path %s, want allowed by the store", res.Allowed, res.Path)
+	}
+	store.fail(refused) // a store that cannot be reached is not tried twice
+	calls := store.callCount()
+	if res := mustAllow(t, f, login); res.Allowed || res.Path != PathFailClosed {
+		t.Errorf("login with the store unreachable: allowed %v path %s, want fail_closed", res.Allowed, res.Path)
+	}
+	if got := store.callCount() - calls; got != 1 {
+		t.Errorf("store calls for a login with the store unreachable = %d, want 1", got)
 	}
 }
 
