@@ -114,16 +114,20 @@ func (s goService) grpcPort() string {
 }
 
 // CheckCompose checks a loaded compose project against the workspace: every deployable runs
-// in a service built from the Dockerfile with a healthcheck; services start in dependency
-// order on healthy dependencies; only PublishedPorts are published, on loopback; each service
-// sets the variables RequiredEnv asks of it, and none that nothing reads; every address in
-// its environment names a service (at the right port when it is a deployable); each database
-// is its service's own; the edge and Prometheus reach every replica; images are pinned; and
-// memory limits stay within MemoryBudget. It returns every problem found, joined.
+// in a service built from the Dockerfile with a healthcheck; each image is built by one
+// service; services start in dependency order on healthy dependencies, and PostgreSQL is
+// healthy only once it answers over TCP; only PublishedPorts are published, on loopback;
+// each service sets the variables RequiredEnv asks of it, and none that nothing reads; every
+// address in its environment names a service (at the right port when it is a deployable);
+// each database is its service's own; the edge and Prometheus reach every replica; images
+// are pinned; and memory limits stay within MemoryBudget. It returns every problem found,
+// joined.
 func CheckCompose(w *Workspace, p *types.Project) error {
 	gs, errs := goServices(w, p)
 	errs = append(errs, checkDeployablesRun(w, gs)...)
+	errs = append(errs, checkBuiltOnce(p)...)
 	errs = append(errs, checkHealthchecks(p, gs)...)
+	errs = append(errs, checkComposePgIsReady(p)...)
 	errs = append(errs, checkDependsOn(p)...)
 	errs = append(errs, checkPublished(p)...)
 	errs = append(errs, checkComposeEnv(w, gs)...)
@@ -136,17 +140,22 @@ func CheckCompose(w *Workspace, p *types.Project) error {
 	return errors.Join(errs...)
 }
 
-// goServices returns the services built from the Dockerfile, each with its deployable
-// (MODULE build argument), in name order.
+// goServices returns the services that run an image built from the Dockerfile, each with its
+// deployable (the MODULE build argument of the service that builds the image), in name order.
 func goServices(w *Workspace, p *types.Project) ([]goService, []error) {
+	builders := imageBuilders(p)
 	var out []goService
 	var errs []error
 	for _, name := range serviceNames(p) {
 		svc := p.Services[name]
-		if svc.Build == nil {
+		build := svc.Build
+		if b, ok := builders[svc.Image]; ok && build == nil {
+			build = p.Services[b[0]].Build
+		}
+		if build == nil {
 			continue
 		}
-		mod := svc.Build.Args["MODULE"]
+		mod := build.Args["MODULE"]
 		if mod == nil || *mod == "" {
 			errs = append(errs, fmt.Errorf("service %s: built without a MODULE build argument", name))
 			continue
@@ -161,6 +170,31 @@ func goServices(w *Workspace, p *types.Project) ([]goService, []error) {
 	return out, errs
 }
 
+// checkBuiltOnce: no image is built by two services. Compose builds every service's image at
+// once, so two builds of one tag race and the second fails ("image … already exists"); the
+// other services that run it name the image alone, with pull_policy: never, or compose would
+// first look for it in a registry, where no such image is (or a stranger's is).
+func checkBuiltOnce(p *types.Project) []error {
+	builders := imageBuilders(p)
+	var errs []error
+	for _, image := range sortedKeys(builders) {
+		if b := builders[image]; len(b) > 1 {
+			errs = append(errs, fmt.Errorf("image %s is built by services %s: compose runs the builds at once and all but one fail (\"image … already exists\"); keep build: in %s alone", image, strings.Join(b, ", "), b[0]))
+		}
+	}
+	for _, name := range serviceNames(p) {
+		svc := p.Services[name]
+		b, ok := builders[svc.Image]
+		if svc.Build != nil || !ok {
+			continue
+		}
+		if svc.PullPolicy != types.PullPolicyNever {
+			errs = append(errs, fmt.Errorf("service %s: runs %s, which %s builds, with pull_policy %q: want never, or compose first looks for it in a registry", name, svc.Image, b[0], svc.PullPolicy))
+		}
+	}
+	return errs
+}
+
 func serviceNames(p *types.Project) []string { return sortedKeys(p.Services) }
 
 // checkDeployablesRun: every deployable runs in at least one service.
@@ -172,6 +206,18 @@ func checkDeployablesRun(w *Workspace, gs []goService) []error {
 		}
 	}
 	return errs
+}
+
+// imageBuilders maps each image a service builds (build: and image:) to those services, in
+// name order.
+func imageBuilders(p *types.Project) map[string][]string {
+	builders := map[string][]string{}
+	for _, name := range serviceNames(p) {
+		if svc := p.Services[name]; svc.Build != nil && svc.Image != "" {
+			builders[svc.Image] = append(builders[svc.Image], name)
+		}
+	}
+	return builders
 }
 
 // checkHealthchecks: every long-running service has a healthcheck (a job under a profile,
@@ -291,10 +337,11 @@ func checkDatabases(gs []goService, p *types.Project) []error {
 // checkImages: every image not built here is pinned to a version, so `docker compose up`
 // runs next year what it runs today.
 func checkImages(p *types.Project) []error {
+	builders := imageBuilders(p)
 	var errs []error
 	for _, name := range serviceNames(p) {
 		svc := p.Services[name]
-		if svc.Build != nil {
+		if _, built := builders[svc.Image]; svc.Build != nil || built {
 			continue
 		}
 		repo, tag, found := strings.Cut(svc.Image[strings.LastIndex(svc.Image, "/")+1:], ":")

@@ -5,9 +5,13 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/compose-spec/compose-go/v2/types"
 
 	"boxoffice.dev/services/waitroom/pass"
 )
@@ -43,6 +47,9 @@ func TestComposeBroken(t *testing.T) {
 		{"database shared", "shared-database.yml", `service payment: DATABASE_URL names database "order", want "payment"`},
 		{"image not pinned", "unpinned-image.yml", `service redis: image "redis:latest" is not pinned`},
 		{"GOMEMLIMIT above the limit", "gomemlimit-too-high.yml", "service notification: GOMEMLIMIT=64MiB is not below its memory limit of 48 MiB"},
+		{"image built twice", "built-twice.yml", "image boxoffice/catalog:dev is built by services catalog-1, catalog-2"},
+		{"replica pulls the built image", "replica-pulls.yml", `service order-2: runs boxoffice/order:dev, which order-1 builds, with pull_policy "missing": want never`},
+		{"pg_isready over the socket", "pg-isready-socket.yml", `service postgres: healthcheck "pg_isready -U boxoffice -d postgres" asks PostgreSQL over its Unix socket`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,5 +126,71 @@ func TestComposeMemoryStated(t *testing.T) {
 	}
 	if total > MemoryBudget || total < MemoryBudget/4 {
 		t.Errorf("ComposeMemory = %d MiB, want within the budget of %d MiB (and not implausibly low)", total>>20, MemoryBudget>>20)
+	}
+}
+
+// TestComposeK6Script runs the k6 service's command as its container does, with a k6 that
+// prints its arguments: `docker compose run -e K6_SCRIPT=flash-sale.js k6` runs that script,
+// and without -e the default one. Compose expands ${K6_SCRIPT} when it reads the file, before
+// `run -e` has set anything: only a command that reads it in the container sees -e.
+func TestComposeK6Script(t *testing.T) {
+	w := loadWorkspace(t)
+	p, err := LoadCompose(context.Background(), w.Root, "docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k6, ok := p.Services["k6"]
+	if !ok {
+		t.Fatal("no k6 service")
+	}
+	scripts := ""
+	for _, v := range k6.Volumes {
+		if v.Type == types.VolumeTypeBind && v.Target == "/scripts" {
+			scripts = v.Source
+		}
+	}
+	if scripts == "" {
+		t.Fatal("service k6 mounts no scripts at /scripts")
+	}
+	argv := slices.Concat([]string(k6.Entrypoint), []string(k6.Command))
+	if len(k6.Entrypoint) == 0 {
+		argv = slices.Concat([]string{"k6"}, []string(k6.Command)) // grafana/k6's ENTRYPOINT
+	}
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "k6"), []byte("#!/bin/sh\nprintf '%s\\n' \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if argv[0] == "k6" {
+		argv[0] = filepath.Join(bin, "k6")
+	}
+
+	tests := []struct{ name, set, want string }{
+		{"default", "", "rate-limiter.js"},
+		{"run -e K6_SCRIPT=flash-sale.js", "flash-sale.js", "flash-sale.js"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")}
+			for name, v := range k6.Environment {
+				if v != nil && !(name == "K6_SCRIPT" && tt.set != "") {
+					env = append(env, name+"="+*v)
+				}
+			}
+			if tt.set != "" {
+				env = append(env, "K6_SCRIPT="+tt.set)
+			}
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%q: %v\n%s", argv, err, out)
+			}
+			if got, want := strings.Fields(string(out)), []string{"run", "/scripts/" + tt.want}; !slices.Equal(got, want) {
+				t.Errorf("the k6 container runs k6 %q, want %q", got, want)
+			}
+			if _, err := os.Stat(filepath.Join(scripts, tt.want)); err != nil {
+				t.Errorf("the script it runs is not in the mounted directory: %v", err)
+			}
+		})
 	}
 }

@@ -109,6 +109,7 @@ type Container struct {
 	} `yaml:"envFrom"`
 	ReadinessProbe *Probe `yaml:"readinessProbe"`
 	LivenessProbe  *Probe `yaml:"livenessProbe"`
+	StartupProbe   *Probe `yaml:"startupProbe"`
 	Resources      struct {
 		Requests map[string]string `yaml:"requests"`
 		Limits   map[string]string `yaml:"limits"`
@@ -125,7 +126,9 @@ type Probe struct {
 		Path string `yaml:"path"`
 		Port port   `yaml:"port"`
 	} `yaml:"httpGet"`
-	Exec      *yaml.Node `yaml:"exec"`
+	Exec *struct {
+		Command []string `yaml:"command"`
+	} `yaml:"exec"`
 	TCPSocket *yaml.Node `yaml:"tcpSocket"`
 	GRPC      *yaml.Node `yaml:"grpc"`
 }
@@ -237,8 +240,9 @@ func CheckManifests(w *Workspace, objs []Object) error {
 	return errors.Join(errs...)
 }
 
-// checkWorkload: a long-running workload's containers have readiness and liveness probes; all
-// containers, a Job's too, have CPU and memory requests and a memory limit.
+// checkWorkload: a long-running workload's containers have readiness and liveness probes
+// (pg_isready's over TCP); all containers, a Job's too, have CPU and memory requests and a
+// memory limit.
 func checkWorkload(o Object) []error {
 	if o.Kind != "Deployment" && o.Kind != "StatefulSet" && o.Kind != "Job" {
 		return nil
@@ -252,6 +256,14 @@ func checkWorkload(o Object) []error {
 			}
 			if !c.LivenessProbe.set() {
 				errs = append(errs, fmt.Errorf("%s has no livenessProbe", at))
+			}
+		}
+		for _, p := range []struct {
+			kind  string
+			probe *Probe
+		}{{"startupProbe", c.StartupProbe}, {"readinessProbe", c.ReadinessProbe}, {"livenessProbe", c.LivenessProbe}} {
+			if err := pgIsReadyOverTCP(p.probe.command()); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %s %w", at, p.kind, err))
 			}
 		}
 		for _, r := range []struct{ kind, name string }{{"requests", "cpu"}, {"requests", "memory"}, {"limits", "memory"}} {
@@ -269,6 +281,14 @@ func checkWorkload(o Object) []error {
 
 func (p *Probe) set() bool {
 	return p != nil && (p.HTTPGet != nil || p.Exec != nil || p.TCPSocket != nil || p.GRPC != nil)
+}
+
+// command is an exec probe's command; nil for a probe of another kind.
+func (p *Probe) command() []string {
+	if p == nil || p.Exec == nil {
+		return nil
+	}
+	return p.Exec.Command
 }
 
 // checkDeployableProbes: readiness asks /readyz and liveness /healthz, on the HTTP port.

@@ -39,6 +39,7 @@ func TestKustomizeBroken(t *testing.T) {
 		{"not-headless", []string{"service/catalog is not headless"}},
 		{"no-autoscaler", []string{"deployment/inventory has no HorizontalPodAutoscaler"}},
 		{"probe-wrong-path", []string{"deployment/payment: readinessProbe asks /healthz, want /readyz"}},
+		{"pg-isready-socket", []string{`statefulset/postgres: container postgres: readinessProbe "pg_isready -U boxoffice -d postgres" asks PostgreSQL over its Unix socket`}},
 		{"missing-env", []string{"deployment/order: PAYMENT_GRPC_ADDR is not set"}},
 		{"wrong-port", []string{"deployment/search: CATALOG_GRPC_ADDR=catalog:8102: catalog listens on 9102, not 8102"}},
 		// NetworkPolicies: a caller missing, one permission too many, no default deny.
