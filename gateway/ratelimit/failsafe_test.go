@@ -47,7 +47,7 @@ func survivesCrash(t *testing.T, deadlines bool) {
 		t.Fatalf("boundByDeadline() = %v, want %v", store.boundByDeadline(), deadlines)
 	}
 	f, err := NewFailsafe(store, FailsafeOptions{
-		Breaker:  Breaker{Unreachable: 3, OpenFor: 200 * time.Millisecond},
+		Breaker:  Breaker{Unreachable: 3, OpenFor: 2 * time.Second}, // open throughout the outage below
 		Replicas: self,
 		Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
 	})
