@@ -7,7 +7,9 @@
 // With CONTROL_URLS (the catalog instances' base URLs) the script itself causes the outage
 // through their control hooks: at 10s every request hangs past the clients' timeout, at 14s
 // the catalog is healthy again. Compare amplification (attempts ÷ requests) and the share of
-// requests that succeed after 14s between RETRY=naive and RETRY=backoff.
+// requests that succeed after 14s between RETRY=naive and RETRY=backoff. The instances' knobs
+// are read before the run and put back after it (setup, teardown), so the catalog does not
+// stay throttled to the scenario's capacity.
 import http from 'k6/http';
 import { sleep } from 'k6';
 import { Counter } from 'k6/metrics';
@@ -45,9 +47,35 @@ export const options = {
   },
 };
 
+function putKnobs(url, body) {
+  http.put(`${url}/control`, body, { headers: { 'Content-Type': 'application/json' } });
+}
+
 function setKnobs(knobs) {
   for (const url of CONTROL_URLS) {
-    http.put(`${url}/control`, JSON.stringify(knobs), { headers: { 'Content-Type': 'application/json' } });
+    putKnobs(url, JSON.stringify(knobs));
+  }
+}
+
+// setup reads each instance's knobs before the run changes them. An instance that does not
+// answer stops the run here, before anything is changed that could not be put back.
+export function setup() {
+  const before = {};
+  for (const url of CONTROL_URLS) {
+    const res = http.get(`${url}/control`);
+    if (res.status !== 200) {
+      throw new Error(`GET ${url}/control answered ${res.status}: cannot read the knobs to put back`);
+    }
+    before[url] = res.body;
+  }
+  return { before };
+}
+
+// teardown puts back the knobs setup read. k6 calls it after the scenarios end, and after a
+// first Ctrl-C too.
+export function teardown(data) {
+  for (const url of CONTROL_URLS) {
+    putKnobs(url, data.before[url]);
   }
 }
 
