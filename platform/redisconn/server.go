@@ -20,8 +20,10 @@ import (
 // startServer runs bin as a child redis-server on a free loopback port, with its working
 // directory and log under dataDir/redis, and returns once it answers PING.
 //
-// Persistence is off: the server holds rate-limit counters, leases and queues whose life is
-// seconds to minutes, and a fresh start of the all-in-one mode is expected to begin empty.
+// Each start of the all-in-one mode begins empty: what a previous run left is removed
+// first. Within a run the server keeps an append-only file, fsynced every second, as compose
+// and Kubernetes do, so that a crash or a kill and Restart (a fault drill) forgets at most a
+// second of spending and never grants a quota again.
 func startServer(ctx context.Context, bin, dataDir string, within time.Duration) (*Resolved, error) {
 	if within == 0 {
 		within = 5 * time.Second
@@ -34,6 +36,9 @@ func startServer(ctx context.Context, bin, dataDir string, within time.Duration)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("redis-server dir: %w", err)
 	}
+	if err := os.RemoveAll(filepath.Join(dir, "appendonlydir")); err != nil {
+		return nil, fmt.Errorf("redis-server: a previous run's data: %w", err)
+	}
 	port, err := freePort()
 	if err != nil {
 		return nil, fmt.Errorf("redis-server port: %w", err)
@@ -42,7 +47,7 @@ func startServer(ctx context.Context, bin, dataDir string, within time.Duration)
 	logFile := filepath.Join(dir, "redis.log")
 	srv := &Server{bin: bin, addr: addr, logFile: logFile, within: within, args: []string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no",
+		"--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
 		"--dir", dir, "--logfile", logFile}}
 	if err := srv.Restart(ctx); err != nil {
 		return nil, err
