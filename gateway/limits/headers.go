@@ -231,12 +231,15 @@ func violated(res ratelimit.Result) []string {
 	return out
 }
 
-// window writes a window the way policies spell it: 60s, 1m, 24h, 30d.
+// window writes a window the way policies spell it: 1s, 1m, 1h, 30d; a window of mixed
+// units as Go writes it (1m30s).
 func window(d time.Duration) string {
 	switch {
 	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
 		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
-	case d >= time.Minute && d%time.Minute == 0 && d < time.Hour:
+	case d >= time.Hour && d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d >= time.Minute && d%time.Minute == 0:
 		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
 	}
 	return d.String()

@@ -335,3 +335,23 @@ func TestSetHeadersFieldSyntax(t *testing.T) {
 		}
 	}
 }
+
+func TestWindowReadsAsAPolicyWritesIt(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{time.Second, "1s"},
+		{90 * time.Second, "1m30s"},
+		{time.Minute, "1m"},
+		{90 * time.Minute, "90m"},
+		{time.Hour, "1h"},
+		{36 * time.Hour, "36h"},
+		{30 * 24 * time.Hour, "30d"},
+		{1500 * time.Millisecond, "1.5s"},
+	} {
+		if got := window(tt.d); got != tt.want {
+			t.Errorf("window(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
