@@ -99,3 +99,65 @@ func PromQLLabels(expr string) []string {
 	}
 	return out
 }
+
+// replicaViews are gauges each gateway replica exports about the same things, the upstream
+// instances it probes: one replica's series already count every instance, so adding them up
+// over the replicas counts each instance once per replica.
+var replicaViews = []string{"upstream_routable"}
+
+var (
+	promAggregation = regexp.MustCompile(`\b(sum|count)\s*(?:(by|without)\s*\(([^)]*)\)\s*)?\(`)
+	promPostGroup   = regexp.MustCompile(`^\s*(by|without)\s*\(([^)]*)\)`)
+)
+
+// SumsOverReplicas returns the replicaViews that expr adds up over the gateway replicas: a
+// sum or count over them that drops the instance label, which Prometheus sets to the scrape
+// target, one per replica (a metric's own instance label, the upstream's, is stored as
+// exported_instance). Keep it (sum by (service, instance)), then combine the replicas with
+// max, min or avg.
+func SumsOverReplicas(expr string) []string {
+	e := promString.ReplaceAllString(expr, `""`)
+	var out []string
+	for _, m := range promAggregation.FindAllStringSubmatchIndex(e, -1) {
+		open := m[1] - 1
+		end := closingParen(e, open)
+		if end < 0 {
+			continue
+		}
+		grouping, labels := "", ""
+		if m[4] >= 0 {
+			grouping, labels = e[m[4]:m[5]], e[m[6]:m[7]]
+		} else if g := promPostGroup.FindStringSubmatch(e[end+1:]); g != nil {
+			grouping, labels = g[1], g[2]
+		}
+		keepsInstance := slices.ContainsFunc(strings.Split(labels, ","), func(l string) bool { return strings.TrimSpace(l) == "instance" })
+		if grouping == "without" {
+			keepsInstance = !keepsInstance
+		}
+		if keepsInstance {
+			continue
+		}
+		for _, metric := range PromQLMetrics(e[open+1 : end]) {
+			if slices.Contains(replicaViews, metric) && !slices.Contains(out, metric) {
+				out = append(out, metric)
+			}
+		}
+	}
+	return out
+}
+
+// closingParen returns the index of the parenthesis that closes the one at open, -1 if none.
+func closingParen(s string, open int) int {
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}

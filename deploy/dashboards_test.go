@@ -41,6 +41,48 @@ func TestPromQLMetrics(t *testing.T) {
 	}
 }
 
+func TestSumsOverReplicas(t *testing.T) {
+	tests := []struct {
+		expr string
+		want []string
+	}{
+		{`sum by (service) (upstream_routable)`, []string{"upstream_routable"}},
+		{`sum(upstream_routable) by (service)`, []string{"upstream_routable"}},
+		{`count by (service) (upstream_routable == 1)`, []string{"upstream_routable"}},
+		{`sum by (service) (max by (service, instance) (upstream_routable))`, []string{"upstream_routable"}},
+		{`max by (service) (sum by (service, instance) (upstream_routable))`, nil},
+		{`max by (service) (sum without (exported_instance) (upstream_routable))`, nil},
+		{`sum by (service) (rate(upstream_requests_total[5m]))`, nil}, // each replica's own requests
+		{`upstream_routable`, nil},
+	}
+	for _, tt := range tests {
+		if got := SumsOverReplicas(tt.expr); !slices.Equal(got, tt.want) {
+			t.Errorf("SumsOverReplicas(%q) = %q, want %q", tt.expr, got, tt.want)
+		}
+	}
+}
+
+// TestDashboardsCountReplicasOnce: no panel adds up what every gateway replica reports about
+// the same instances (SumsOverReplicas): with two replicas it would show each one twice.
+func TestDashboardsCountReplicasOnce(t *testing.T) {
+	w := loadWorkspace(t)
+	files, err := filepath.Glob(filepath.Join(w.Root, "deploy", "compose", "grafana", "dashboards", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dashboards (%v)", err)
+	}
+	for _, f := range files {
+		queries, err := DashboardQueries(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range queries {
+			if m := SumsOverReplicas(q); len(m) > 0 {
+				t.Errorf("%s: query %q adds up %v over the gateway replicas, counting each instance once per replica: sum by (…, instance), then max by (…)", filepath.Base(f), q, m)
+			}
+		}
+	}
+}
+
 // TestDashboardsQueryRealMetrics runs a real gateway against a real redis-server, drives it
 // through every outcome the dashboards plot (allowed, denied, shadow-denied, shed, no ready
 // instance, Redis gone: fallback and fail-closed), scrapes its /metrics, and checks that
