@@ -165,9 +165,9 @@ func runUp(ctx context.Context, args []string, getenv func(string) string, stdou
 			if len(c.instances) > 1 {
 				name += "-" + strconv.Itoa(i+1)
 			}
-			logf, err := os.Create(filepath.Join(*dataDir, "logs", name+".log"))
+			logf, err := openLog(filepath.Join(*dataDir, "logs"), name)
 			if err != nil {
-				return fmt.Errorf("create log file: %w", err)
+				return err
 			}
 			defer logf.Close()
 			getenv := overlay(getenv, shared, env)

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,6 +76,16 @@ func TestUpPutsTheRunBackWhenStopped(t *testing.T) {
 	running = false
 	u = startUpIn(t, dir, off)
 	running = true
+
+	// The first run's logs are kept beside the second's.
+	for _, name := range []string{"gateway", "playground", "order-2"} {
+		b, err := os.ReadFile(filepath.Join(dir, "logs", name+".log.1"))
+		if err != nil {
+			t.Errorf("after the restart: %v, want the first run's log kept", err)
+		} else if !strings.Contains(string(b), `"msg":"stopped"`) {
+			t.Errorf("logs/%s.log.1 after the restart has no \"stopped\" line, want the first run's whole log:\n%s", name, b)
+		}
+	}
 
 	if adminGet(t, u.ep.Admin, "/admin/edits", &edits); len(edits.Edits) != 0 {
 		t.Errorf("GET /admin/edits after the restart = %s, want none: the run's edits outlived it", edits.Edits)
