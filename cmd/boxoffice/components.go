@@ -36,7 +36,13 @@ type component struct {
 type ports struct{ http, grpc int }
 
 // Port plan: services 81xx (HTTP) / 91xx (gRPC); a second instance adds 100; the gateway's
-// admin API listens on 9080.
+// admin API listens on 9080 and the embedded NATS on 4222. ports.go lists them all and says
+// which port offsets keep two copies apart.
+const (
+	natsPort  = 4222
+	adminPort = 9080
+)
+
 var components = []component{
 	{"auth", auth.Run, []ports{{8101, 9101}}, false},
 	{"catalog", catalog.Run, []ports{{8102, 9102}, {8202, 9202}}, false},
@@ -73,7 +79,7 @@ func wiring(offset int) map[string]string {
 		"CATALOG_GRPC_ADDR":   first("catalog", true),
 		"INVENTORY_GRPC_ADDR": first("inventory", true),
 		"PAYMENT_GRPC_ADDR":   first("payment", true),
-		"ADMIN_ADDR":          addr(9080 + offset),
+		"ADMIN_ADDR":          addr(adminPort + offset),
 		// The playground sends its simulated clients through the gateway, each with a fake
 		// client IP in X-Forwarded-For; the gateway believes that header only from the
 		// loopback. A local-playground setting: a real deployment lists its edge proxies.

@@ -21,25 +21,19 @@ import (
 // every request's decision.
 func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: boxoffice lab --trace FILE --limit N --window DUR [--burst B] [--algorithms a,b,…] [--json]\n\n"+
-			"FILE has one request per line, seconds[,key[,cost]]; '#' starts a comment.\n\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, "usage: boxoffice lab --trace FILE --limit N --window DUR [--burst B] [--algorithms a,b,…] [--json]\n\n"+
+		"FILE has one request per line, seconds[,key[,cost]]; '#' starts a comment.\n")
 	tracePath := fs.String("trace", "", "the trace `file`")
 	limit := fs.Int("limit", 0, "requests (cost units) per window")
 	window := fs.Duration("window", 0, "the window, e.g. 1s or 1m")
 	burst := fs.Int("burst", 0, "token_bucket and gcra capacity (default: limit)")
 	algorithms := fs.String("algorithms", "", "comma-separated `list` to compare (default: all of "+names(ratelimit.Algorithms)+")")
 	asJSON := fs.Bool("json", false, "print JSON with every request's decision")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
 	if *tracePath == "" || *limit < 1 || *window <= 0 {
+		fs.SetOutput(stderr)
 		fs.Usage()
 		return errors.New("lab: --trace, --limit and --window are required")
 	}

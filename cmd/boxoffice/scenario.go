@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,10 +44,22 @@ func runScenario(ctx context.Context, args []string, getenv func(string) string,
 	}
 	switch args[0] {
 	case "list":
+		fs := flag.NewFlagSet("scenario list", flag.ContinueOnError)
+		setUsage(fs, "usage: boxoffice scenario list\n\nlists every scenario with its profiles and how long each runs.\n")
+		if err := parseFlags(fs, args[1:], stdout, stderr); err != nil {
+			return err
+		}
+		if fs.NArg() > 0 {
+			return fmt.Errorf("scenario list: takes no arguments, got %q", fs.Arg(0))
+		}
 		return listScenarios(stdout, list)
 	case "run":
 		return runOneScenario(ctx, args[1:], list, getenv, stdout, stderr)
-	case "help", "-h", "--help":
+	case "help":
+		fmt.Fprint(stdout, scenarioUsage)
+		return nil
+	}
+	if isHelp(args[0]) {
 		fmt.Fprint(stdout, scenarioUsage)
 		return nil
 	}
@@ -72,7 +82,7 @@ func listScenarios(w io.Writer, list []scenario.Scenario) error {
 
 func runOneScenario(ctx context.Context, args []string, list []scenario.Scenario, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("scenario run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	setUsage(fs, scenarioUsage)
 	profile := fs.String("profile", "", "the profile to run (default: the scenario's first)")
 	duration := fs.Duration("duration", 0, fmt.Sprintf("scale the profile's phases to last about this long (at most %v)", playground.MaxRunDuration))
 	target := fs.String("target", "", "a running system: its endpoints.json, or the gateway's `URL` (then --admin, --admin-token, --nats)")
@@ -82,16 +92,16 @@ func runOneScenario(ctx context.Context, args []string, list []scenario.Scenario
 	asJSON := fs.Bool("json", false, "print the per-second series and totals as JSON instead of a table")
 	reportPath := fs.String("report", "", "write a self-contained HTML report of the run to `FILE`")
 	journalPath := fs.String("journal", "", "with --target, where the run records what to put back should it be killed, and where a killed run's leftovers are found (default: scenario-journal.json beside the endpoints file, or in $DATA_DIR or .boxoffice for a URL)")
-	// The scenario's name comes first; flags follow it.
+	// The scenario's name comes first; flags follow it. Help may be asked for without one.
+	if len(args) > 0 && isHelp(args[0]) {
+		return parseFlags(fs, args[:1], stdout, stderr)
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprint(stderr, scenarioUsage)
 		return errors.New("scenario run: which scenario? (boxoffice scenario list)")
 	}
 	name := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if err := parseFlags(fs, args[1:], stdout, stderr); err != nil {
 		return err
 	}
 	// The playground's bound: a longer run is a typo, and would hold the system for hours.
@@ -233,10 +243,6 @@ func writeReport(path string, sc scenario.Scenario, res scenario.Result) error {
 	return f.Close()
 }
 
-// startSystem runs `boxoffice up` in this process on a free port offset with a temporary
-// data dir, and returns its target once endpoints.json is written, with a function that
-// stops it and removes the dir. A port taken between the check and the bind (another
-// process on the machine) makes it try another offset, up to three times.
 // scenarioJournalFile is the put-back journal of runs the command makes against a running
 // system: a file of its own, since the playground of that system keeps its journal in the
 // same directory and one journal serves one process.
@@ -272,6 +278,10 @@ func scenarioJournal(ctx context.Context, t scenario.Target, path, target string
 	return j, nil
 }
 
+// startSystem runs `boxoffice up` in this process on a free port offset with a temporary
+// data dir, and returns its target once endpoints.json is written, with a function that
+// stops it and removes the dir. A port taken between the check and the bind (another
+// process on the machine) makes it try another offset, up to three times.
 func startSystem(ctx context.Context, getenv func(string) string, stderr io.Writer) (scenario.Target, func() error, error) {
 	var err error
 	for range 3 {
@@ -281,7 +291,8 @@ func startSystem(ctx context.Context, getenv func(string) string, stderr io.Writ
 		if err == nil {
 			return t, stop, nil
 		}
-		if !strings.Contains(err.Error(), "address already in use") {
+		var taken *portTakenError
+		if !errors.As(err, &taken) && !strings.Contains(err.Error(), "address already in use") {
 			break
 		}
 	}
@@ -293,7 +304,7 @@ func startSystemOnce(ctx context.Context, getenv func(string) string, stderr io.
 	if err != nil {
 		return scenario.Target{}, nil, fmt.Errorf("data dir: %w", err)
 	}
-	off, err := pickPortOffset()
+	off, err := pickOffset()
 	if err != nil {
 		os.RemoveAll(dir)
 		return scenario.Target{}, nil, err
@@ -330,35 +341,4 @@ func startSystemOnce(ctx context.Context, getenv func(string) string, stderr io.
 			return scenario.Target{}, nil, errors.Join(errors.New("the system was not ready within 60s"), stop())
 		}
 	}
-}
-
-// pickPortOffset finds a port offset at which every fixed port of `up` (and NATS) is free now.
-func pickPortOffset() (int, error) {
-	for range 50 {
-		off := 20000 + rand.IntN(20000)
-		if portsFree(off) {
-			return off, nil
-		}
-	}
-	return 0, errors.New("no free port offset found")
-}
-
-func portsFree(off int) bool {
-	ps := []int{4222 + off, 9080 + off}
-	for _, c := range components {
-		for _, p := range c.instances {
-			ps = append(ps, p.http+off)
-			if p.grpc != 0 {
-				ps = append(ps, p.grpc+off)
-			}
-		}
-	}
-	for _, p := range ps {
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		if err != nil {
-			return false
-		}
-		l.Close()
-	}
-	return true
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,24 +66,28 @@ type Redis struct {
 }
 
 // runUp starts every component in this process: an embedded NATS server, one Redis, then each
-// component instance on its fixed port with the shared settings in its environment. It
-// returns when ctx is done and every component has drained: the playground first, so that a
-// run it stops puts the system back while the system still serves, then the rest.
+// component instance on its fixed port with the shared settings in its environment, once it
+// has checked that every one of those ports is free (checkPorts). It returns when ctx is done
+// and every component has drained: the playground first, so that a run it stops puts the
+// system back while the system still serves, then the rest.
 func runUp(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	setUsage(fs, upUsage())
 	dataDir := fs.String("data-dir", ".boxoffice", "where SQLite files, the NATS store, logs and endpoints.json live")
-	offset := fs.Int("port-offset", 0, "added to every fixed port (run a second copy beside the first)")
+	offset := fs.Int("port-offset", 0, fmt.Sprintf("added to every fixed port, to run another copy beside this one: a multiple of %d", offsetStep))
 	readyWithin := fs.Duration("ready-timeout", 10*time.Second, "how long every component has to answer /healthz")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
+	}
+	if err := checkPorts(*offset); err != nil {
+		return fmt.Errorf("up: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Join(*dataDir, "logs"), 0o755); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 	log := logging.New(stdout, slog.LevelInfo, "boxoffice-up")
 
-	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: filepath.Join(*dataDir, "nats"), Host: "127.0.0.1", Port: 4222 + *offset})
+	ns, err := natsconn.StartEmbedded(natsconn.EmbeddedOptions{StoreDir: filepath.Join(*dataDir, "nats"), Host: "127.0.0.1", Port: natsPort + *offset})
 	if err != nil {
 		return fmt.Errorf("start embedded nats: %w", err)
 	}
@@ -226,6 +231,31 @@ func runUp(ctx context.Context, args []string, getenv func(string) string, stdou
 	err = g.Wait()
 	log.Info("all components stopped", "error", err)
 	return err
+}
+
+// upUsage is `up -h`'s text before the flags. TestUpUsageStatesThePortPlan holds its
+// numbers to the plan.
+func upUsage() string {
+	var safe []string
+	for _, off := range safeOffsets() {
+		safe = append(safe, strconv.Itoa(off))
+	}
+	first, _ := ephemeralPorts()
+	return fmt.Sprintf(`usage: boxoffice up [--data-dir DIR] [--port-offset N] [--ready-timeout D]
+
+Runs every BoxOffice component in this process on fixed loopback ports until Ctrl-C:
+gateway 8080, playground 8090, the gateway's admin API 9080, services 81xx and 82xx
+(HTTP) and 91xx and 92xx (gRPC), NATS 4222. It writes where everything listens, with the
+demo credentials, to DIR/endpoints.json. Each component logs to DIR/logs/NAME.log; the
+logs of the runs before stay beside it, NAME.log.1 (the last) to NAME.log.%d.
+
+Another copy beside it needs ports of its own: --port-offset adds N to every port. One
+copy's ports span 4222 to 9206, so copies whose offsets differ by a multiple of %d never
+share one. Beside a copy at 0, use one of: %s. A smaller offset
+lands on the other copy's ports (with 1000, auth's HTTP port 8101 is the other's auth
+gRPC port 9101); a larger one reaches the ports the kernel hands out to outgoing
+connections (from %d). up checks every port before it starts anything.
+`, keptLogs, offsetStep, strings.Join(safe, ", "), first)
 }
 
 func (ep *Endpoints) add(component, url string) {

@@ -5,86 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"boxoffice.dev/platform/testkit"
 )
 
-// freeOffset finds a port offset at which every fixed port of `up` (and NATS) is free. The
-// ports are kept below the kernel's ephemeral range: a port picked from inside it can be
-// taken, between the check and up's bind, by any test's outgoing connection or by a
-// FreePort (":0") listener of a package tested alongside.
+// freeOffset finds a port offset at which every port of `up` is free, below the kernel's
+// ephemeral range (see pickOffset).
 func freeOffset(t *testing.T) int {
 	t.Helper()
-	lowest, highest := 1024, slices.Max(allPorts(0))
-	for _, p := range allPorts(0) {
-		lowest = min(lowest, p)
-	}
-	first, _ := ephemeralPorts()
-	hi := first - 1 - highest // the largest offset whose ports all stay below the range
-	lo := min(10000, hi/2)
-	if lo < 1024-lowest || hi <= lo {
-		t.Fatalf("no room for up's ports (%d..%d) below the ephemeral range starting at %d", lowest, highest, first)
-	}
-	for range 50 {
-		off := lo + rand.IntN(hi-lo+1)
-		ok := true
-		for _, p := range allPorts(off) {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			return off
-		}
-	}
-	t.Fatal("no free port offset found")
-	return 0
-}
-
-// ephemeralPorts is the range the kernel picks local ports from for outgoing connections and
-// ":0" listeners: Linux's net.ipv4.ip_local_port_range, or its default where that cannot be read.
-func ephemeralPorts() (first, last int) {
-	first, last = 32768, 60999
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	off, err := pickOffset()
 	if err != nil {
-		return first, last
+		t.Fatal(err)
 	}
-	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return first, last
-	}
-	a, errA := strconv.Atoi(f[0])
-	z, errZ := strconv.Atoi(f[1])
-	if errA != nil || errZ != nil || a <= 0 || z < a {
-		return first, last
-	}
-	return a, z
-}
-
-func allPorts(off int) []int {
-	ps := []int{4222 + off, 9080 + off}
-	for _, c := range components {
-		for _, p := range c.instances {
-			ps = append(ps, p.http+off)
-			if p.grpc != 0 {
-				ps = append(ps, p.grpc+off)
-			}
-		}
-	}
-	return ps
+	return off
 }
 
 func TestUpServesEveryComponentAndStopsCleanly(t *testing.T) {
