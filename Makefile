@@ -14,8 +14,14 @@ PLAIN       := $(filter-out $(RACE) $(SYSTEM),$(MODULES))
 
 .PHONY: up test test-race test-plain test-system lint fmt vet staticcheck deps-check deps-sync generate proto graphql generate-check bench bench-gateway tidy build
 
-up: ## run every component in one process (Ctrl-C stops it)
-	$(GO) run ./cmd/boxoffice up
+# `make up` builds the CLI into a cache directory and then runs it, saying so first: the first
+# build compiles the whole system and takes a minute or two.
+BOXOFFICE_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/boxoffice/boxoffice
+
+up: ## run every component in one process (Ctrl-C stops it); UP_ARGS="--port-offset 5000" for a second copy
+	@echo "building boxoffice (first build takes a minute or two)…"
+	$(GO) build -o $(BOXOFFICE_BIN) ./cmd/boxoffice
+	exec $(BOXOFFICE_BIN) up $(UP_ARGS)
 
 test: test-plain test-race test-system ## run every module's tests
 
