@@ -90,8 +90,10 @@ func TestBreakerHalfOpenProbes(t *testing.T) {
 		t.Fatalf("after OpenFor: %v, want half-open", got)
 	}
 	// Two probes go; a third waits for them.
-	if !c.allow() || !c.allow() {
-		t.Fatal("half-open refused one of its 2 probes")
+	for i := range 2 {
+		if !c.allow() {
+			t.Fatalf("half-open refused probe %d of 2", i+1)
+		}
 	}
 	if c.allow() {
 		t.Fatal("half-open let a 3rd call through with 2 probes out")
