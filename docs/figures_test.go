@@ -75,20 +75,22 @@ func TestMeasuredFigures(t *testing.T) {
 // TestFiguresIn holds the figure scanner to the forms the docs write.
 func TestFiguresIn(t *testing.T) {
 	tests := []struct {
-		line string
-		want []string
+		name, line string
+		want       []string
 	}{
-		{"on Redis, 35 µs serial, of which 9.2 µs", []string{"35 µs", "9.2 µs"}},
-		{"| 1,231 | 55µs (Redis 72µs) |", []string{"55 µs", "72 µs"}},
-		{"57–59 µs of CPU and 34–43 % of nginx", []string{"57–59 µs", "34–43 %"}},
-		{"at 88 % of redis_rate, 96% parallel", []string{"88 %", "96 %"}},
-		{"5 ms, 1.9×, 20 000 requests", nil},
+		{"microseconds", "on Redis, 35 µs serial, of which 9.2 µs", []string{"35 µs", "9.2 µs"}},
+		{"no space", "| 1,231 | 55µs (Redis 72µs) |", []string{"55 µs", "72 µs"}},
+		{"ranges", "57–59 µs of CPU and 34–43 % of nginx", []string{"57–59 µs", "34–43 %"}},
+		{"percent", "at 88 % of redis_rate, 96% parallel", []string{"88 %", "96 %"}},
+		{"other units", "5 ms, 1.9×, 20 000 requests", nil},
 	}
 	for _, tt := range tests {
-		got := figuresIn(tt.line)
-		if strings.Join(got, "|") != strings.Join(tt.want, "|") {
-			t.Errorf("figuresIn(%q) = %q, want %q", tt.line, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got := figuresIn(tt.line)
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("figuresIn(%q) = %q, want %q", tt.line, got, tt.want)
+			}
+		})
 	}
 }
 
