@@ -37,10 +37,11 @@ type answer struct {
 	at        time.Time // when the store answered
 	full      time.Time // when the budget is full again if nothing more is spent
 	seeded    time.Time // when a fallback last started from this answer
-	// A denial: requests of deniedCost or more are denied until deniedUntil, as denial says.
-	deniedUntil time.Time
-	deniedCost  int64
-	denial      Decision
+	// A denial: requests of deniedCost or more are denied locally until deniedUntil, as
+	// denial says; the store said they would pass again at retryAt, maybe later.
+	deniedUntil, retryAt time.Time
+	deniedCost           int64
+	denial               Decision
 }
 
 func newAnswers(denyFor time.Duration) *answers {
@@ -72,7 +73,7 @@ func (a *answers) record(reqs []Request, res Result, now time.Time) {
 		}
 		e.remaining, e.at, e.full = int64(d.Remaining), now, now.Add(d.Reset)
 		if a.denyFor > 0 && !d.Allowed && d.Mode != Shadow && !q.Charge && d.RetryAfter > 0 {
-			e.deniedUntil = now.Add(min(d.RetryAfter, a.denyFor))
+			e.deniedUntil, e.retryAt = now.Add(min(d.RetryAfter, a.denyFor)), now.Add(d.RetryAfter)
 			e.deniedCost = q.cost()
 			e.denial = d
 		}
@@ -108,17 +109,17 @@ func (a *answers) denied(reqs []Request, now time.Time) (Result, bool) {
 	for i, q := range reqs {
 		if i == hit {
 			d := e.denial
-			d.RetryAfter = e.deniedUntil.Sub(now)
+			d.RetryAfter = e.retryAt.Sub(now) // the store's wait, not how long it is cached
 			d.Reset = max(0, e.full.Sub(now))
 			d.Path = PathLocalDeny
 			ds[i] = d
 			continue
 		}
-		remaining := int64(q.Rule.capacity())
+		v := verdict{allowed: true, remaining: int64(q.Rule.capacity())}
 		if o := a.m[keyOf(q)]; o != nil && now.Before(o.full) {
-			remaining = o.remaining
+			v.remaining, v.reset = o.remaining, o.full.Sub(now).Microseconds()
 		}
-		ds[i] = verdict{allowed: true, remaining: remaining}.decision(q, PathLocalDeny)
+		ds[i] = v.decision(q, PathLocalDeny)
 		ds[i].skipped = true
 	}
 	return combine(ds), true

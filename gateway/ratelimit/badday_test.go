@@ -112,11 +112,17 @@ func TestFailsafeLocalDenialIsCapped(t *testing.T) {
 	f := newTestFailsafe(t, store, clk, FailsafeOptions{DenyFor: time.Second})
 	q := []Request{{Rule: Rule{ID: "quota", Algorithm: FixedWindow, Limit: 1, Window: 24 * time.Hour}, Key: "user:1"}}
 	mustAllow(t, f, q)
-	if res := mustAllow(t, f, q); res.Allowed || res.Path != PathStore {
-		t.Fatalf("second request: allowed %v path %s, want denied by the store", res.Allowed, res.Path)
+	stored := mustAllow(t, f, q)
+	if stored.Allowed || stored.Path != PathStore || stored.RetryAfter <= time.Second {
+		t.Fatalf("second request: allowed %v path %s retry %v, want denied by the store until the next day", stored.Allowed, stored.Path, stored.RetryAfter)
 	}
-	if res := mustAllow(t, f, q); res.Path != PathLocalDeny {
+	res := mustAllow(t, f, q)
+	if res.Path != PathLocalDeny {
 		t.Fatalf("third request: path %s, want local_deny", res.Path)
+	}
+	// The denial is kept for a second, but the client is told the store's own wait.
+	if res.RetryAfter != stored.RetryAfter || res.Reset != stored.Reset {
+		t.Errorf("local denial RetryAfter %v Reset %v, want the store's %v and %v, not the cache's 1s", res.RetryAfter, res.Reset, stored.RetryAfter, stored.Reset)
 	}
 	// An operator resets the key in the store: the replica sees it within DenyFor.
 	store.mem.restart(q[0], 0)
