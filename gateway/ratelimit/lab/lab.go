@@ -94,11 +94,29 @@ type Result struct {
 	Denied    int                 `json:"denied"`
 	// Decisions holds each request's allowed flag, in trace order.
 	Decisions []bool `json:"decisions"`
+	// Remaining holds the budget left after each request, in trace order, as the limiter's
+	// Decision.Remaining reports it: for sliding_counter, Limit minus Remaining is the
+	// estimate of the sliding window, this request included.
+	Remaining []int `json:"remaining"`
+	// Note says how this algorithm read the trace differently from the others, if it did.
+	Note string `json:"note,omitempty"`
 }
+
+// NoteConcurrencyCost is the Note of a concurrency replay whose trace has a request costing
+// more than 1: a concurrency limit counts requests in flight, so each allowed request takes
+// one slot whatever its cost (ratelimit.Rule.Cost).
+const NoteConcurrencyCost = "the cost column is ignored: each request takes one slot"
 
 // Replay runs trace through each algorithm on its own in-memory limiter and virtual clock.
 // Windows are aligned on the trace start. Requests never finish early in a trace, so under
-// concurrency each allowed request holds its slot for a whole Window.
+// concurrency each allowed request holds its slot for a whole Window, and takes one slot
+// whatever its cost.
+//
+// The answers are the limiter's, arithmetic included: time is counted in whole microseconds,
+// and sliding_counter rounds the previous window's weighted count down to a whole unit, so a
+// request of cost c passes while current + ⌊previous × overlap⌋ + c ≤ Limit, where overlap is
+// the share of the previous window still inside the sliding one. That lets through a request
+// the unrounded estimate would refuse (4.95 + 1 > 5, yet 4 + 1 ≤ 5).
 func Replay(trace []Request, cfg Config) ([]Result, error) {
 	algs := cfg.Algorithms
 	if len(algs) == 0 {
@@ -112,14 +130,17 @@ func Replay(trace []Request, cfg Config) ([]Result, error) {
 		}
 		var now time.Time
 		mem := ratelimit.NewMemory(func() time.Time { return now })
-		res := Result{Algorithm: a, Decisions: make([]bool, len(trace))}
+		res := Result{Algorithm: a, Decisions: make([]bool, len(trace)), Remaining: make([]int, len(trace))}
 		for i, q := range trace {
+			if a == ratelimit.Concurrency && q.Cost > 1 {
+				res.Note = NoteConcurrencyCost
+			}
 			now = time.UnixMicro(0).Add(q.At)
 			d, err := mem.Allow(context.Background(), []ratelimit.Request{{Rule: rule, Key: q.Key, Cost: q.Cost}})
 			if err != nil {
 				return nil, fmt.Errorf("%s: request %d: %w", a, i+1, err)
 			}
-			res.Decisions[i] = d.Allowed
+			res.Decisions[i], res.Remaining[i] = d.Allowed, d.Remaining
 			if d.Allowed {
 				res.Allowed++
 			} else {

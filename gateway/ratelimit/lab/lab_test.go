@@ -53,8 +53,8 @@ func TestReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Result{
-		{Algorithm: ratelimit.FixedWindow, Allowed: 4, Denied: 2, Decisions: []bool{true, true, true, false, false, true}},
-		{Algorithm: ratelimit.GCRA, Allowed: 4, Denied: 2, Decisions: []bool{true, true, true, false, false, true}},
+		{Algorithm: ratelimit.FixedWindow, Allowed: 4, Denied: 2, Decisions: []bool{true, true, true, false, false, true}, Remaining: []int{2, 1, 0, 0, 0, 2}},
+		{Algorithm: ratelimit.GCRA, Allowed: 4, Denied: 2, Decisions: []bool{true, true, true, false, false, true}, Remaining: []int{2, 1, 0, 0, 0, 2}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Replay = %+v, want %+v", got, want)
@@ -64,5 +64,26 @@ func TestReplay(t *testing.T) {
 	}
 	if _, err := Replay(trace, Config{Limit: 0, Window: time.Second}); err == nil {
 		t.Errorf("Replay with limit 0 = nil error, want one")
+	}
+}
+
+func TestReplayConcurrencyIgnoresCost(t *testing.T) {
+	// Two requests of cost 3 under a limit of 3: the buckets spend 3 units each, the
+	// concurrency limit one slot each.
+	trace := []Request{{At: 0, Key: "a", Cost: 3}, {At: time.Millisecond, Key: "a", Cost: 3}}
+	got, err := Replay(trace, Config{Limit: 3, Window: time.Second, Algorithms: []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.Concurrency}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Result{
+		{Algorithm: ratelimit.TokenBucket, Allowed: 1, Denied: 1, Decisions: []bool{true, false}, Remaining: []int{0, 0}},
+		{Algorithm: ratelimit.Concurrency, Allowed: 2, Denied: 0, Decisions: []bool{true, true}, Remaining: []int{2, 1}, Note: NoteConcurrencyCost},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Replay = %+v, want %+v", got, want)
+	}
+	ones := []Request{{At: 0, Key: "a", Cost: 1}}
+	if got, _ := Replay(ones, Config{Limit: 3, Window: time.Second, Algorithms: []ratelimit.Algorithm{ratelimit.Concurrency}}); got[0].Note != "" {
+		t.Errorf("Replay of cost-1 requests: concurrency note %q, want none", got[0].Note)
 	}
 }
