@@ -288,8 +288,9 @@ func (rec *runRecord) stop() {
 }
 
 // handleScenarios lists the scenarios with their profiles, knobs, counters and explainers,
-// and the rate limiter's decision paths with their colours and explanations: everything the
-// page needs to offer the scenarios and draw their runs as the report does.
+// the rate limiter's decision paths with their colours and explanations, and the series'
+// colours (scenario.Palette): everything the page needs to offer the scenarios and draw their
+// runs as the report does.
 func handleScenarios(rs *runs) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteJSON(w, http.StatusOK, struct {
@@ -297,7 +298,9 @@ func handleScenarios(rs *runs) http.Handler {
 			DecisionPaths    []scenario.DecisionPath `json:"decision_paths"`
 			OtherPathColours []string                `json:"other_path_colours"`
 			OtherPathHelp    string                  `json:"other_path_help"`
-		}{rs.scenarios, scenario.DecisionPaths, scenario.OtherPathColours, scenario.OtherPathHelp})
+			Palette          map[string]string       `json:"palette"`
+			SeriesCycle      []string                `json:"series_cycle"`
+		}{rs.scenarios, scenario.DecisionPaths, scenario.OtherPathColours, scenario.OtherPathHelp, scenario.Palette, scenario.SeriesCycle})
 	})
 }
 

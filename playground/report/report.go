@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -63,32 +64,53 @@ func charts(sc scenario.Scenario, res scenario.Result) []template.HTML {
 	}
 	bands := phaseBands(s)
 	var out []template.HTML
+	pal := scenario.Palette
 	out = append(out, chart{
 		Title: "Requests per second by outcome", Unit: "req/s", Stacked: true, Bands: bands,
 		Lines: []line{
-			{"2xx", "#2e7d32", col(func(x scenario.Sample) float64 { return float64(x.OK) })},
-			{"429", "#f9a825", col(func(x scenario.Sample) float64 { return float64(x.TooMany) })},
-			{"503", "#c62828", col(func(x scenario.Sample) float64 { return float64(x.Unavailable) })},
-			{"other 5xx", "#6a1b9a", col(func(x scenario.Sample) float64 { return float64(x.ServerErrors) })},
-			{"client errors", "#546e7a", col(func(x scenario.Sample) float64 { return float64(x.ClientErrors) })},
-			{"timeouts", "#000000", col(func(x scenario.Sample) float64 { return float64(x.Timeouts) })},
+			{Label: "2xx", Color: pal["ok"], Values: col(func(x scenario.Sample) float64 { return float64(x.OK) })},
+			{Label: "429", Color: pal["too_many"], Values: col(func(x scenario.Sample) float64 { return float64(x.TooMany) })},
+			{Label: "503", Color: pal["unavailable"], Values: col(func(x scenario.Sample) float64 { return float64(x.Unavailable) })},
+			{Label: "other 5xx", Color: pal["server"], Values: col(func(x scenario.Sample) float64 { return float64(x.ServerErrors) })},
+			{Label: refusedLabel(sc), Color: pal["refused"], Values: col(func(x scenario.Sample) float64 { return float64(x.ClientErrors) })},
+			{Label: "timeouts and errors", Color: pal["failed"], Values: col(func(x scenario.Sample) float64 { return float64(x.Timeouts + x.Errors) })},
 		},
 	}.svg())
+	// A second without an accepted request has no latency: a gap, not a 0 ms line.
+	accepted := func(f func(scenario.Sample) float64) func(scenario.Sample) float64 {
+		return func(x scenario.Sample) float64 {
+			if x.OK == 0 {
+				return math.NaN()
+			}
+			return f(x)
+		}
+	}
 	out = append(out, chart{
 		Title: "Latency of accepted requests", Unit: "ms", Bands: bands,
 		Lines: []line{
-			{"p50", "#1565c0", col(func(x scenario.Sample) float64 { return x.P50 })},
-			{"p95", "#ef6c00", col(func(x scenario.Sample) float64 { return x.P95 })},
-			{"p99", "#c62828", col(func(x scenario.Sample) float64 { return x.P99 })},
+			{Label: "p50", Color: pal["ok"], Values: col(accepted(func(x scenario.Sample) float64 { return x.P50 }))},
+			{Label: "p95", Color: pal["blue"], Values: col(accepted(func(x scenario.Sample) float64 { return x.P95 }))},
+			{Label: "p99", Color: pal["unavailable"], Values: col(accepted(func(x scenario.Sample) float64 { return x.P99 }))},
 		},
 	}.svg())
 	if sc.Backend.Service != "" {
+		// The queue can be a hundred times the slots: it gets the right-hand scale, so the
+		// capacity line stays readable beside the work in flight it bounds. A gauge that
+		// could not be read is a gap.
+		gauge := func(f func(scenario.Sample) int) []float64 {
+			return col(func(x scenario.Sample) float64 {
+				if v := f(x); v >= 0 {
+					return float64(v)
+				}
+				return math.NaN()
+			})
+		}
 		out = append(out, chart{
-			Title: "Backend (" + sc.Backend.Service + ") work in flight vs capacity", Unit: "requests", Bands: bands,
+			Title: "Backend (" + sc.Backend.Service + ") work in flight vs capacity", Unit: "requests", RightUnit: "queued", Bands: bands,
 			Lines: []line{
-				{"in flight", "#1565c0", col(func(x scenario.Sample) float64 { return float64(max(x.BackendInFlight, 0)) })},
-				{"queued", "#ef6c00", col(func(x scenario.Sample) float64 { return float64(max(x.BackendQueued, 0)) })},
-				{"capacity (slots)", "#2e7d32", col(func(x scenario.Sample) float64 { return float64(max(x.BackendCapacity, 0)) })},
+				{Label: "in flight", Color: pal["blue"], Values: gauge(func(x scenario.Sample) int { return x.BackendInFlight })},
+				{Label: "capacity (slots)", Color: pal["ink"], Dashed: true, Values: gauge(func(x scenario.Sample) int { return x.BackendCapacity })},
+				{Label: "queued (right scale)", Color: pal["unavailable"], Right: true, Values: gauge(func(x scenario.Sample) int { return x.BackendQueued })},
 			},
 		}.svg())
 	}
@@ -98,20 +120,49 @@ func charts(sc scenario.Scenario, res scenario.Result) []template.HTML {
 		help := map[string]string{}
 		for _, p := range paths {
 			d := scenario.DescribePath(p)
-			lines = append(lines, line{p, d.Colour, col(func(x scenario.Sample) float64 { return x.Decisions[p] })})
+			lines = append(lines, line{Label: p, Color: d.Colour, Values: col(func(x scenario.Sample) float64 { return x.Decisions[p] })})
 			help[p] = d.Help
 		}
 		out = append(out, chart{Title: "Limiter decisions by path", Unit: "decisions/s", Stacked: true, Bands: bands, Lines: lines, Help: help}.svg())
 	}
 	if len(sc.Counters) > 0 {
-		palette := []string{"#1565c0", "#2e7d32", "#ef6c00", "#6a1b9a", "#c62828", "#00838f", "#5d4037", "#455a64", "#ad1457"}
-		var lines []line
-		for i, c := range sc.Counters {
-			lines = append(lines, line{c.Label, palette[i%len(palette)], col(func(x scenario.Sample) float64 { return x.Counters[c.Name] })})
+		// Counts per second and levels apart, as the page draws them: their scales differ.
+		for _, kind := range []string{"count", "gauge"} {
+			var lines []line
+			for _, c := range sc.Counters {
+				if (c.Kind == "gauge") != (kind == "gauge") {
+					continue
+				}
+				label := c.Label
+				if label == "" {
+					label = c.Name
+				}
+				lines = append(lines, line{Label: label, Color: scenario.SeriesCycle[len(lines)%len(scenario.SeriesCycle)],
+					Values: col(func(x scenario.Sample) float64 { return x.Counters[c.Name] })})
+			}
+			if len(lines) == 0 {
+				continue
+			}
+			title, unit := "The scenario's own counts", "per second"
+			if kind == "gauge" {
+				title, unit = "The scenario's own levels", "at the end of each second"
+			}
+			out = append(out, chart{Title: title, Unit: unit, Bands: bands, Lines: lines}.svg())
 		}
-		out = append(out, chart{Title: sc.Title + ": the scenario's counters", Unit: "", Bands: bands, Lines: lines}.svg())
 	}
 	return out
+}
+
+// refusedLabel names the other 4xx answers: the refusals the scenario expects, when it says.
+func refusedLabel(sc scenario.Scenario) string {
+	if len(sc.Client.Expected) == 0 {
+		return "other 4xx"
+	}
+	var parts []string
+	for _, e := range sc.Client.Expected {
+		parts = append(parts, fmt.Sprintf("%d %s", e.Status, e.Meaning))
+	}
+	return "expected 4xx (" + strings.Join(parts, ", ") + ")"
 }
 
 // decisionPaths are the paths of the gateway's decisions the series shows, in stacking
@@ -178,7 +229,7 @@ const pageHTML = `<!doctype html>
 <style>
 body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem;color:#222}
 h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem}
-.meta{color:#555}.pass{color:#2e7d32;font-weight:600}.fail{color:#c62828;font-weight:600}
+.meta{color:#555}.pass{color:#006b4f;font-weight:600}.fail{color:#a33a00;font-weight:600}
 table{border-collapse:collapse;margin:.5rem 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #ddd;padding:.25rem .6rem;text-align:right}th:first-child,td:first-child{text-align:left}
 figure{margin:1rem 0}figcaption{font-weight:600;margin-bottom:.3rem}
@@ -205,11 +256,11 @@ code{background:#f3f3f3;padding:0 .2rem}
 
 <h2>Phases</h2>
 <table>
-<tr><th>phase</th><th>seconds</th><th>sent</th><th>requests</th><th>2xx</th><th>429</th><th>503</th><th>5xx</th><th>errors</th><th>timeouts</th><th>goodput/s</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th>{{if .Decisions}}<th>limiter decisions without the store</th>{{end}}</tr>
-{{range .Result.Phases}}<tr><td>{{.Phase}}</td><td>{{.Seconds}}</td><td>{{.Sent}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{.Unavailable}}</td><td>{{.ServerErrors}}</td><td>{{.ClientErrors}}</td><td>{{.Timeouts}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P95}}</td><td>{{ms .P99}}</td>{{if $.Decisions}}<td>{{withoutStore .Decisions}}</td>{{end}}</tr>
-{{end}}{{with .Result.Totals}}<tr><td><b>whole run</b></td><td>{{.Seconds}}</td><td>{{.Sent}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{.Unavailable}}</td><td>{{.ServerErrors}}</td><td>{{.ClientErrors}}</td><td>{{.Timeouts}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P95}}</td><td>{{ms .P99}}</td>{{if $.Decisions}}<td>{{withoutStore .Decisions}}</td>{{end}}</tr>{{end}}
+<tr><th>phase</th><th>seconds</th><th>sent</th><th>requests</th><th>2xx</th><th>429</th><th>503</th><th>5xx</th><th>other 4xx</th><th>errors</th><th>timeouts</th><th>goodput/s</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th>{{if .Decisions}}<th>limiter decisions without the store</th>{{end}}</tr>
+{{range .Result.Phases}}<tr><td>{{.Phase}}</td><td>{{.Seconds}}</td><td>{{.Sent}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{.Unavailable}}</td><td>{{.ServerErrors}}</td><td>{{.ClientErrors}}</td><td>{{.Errors}}</td><td>{{.Timeouts}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P95}}</td><td>{{ms .P99}}</td>{{if $.Decisions}}<td>{{withoutStore .Decisions}}</td>{{end}}</tr>
+{{end}}{{with .Result.Totals}}<tr><td><b>whole run</b></td><td>{{.Seconds}}</td><td>{{.Sent}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{.Unavailable}}</td><td>{{.ServerErrors}}</td><td>{{.ClientErrors}}</td><td>{{.Errors}}</td><td>{{.Timeouts}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P95}}</td><td>{{ms .P99}}</td>{{if $.Decisions}}<td>{{withoutStore .Decisions}}</td>{{end}}</tr>{{end}}
 </table>
-<p class="meta">Phases leave out their first seconds (settle) while the previous phase's queue drains. Latency is of accepted (2xx) requests.</p>
+<p class="meta">Phases leave out their first seconds (settle) while the previous phase's queue drains. Latency is of accepted (2xx) requests. Other 4xx are answered refusals{{with .Scenario.Client.Expected}} (this scenario expects{{range $i, $e := .}}{{if $i}},{{end}} {{$e.Status}} {{$e.Meaning}}{{end}}){{end}}; errors are attempts that got no answer (transport errors, arrivals dropped).</p>
 
 {{if .Counters}}<h2>Counters</h2>
 <table><tr><th>counter</th><th>whole run</th></tr>

@@ -124,3 +124,52 @@ func TestWriteDrawsTheDecisionsByPath(t *testing.T) {
 		}
 	}
 }
+
+// The report draws in the page's palette, keeps the backend's capacity readable beside a
+// long queue (the queue on the right-hand scale), leaves a gap where no request was accepted,
+// and counts expected refusals apart from timeouts and errors.
+func TestWriteReadsLikeThePage(t *testing.T) {
+	sc := scenario.Scenario{
+		Title: "t", Backend: scenario.BackendSpec{Service: "catalog"},
+		Client: scenario.ClientSpec{Expected: []scenario.Refusal{{Status: 409, Meaning: "seat taken"}}},
+	}
+	res := scenario.Result{Series: []scenario.Sample{
+		{T: 0, Phase: "a", Tally: scenario.Tally{OK: 10, P99: 50}, BackendInFlight: 8, BackendCapacity: 8, BackendQueued: 400},
+		{T: 1, Phase: "a", Tally: scenario.Tally{ClientErrors: 30, Timeouts: 2}, BackendInFlight: 8, BackendCapacity: 8, BackendQueued: 300},
+		{T: 2, Phase: "b", Tally: scenario.Tally{OK: 10, P99: 60}, BackendInFlight: 2, BackendCapacity: 8},
+	}}
+	var b bytes.Buffer
+	if err := Write(&b, sc, res); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for name, want := range map[string]string{
+		"2xx in the page's colour":            `fill="` + scenario.Palette["ok"] + `" fill-opacity="0.75"><title>2xx</title>`,
+		"expected refusals named apart":       `<title>expected 4xx (409 seat taken)</title>`,
+		"timeouts and errors together":        `<title>timeouts and errors</title>`,
+		"the queue on the right-hand scale":   `queued →</text>`,
+		"the capacity dashed":                 `stroke-dasharray="6 4"><title>capacity (slots)</title>`,
+		"the left scale topped by the slots":  `>10</text>`,
+		"the right scale topped by the queue": `>500</text>`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %s: %q", name, want)
+		}
+	}
+	// p99 has no value at t=1 (nothing accepted): two pieces of line, not one dropping to 0.
+	if n := strings.Count(html, "<title>p99</title></polyline>"); n != 2 {
+		t.Errorf("p99 drawn in %d pieces, want 2 (a gap where nothing was accepted)", n)
+	}
+}
+
+func TestTick(t *testing.T) {
+	tests := []struct {
+		in   float64
+		want string
+	}{{0, "0"}, {12.5, "12.5"}, {0.2, "0.2"}, {1000, "1000"}, {0.4000000001, "0.4"}}
+	for _, tt := range tests {
+		if got := tick(tt.in); got != tt.want {
+			t.Errorf("tick(%v) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -305,7 +305,7 @@ func (r *Run) phases(ctx context.Context) {
 				return
 			}
 		}
-		what := fmt.Sprintf("phase %s: %v at %s/s", ph.Name, ph.Duration.D(), rateText(ph))
+		what := fmt.Sprintf("%s begins: %v at %s/s", ph.Name, ph.Duration.D(), rateText(ph))
 		r.event(r.rec.Elapsed(), "phase", what)
 		r.log.Info("phase", "name", ph.Name)
 		if i == 0 {

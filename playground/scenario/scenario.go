@@ -134,6 +134,16 @@ type ClientSpec struct {
 	Retry string `yaml:"retry" json:"retry"`
 	// Retries is N for the retrying policies; 0 means 3.
 	Retries int `yaml:"retries" json:"retries"`
+	// Expected lists the 4xx answers the scenario expects as part of its story (a seat
+	// someone else holds, a sold-out event), so the page counts them as refusals rather
+	// than beside timeouts and errors; 429 is always counted apart.
+	Expected []Refusal `yaml:"expected,omitempty" json:"expected,omitempty"`
+}
+
+// Refusal is a 4xx status a scenario expects, and what it means there.
+type Refusal struct {
+	Status  int    `yaml:"status" json:"status"`
+	Meaning string `yaml:"meaning" json:"meaning"`
 }
 
 // KnobSpec describes a knob: its kind, its allowed values and its value when a run starts.
@@ -152,6 +162,15 @@ type KnobSpec struct {
 	Max     string `yaml:"max,omitempty" json:"max,omitempty"`
 	Default string `yaml:"default" json:"default"`
 	Help    string `yaml:"help" json:"help"`
+	// Needs, when set, is the condition under which the knob does anything at all (a limit's
+	// rate while the limit is off does nothing); the page says so beside an inert knob.
+	Needs *KnobNeed `yaml:"needs,omitempty" json:"needs,omitempty"`
+}
+
+// KnobNeed says a knob acts only while another knob has one of Values.
+type KnobNeed struct {
+	Knob   string   `yaml:"knob" json:"knob"`
+	Values []string `yaml:"values" json:"values"`
 }
 
 // Profile is a load shape: phases run one after another, then the expectations are checked.
@@ -360,6 +379,11 @@ func (s *Scenario) validate() error {
 	if _, err := load.Policy(s.Client.Retry, s.Client.Retries); err != nil {
 		bad("client.retry", "%v", err)
 	}
+	for i, e := range s.Client.Expected {
+		if e.Status < 400 || e.Status > 499 || e.Status == 429 || e.Meaning == "" {
+			bad(fmt.Sprintf("client.expected[%d]", i), "want a 4xx status other than 429 (counted apart) and its meaning")
+		}
+	}
 	if err := s.checkKnobs(); err != nil {
 		errs = append(errs, err)
 	}
@@ -373,6 +397,21 @@ func (s *Scenario) validate() error {
 		}
 		if slices.IndexFunc(s.Knobs[:i], func(o KnobSpec) bool { return o.Name == k.Name }) >= 0 {
 			bad(fmt.Sprintf("knobs[%s]", k.Name), "listed twice")
+		}
+		if n := k.Needs; n != nil {
+			other := s.Knob(n.Knob)
+			switch {
+			case other == nil || n.Knob == k.Name:
+				bad(fmt.Sprintf("knobs[%s].needs.knob", k.Name), "%q: want another knob of the scenario", n.Knob)
+			case len(n.Values) == 0:
+				bad(fmt.Sprintf("knobs[%s].needs.values", k.Name), "want at least one value of %s", n.Knob)
+			default:
+				for _, v := range n.Values {
+					if err := other.check(v); err != nil {
+						bad(fmt.Sprintf("knobs[%s].needs.values", k.Name), "%v", err)
+					}
+				}
+			}
 		}
 	}
 	if len(s.Profiles) == 0 {

@@ -85,6 +85,11 @@ func TestParseRejectsWhatARunCannotDo(t *testing.T) {
 		{"the gateway's decisions", "metric: p99, phase: two", `metric: "decisions_ratio:store", phase: two`, ""},
 		{"the gateway's decisions of one stream", "metric: p99, phase: two", `metric: "without_store_ratio", phase: two, stream: a`, "counts the gateway's decisions"},
 		{"a decisions metric without a path", "metric: p99, phase: two", `metric: "decisions:", phase: two`, `metric "decisions:" is unknown`},
+		{"a knob that needs another", `max: "10", default: "3"}`, `max: "10", default: "3", needs: {knob: retry, values: [naive]}}`, ""},
+		{"a knob that needs an unknown knob", `max: "10", default: "3"}`, `max: "10", default: "3", needs: {knob: warp, values: [on]}}`, `knobs[retries].needs.knob: "warp"`},
+		{"a knob that needs a value its knob cannot take", `max: "10", default: "3"}`, `max: "10", default: "3", needs: {knob: retry, values: [frantic]}}`, "knobs[retries].needs.values"},
+		{"expected refusals", "driver: request", "driver: request\nclient: {expected: [{status: 409, meaning: seat taken}]}", ""},
+		{"429 as an expected refusal", "driver: request", "driver: request\nclient: {expected: [{status: 429, meaning: limited}]}", "client.expected[0]"},
 		{"rate knob above the engine's", "count: 2}]\nknobs:\n", "count: 2, rate_knob: fast}]\nknobs:\n  - {name: fast, kind: int, default: \"0\"}\n", `rate_knob: "fast": want an int or float knob of at most 10000/s`},
 	}
 	for _, tt := range tests {

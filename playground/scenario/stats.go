@@ -21,7 +21,8 @@ type Tally struct {
 	TooMany      int `json:"too_many"`      // 429
 	Unavailable  int `json:"unavailable"`   // 503
 	ServerErrors int `json:"server_errors"` // other 5xx
-	ClientErrors int `json:"client_errors"` // other 4xx, transport errors, dropped arrivals
+	ClientErrors int `json:"client_errors"` // other 4xx: refusals, often ones the scenario expects (ClientSpec.Expected)
+	Errors       int `json:"errors"`        // transport errors and dropped arrivals: no answer at all
 	Timeouts     int `json:"timeouts"`      // the client gave up
 	// Goodput counts unique requests that ended in success.
 	Goodput int `json:"goodput"`
@@ -37,7 +38,8 @@ func tally(c *load.Counts) Tally {
 		Sent: c.Sent, Requests: c.Requests,
 		OK: c.Outcomes[load.OK], TooMany: c.Outcomes[load.TooMany], Unavailable: c.Outcomes[load.Unavailable],
 		ServerErrors: c.Outcomes[load.ServerError],
-		ClientErrors: c.Outcomes[load.ClientError] + c.Outcomes[load.TransportError] + c.Outcomes[load.Dropped],
+		ClientErrors: c.Outcomes[load.ClientError],
+		Errors:       c.Outcomes[load.TransportError] + c.Outcomes[load.Dropped],
 		Timeouts:     c.Outcomes[load.Timeout],
 		Goodput:      c.Goodput,
 		P50:          c.Quantile(50), P95: c.Quantile(95), P99: c.Quantile(99),
@@ -70,6 +72,7 @@ var metrics = map[string]func(s *Stats) float64{
 	"unavailable":   func(s *Stats) float64 { return float64(s.Unavailable) },
 	"server_errors": func(s *Stats) float64 { return float64(s.ServerErrors) },
 	"client_errors": func(s *Stats) float64 { return float64(s.ClientErrors) },
+	"errors":        func(s *Stats) float64 { return float64(s.Errors) },
 	"timeouts":      func(s *Stats) float64 { return float64(s.Timeouts) },
 	"goodput":       func(s *Stats) float64 { return float64(s.Goodput) },
 	"p50":           func(s *Stats) float64 { return s.P50 },
@@ -126,7 +129,7 @@ func gatewayWide(name string) bool {
 }
 
 func (s *Stats) completed() int {
-	return s.OK + s.TooMany + s.Unavailable + s.ServerErrors + s.ClientErrors + s.Timeouts
+	return s.OK + s.TooMany + s.Unavailable + s.ServerErrors + s.ClientErrors + s.Errors + s.Timeouts
 }
 
 func ratio(a, b float64) float64 {
