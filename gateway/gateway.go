@@ -51,6 +51,8 @@ type gateway struct {
 	// newTrace returns fresh trace and span ids for a request that arrives without trace
 	// context (nil means crypto/rand).
 	newTrace func() (trace.TraceID, trace.SpanID)
+	// index answers GET / (gateway.serveIndex).
+	index index
 }
 
 // exchange is one request's state as it moves through the pipeline: each step fills in what

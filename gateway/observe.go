@@ -153,7 +153,7 @@ func (g *gateway) record(w http.ResponseWriter, r *http.Request, rec *recorder, 
 	m := g.metrics
 	m.requests.Add(ctx, 1, m.attrs.get(attrKey{route, "method", method(r.Method), "code", status}))
 	m.duration.Record(ctx, took.Seconds(), m.attrs.get(attrKey{route, "outcome", outcome, "", 0}))
-	if ex.outcome != "" {
+	if ex.outcome != "" && ex.outcome != outcomeIndex {
 		m.rejections.Add(ctx, 1, m.attrs.get(attrKey{route, "reason", ex.outcome, "", 0}))
 	}
 	if !g.log.Enabled(ctx, slog.LevelInfo) {

@@ -32,6 +32,7 @@ func (g *gateway) handler() http.Handler {
 		g.limitBody,    // 1. body size limit
 		g.findClientIP, // 2. client IP, X-Forwarded-For only through trusted proxies
 		g.limitLocally, // 2. a flood from one address cut in memory, before any round trip
+		g.serveIndex,   //    GET / answered with the index, unless the policy routes "/"
 		g.matchRoute,   // 3. path normalised, then method + pattern → route
 		g.authenticate, // 4. identity headers stripped, credentials verified, identity set
 		g.rateLimit,    // 5. every rule in one limiter call; 429 / 503; budget headers

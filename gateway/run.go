@@ -79,6 +79,9 @@ type Config struct {
 	// TableRefresh is RATE_LIMIT_RULE_REFRESH, how often the rate_limit_rule and policy_edit
 	// tables (the per-tenant overrides and the admin edits) are reloaded without an event.
 	TableRefresh time.Duration
+	// PlaygroundURL is PLAYGROUND_URL, the playground's address, which the index at GET /
+	// shows; "" leaves it out (`boxoffice up` sets it).
+	PlaygroundURL string
 }
 
 // Run starts the gateway and serves until ctx is done. Its own variables, beside the
@@ -156,6 +159,7 @@ func loadConfig(r *config.Reader) Config {
 		LimiterTimeout:       r.Duration("RATELIMIT_TIMEOUT", 5*time.Millisecond),
 		LimiterClosedTimeout: r.Duration("RATELIMIT_CLOSED_TIMEOUT", 50*time.Millisecond),
 		TableRefresh:         r.Duration("RATE_LIMIT_RULE_REFRESH", policy.DefaultTableRefresh),
+		PlaygroundURL:        r.URL("PLAYGROUND_URL", "", "http", "https"),
 		Upstreams:            map[string][]string{},
 	}
 }
@@ -261,6 +265,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		live: live, auth: auth, clientIP: clientIP,
 		enforcer: limits.NewEnforcer(limiter, tp, s.Log), upstream: pools,
 		log: s.Log, metrics: m, now: time.Now, newTrace: randomTrace,
+		index: index{playground: cfg.PlaygroundURL},
 	}
 	return g.handler(), nil
 }
