@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +132,114 @@ func TestLabListsEveryAlgorithm(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got.Algorithms, ratelimit.Algorithms) {
 		t.Errorf("GET /api/lab algorithms = %v, want %v", got.Algorithms, ratelimit.Algorithms)
+	}
+}
+
+// TestLabWorkedExamplesKeepTheLessonsNumbers replays the worked examples of
+// docs/lessons/algorithms.md through POST /api/lab and requires the numbers the lesson gives:
+// totals per algorithm, requests allowed in each second of the trace, and the budget left
+// after the last request.
+func TestLabWorkedExamplesKeepTheLessonsNumbers(t *testing.T) {
+	p := testkit.RunProcess(t, playground.Run, nil)
+	tests := []struct {
+		trace     string
+		query     map[string]any
+		allowed   map[ratelimit.Algorithm]int
+		perSecond map[ratelimit.Algorithm][]int // allowed in [0 s, 1 s), [1 s, 2 s), …
+		lastLeft  map[ratelimit.Algorithm]int   // Remaining after the last request
+	}{
+		{
+			trace: "window-edge", query: map[string]any{"limit": 10, "window": "1s"},
+			allowed: map[ratelimit.Algorithm]int{ratelimit.FixedWindow: 20, ratelimit.SlidingLog: 10, ratelimit.SlidingCounter: 11,
+				ratelimit.TokenBucket: 10, ratelimit.GCRA: 10, ratelimit.Concurrency: 10},
+		},
+		{
+			trace: "refresh-burst", query: map[string]any{"limit": 10, "window": "1s", "burst": 20},
+			perSecond: map[ratelimit.Algorithm][]int{ratelimit.TokenBucket: {29, 10}, ratelimit.GCRA: {29, 10}},
+		},
+		{
+			trace: "sustained", query: map[string]any{"limit": 10, "window": "1s", "burst": 20},
+			perSecond: map[ratelimit.Algorithm][]int{
+				ratelimit.TokenBucket: {14, 14, 14, 14, 13, 10, 10, 10},
+				ratelimit.GCRA:        {14, 14, 14, 14, 13, 10, 10, 10},
+			},
+		},
+		{
+			// 30 + ⌊80 × 45/60⌋ = 90 of 100 for the counter; the log counts the 89 really
+			// sent in the last minute.
+			trace: "sliding-estimate", query: map[string]any{"limit": 100, "window": "1m"},
+			allowed:  map[ratelimit.Algorithm]int{ratelimit.SlidingCounter: 110, ratelimit.SlidingLog: 110},
+			lastLeft: map[ratelimit.Algorithm]int{ratelimit.SlidingCounter: 10, ratelimit.SlidingLog: 11},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.trace, func(t *testing.T) {
+			text, err := os.ReadFile(filepath.Join("web", "traces", tt.trace+".trace"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			query := map[string]any{"trace": string(text)}
+			for k, v := range tt.query {
+				query[k] = v
+			}
+			status, body := testkit.PostJSON(t, p.HTTPURL+"/api/lab", query)
+			if status != http.StatusOK {
+				t.Fatalf("POST /api/lab = %d %s, want 200", status, body)
+			}
+			var got labAnswer
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("decode %s: %v", body, err)
+			}
+			byName := map[ratelimit.Algorithm]lab.Result{}
+			for _, r := range got.Results {
+				byName[r.Algorithm] = r
+			}
+			for a, want := range tt.allowed {
+				if r := byName[a]; r.Allowed != want {
+					t.Errorf("%s allowed %d, want %d", a, r.Allowed, want)
+				}
+			}
+			for a, want := range tt.perSecond {
+				perSecond := make([]int, len(want))
+				for i, q := range got.Requests {
+					if s := int(q.At); s < len(want) && byName[a].Decisions[i] {
+						perSecond[s]++
+					}
+				}
+				if !reflect.DeepEqual(perSecond, want) {
+					t.Errorf("%s allowed per second %v, want %v", a, perSecond, want)
+				}
+			}
+			for a, want := range tt.lastLeft {
+				if left := byName[a].Remaining; len(left) == 0 || left[len(left)-1] != want {
+					t.Errorf("%s remaining after the last request: %v, want %d", a, left, want)
+				}
+			}
+		})
+	}
+}
+
+// TestLabOffersEverySampleTrace holds the page's list of sample traces to the files in
+// web/traces: a trace nobody can pick, or a choice with no file, is a mistake.
+func TestLabOffersEverySampleTrace(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("web", "lab.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offered []string
+	for _, m := range regexp.MustCompile(`<option value="([^"]+)"`).FindAllStringSubmatch(string(page), -1) {
+		offered = append(offered, m[1]+".trace")
+	}
+	files, err := filepath.Glob(filepath.Join("web", "traces", "*.trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var present []string
+	for _, f := range files {
+		present = append(present, filepath.Base(f))
+	}
+	slices.Sort(offered)
+	if !reflect.DeepEqual(offered, present) {
+		t.Errorf("lab.html offers %v, want the files in web/traces %v", offered, present)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,18 +18,20 @@ import (
 )
 
 // runLab is `boxoffice lab`: it replays a trace file through the rate-limiting algorithms and
-// prints, for each, how many requests it allowed and denied — as a table, or as JSON with
-// every request's decision.
+// prints, for each, how many requests it allowed and denied; with --show requests, a row per
+// request with each algorithm's decision and remaining budget; with --json, all of it as JSON.
 func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	setUsage(fs, "usage: boxoffice lab --trace FILE --limit N --window DUR [--burst B] [--algorithms a,b,…] [--json]\n\n"+
-		"FILE has one request per line, seconds[,key[,cost]]; '#' starts a comment.\n")
+	setUsage(fs, "usage: boxoffice lab --trace FILE --limit N --window DUR [--burst B] [--algorithms a,b,…] [--show totals|requests] [--json]\n\n"+
+		"FILE has one request per line, seconds[,key[,cost]]; '#' starts a comment.\n"+
+		"Sample traces are in playground/web/traces.\n")
 	tracePath := fs.String("trace", "", "the trace `file`")
 	limit := fs.Int("limit", 0, "requests (cost units) per window")
 	window := fs.Duration("window", 0, "the window, e.g. 1s or 1m")
 	burst := fs.Int("burst", 0, "token_bucket and gcra capacity (default: limit)")
 	algorithms := fs.String("algorithms", "", "comma-separated `list` to compare (default: all of "+names(ratelimit.Algorithms)+")")
-	asJSON := fs.Bool("json", false, "print JSON with every request's decision")
+	show := fs.String("show", "totals", "the table to print: totals (a row per algorithm) or requests (a row per request)")
+	asJSON := fs.Bool("json", false, "print JSON with every request's decision and remaining budget")
 	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -36,6 +39,9 @@ func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.SetOutput(stderr)
 		fs.Usage()
 		return errors.New("lab: --trace, --limit and --window are required")
+	}
+	if *show != "totals" && *show != "requests" {
+		return fmt.Errorf("lab: --show %q: want totals or requests", *show)
 	}
 	cfg := lab.Config{Limit: *limit, Window: *window, Burst: *burst}
 	if *algorithms != "" {
@@ -67,18 +73,76 @@ func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			Results []lab.Result `json:"results"`
 		}{results})
 	}
-	return printLabTable(stdout, results, len(trace), *limit, *window)
+	fmt.Fprintf(stdout, "%d requests, limit %d per %v\n\n", len(trace), *limit, *window)
+	if *show == "requests" {
+		err = printLabRequests(stdout, trace, results)
+	} else {
+		err = printLabTotals(stdout, results)
+	}
+	if err != nil {
+		return err
+	}
+	return printLabNotes(stdout, results)
 }
 
-// printLabTable writes one row per algorithm.
-func printLabTable(w io.Writer, results []lab.Result, requests, limit int, window time.Duration) error {
-	fmt.Fprintf(w, "%d requests, limit %d per %v\n\n", requests, limit, window)
+// printLabTotals writes one row per algorithm.
+func printLabTotals(w io.Writer, results []lab.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "algorithm\tallowed\tdenied")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Algorithm, r.Allowed, r.Denied)
 	}
 	return tw.Flush()
+}
+
+// printLabRequests writes one row per request: when it came, who sent it, its cost, and for
+// each algorithm whether it passed and the budget left after it.
+func printLabRequests(w io.Writer, trace []lab.Request, results []lab.Result) error {
+	fmt.Fprintln(w, "Each algorithm's column: allow or deny, then the budget remaining after the request.")
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "#\ttime (s)\tkey\tcost")
+	for _, r := range results {
+		fmt.Fprintf(tw, "\t%s", r.Algorithm)
+	}
+	fmt.Fprintln(tw)
+	for i, q := range trace {
+		key := q.Key
+		if key == "" {
+			key = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d", i+1, seconds(q.At), key, q.Cost)
+		for _, r := range results {
+			verdict := "deny"
+			if r.Decisions[i] {
+				verdict = "allow"
+			}
+			fmt.Fprintf(tw, "\t%s %d", verdict, r.Remaining[i])
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// seconds writes a trace time with milliseconds, or microseconds when the trace has them.
+func seconds(d time.Duration) string {
+	if d%time.Millisecond == 0 {
+		return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 6, 64)
+}
+
+// printLabNotes writes what an algorithm read differently, such as the cost column that
+// concurrency ignores.
+func printLabNotes(w io.Writer, results []lab.Result) error {
+	for _, r := range results {
+		if r.Note != "" {
+			if _, err := fmt.Fprintf(w, "\nnote: %s: %s\n", r.Algorithm, r.Note); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func names(algs []ratelimit.Algorithm) string {

@@ -16,6 +16,9 @@ var updateLab = flag.Bool("update-lab", false, "rewrite the golden files in test
 // go test -run TestLab -update-lab rewrites them after a deliberate change.
 func TestLabGolden(t *testing.T) {
 	trace := filepath.Join("testdata", "lab", "boundary.trace")
+	sample := func(name string) string {
+		return filepath.Join("..", "..", "playground", "web", "traces", name+".trace")
+	}
 	tests := []struct {
 		name   string
 		args   []string
@@ -26,6 +29,19 @@ func TestLabGolden(t *testing.T) {
 			"--algorithms", "token_bucket,gcra", "--json"}, "buckets.json.golden"},
 		{"sliding_window names the sliding counter", []string{"--trace", trace, "--limit", "4", "--window", "500ms",
 			"--algorithms", "fixed_window, sliding_window"}, "sliding.table.golden"},
+		{"every request of the boundary trace", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--show", "requests"}, "all.requests.golden"},
+
+		// The worked examples of docs/lessons/algorithms.md, on the sample traces the lab page
+		// offers: these numbers are the lesson's.
+		{"window edge: 20, 10, 11, 10", []string{"--trace", sample("window-edge"), "--limit", "10", "--window", "1s"}, "window-edge.table.golden"},
+		{"window edge request by request", []string{"--trace", sample("window-edge"), "--limit", "10", "--window", "1s",
+			"--algorithms", "fixed_window,sliding_log,sliding_counter,token_bucket", "--show", "requests"}, "window-edge.requests.golden"},
+		{"refresh burst: 29 then 10 a second", []string{"--trace", sample("refresh-burst"), "--limit", "10", "--window", "1s", "--burst", "20",
+			"--algorithms", "token_bucket,gcra", "--show", "requests"}, "refresh-burst.requests.golden"},
+		{"sustained: everything for 4.8 s, then 10 a second", []string{"--trace", sample("sustained"), "--limit", "10", "--window", "1s", "--burst", "20",
+			"--algorithms", "token_bucket,gcra", "--show", "requests"}, "sustained.requests.golden"},
+		{"sliding estimate: 30 + 80 × 45/60 = 90", []string{"--trace", sample("sliding-estimate"), "--limit", "100", "--window", "1m",
+			"--algorithms", "sliding_counter,sliding_log", "--show", "requests"}, "sliding-estimate.requests.golden"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,6 +81,7 @@ func TestLabErrors(t *testing.T) {
 		{"missing file", []string{"--trace", "nope.trace", "--limit", "5", "--window", "1s"}, "no such file"},
 		{"unknown algorithm", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--algorithms", "leaky"}, `unknown algorithm "leaky"`},
 		{"time going back", []string{"--trace", bad, "--limit", "5", "--window", "1s"}, "trace line 2"},
+		{"unknown table", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--show", "decisions"}, `--show "decisions": want totals or requests`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,8 @@ const traceBox = document.getElementById("trace");
 const preset = document.getElementById("preset");
 const errorBox = document.getElementById("lab-error");
 const algorithmsBox = document.getElementById("algorithms");
+const showRequests = document.getElementById("show-requests");
+const requestsView = document.getElementById("requests-view");
 
 let lanes = null;
 let cumulative = null;
@@ -48,7 +50,13 @@ function showCommand(req) {
   if (req.algorithms.length && req.algorithms.length < algorithmsBox.querySelectorAll("input").length) {
     cmd += ` --algorithms ${req.algorithms.join(",")}`;
   }
-  document.getElementById("cli").textContent = cmd + " --json";
+  // The table below is the command's --show requests; without it, the page draws what --json prints.
+  document.getElementById("cli").textContent = cmd + (showRequests.checked ? " --show requests" : " --json");
+}
+
+function toggleRequests() {
+  requestsView.hidden = !showRequests.checked;
+  showCommand(request());
 }
 
 async function replay() {
@@ -79,6 +87,10 @@ function drawSummary({ requests, results }, req) {
       el("td", { class: "num" }, String(r.allowed)),
       el("td", { class: "num" }, String(r.denied))))));
   box.append(table);
+  // An algorithm that read the trace differently says so, as the command's notes do.
+  for (const r of results.filter((r) => r.note)) {
+    box.append(el("p", { class: "hint", "data-note": r.algorithm }, el("strong", {}, r.algorithm), `: ${r.note}.`));
+  }
 }
 
 function drawCharts({ requests, results }) {
@@ -119,7 +131,8 @@ function drawDecisions({ requests, results }) {
     return el("tr", disagree ? { class: "disagree" } : {},
       el("td", { class: "num" }, String(i + 1)), el("td", { class: "num" }, q.at.toFixed(3)),
       el("td", {}, q.key || "(none)"), el("td", { class: "num" }, String(q.cost)),
-      ...flags.map((f) => el("td", { class: f ? "allowed" : "denied" }, f ? "✓ allowed" : "✗ denied")));
+      ...results.map((r, j) => el("td", { class: flags[j] ? "allowed" : "denied" },
+        `${flags[j] ? "✓ allow" : "✗ deny"} ${r.remaining[i]}`)));
   });
   box.append(el("table", { id: "decision-table" }, el("thead", {}, head), el("tbody", {}, ...rows)));
 }
@@ -132,6 +145,8 @@ async function start() {
   await loadPreset(preset.value);
   preset.addEventListener("change", async () => { await loadPreset(preset.value); await replay(); });
   form.addEventListener("submit", (e) => { e.preventDefault(); replay(); });
+  showRequests.addEventListener("change", toggleRequests);
+  requestsView.hidden = !showRequests.checked;
   await replay();
 }
 
