@@ -84,6 +84,7 @@ func wiring(offset int) map[string]string {
 		// client IP in X-Forwarded-For; the gateway believes that header only from the
 		// loopback. A local-playground setting: a real deployment lists its edge proxies.
 		"GATEWAY_URL":     "http://" + first("gateway", false),
+		"PLAYGROUND_URL":  "http://" + first("playground", false), // shown by the gateway's index at /
 		"TRUSTED_PROXIES": "127.0.0.1/32",
 	}
 	// The BFFs call these as well; GraphiQL is a local convenience, off unless asked.
