@@ -26,8 +26,8 @@ type labRequest struct {
 }
 
 // labAnswer is what the lab page draws: the parsed trace (so times, keys and costs are read
-// once, by the engine) and each algorithm's per-request decisions, as `boxoffice lab --json`
-// prints them.
+// once, by the engine) and each algorithm's per-request decisions and remaining budgets, with
+// its note if it has one, as `boxoffice lab --json` prints them.
 type labAnswer struct {
 	Requests []labTraceRequest `json:"requests"`
 	Results  []lab.Result      `json:"results"`
