@@ -3,22 +3,27 @@ package deploy
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
-	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"boxoffice.dev/platform/testkit"
+	"boxoffice.dev/scenarios/k6/shim"
 )
 
 // TestK6ScriptsPutKnobsBack runs each k6 script of scenarios/k6 (the scripts the compose k6
-// service runs) once in Node, with stand-ins for k6's modules (testdata/k6): setup, each
-// scenario's function, teardown. The services' control hooks start with knobs a script would
-// not set itself; after the run each must hold them again. A script that leaves the catalog
-// throttled to its scenario's capacity, or resets it to zero instead of to what it was,
-// fails here.
+// service runs) once in Node through the k6 shim, against stand-ins of the system: two
+// control hooks and a gateway whose admin API keeps its edits. The hooks start with knobs a
+// script would not set itself, and the gateway with an edit of api-per-ip; after the run each
+// must hold them again. A script that leaves the catalog throttled to its scenario's capacity,
+// or a limit raised for its run, fails here. (cmd/boxoffice's TestK6ScriptsAgainstUp runs
+// them against the real system.)
 func TestK6ScriptsPutKnobsBack(t *testing.T) {
 	node := testkit.LookPath(t, "node")
 	w := loadWorkspace(t)
@@ -26,67 +31,126 @@ func TestK6ScriptsPutKnobsBack(t *testing.T) {
 	if err != nil || len(scripts) == 0 {
 		t.Fatalf("no k6 scripts (%v)", err)
 	}
-	dir := t.TempDir()
-	if err := os.CopyFS(filepath.Join(dir, "node_modules", "k6"), os.DirFS(filepath.Join("testdata", "k6", "k6"))); err != nil {
-		t.Fatal(err)
-	}
-	harness, err := os.ReadFile(filepath.Join("testdata", "k6", "run.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "run.mjs"), harness, 0o644); err != nil {
-		t.Fatal(err)
-	}
-
 	const knobs = `{"latency_ms":3,"error_rate":0.25,"outage":false,"max_concurrent":9,"service_time_ms":7}`
+	const apiPerIP = `{"id":"api-per-ip","key":"ip","algorithm":"token_bucket","rate":"7/s","burst":7}`
 	writes := 0
 	for _, s := range scripts {
 		t.Run(filepath.Base(s), func(t *testing.T) {
-			src, err := os.ReadFile(s)
-			if err != nil {
-				t.Fatal(err)
+			hooks := []*fakeHook{{knobs: knobs}, {knobs: knobs}}
+			var urls []string
+			for _, h := range hooks {
+				srv := httptest.NewServer(h)
+				t.Cleanup(srv.Close)
+				urls = append(urls, srv.URL)
 			}
-			// Beside node_modules, so the script's imports of k6 find the stand-ins.
-			script := filepath.Join(dir, filepath.Base(s)+".mjs")
-			if err := os.WriteFile(script, src, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			gw := &fakeGateway{edits: map[string]json.RawMessage{"limit/api-per-ip": json.RawMessage(apiPerIP)}}
+			before := maps.Clone(gw.edits)
+			srv := httptest.NewServer(gw)
+			t.Cleanup(srv.Close)
+
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "run.mjs"), script)
-			cmd.Env = append(os.Environ(),
-				"BASE_URL=http://edge",
-				"CONTROL_URLS=http://catalog-1:8102,http://catalog-2:8102",
-				"HOOK_KNOBS="+knobs)
-			out, err := cmd.Output()
+			r, err := shim.Run(ctx, node, s, 1, []string{
+				"BASE_URL=" + srv.URL, "ADMIN_URL=" + srv.URL, "ADMIN_TOKEN=t",
+				"CONTROL_URLS=" + strings.Join(urls, ","), "K6_SLEEP_SCALE=0"})
 			if err != nil {
-				t.Fatalf("node run.mjs %s: %v\n%s", filepath.Base(s), err, stderr(err))
+				t.Fatal(err)
 			}
-			var run struct {
-				Before, After map[string]any
-				Writes        int
+			if p := r.Problems(); len(p) > 0 {
+				t.Errorf("the run against stand-ins:\n%s", strings.Join(p, "\n"))
 			}
-			if err := json.Unmarshal(out, &run); err != nil {
-				t.Fatalf("harness output %q: %v", out, err)
+			for i, h := range hooks {
+				if h.knobs != knobs {
+					t.Errorf("knobs of hook %d after the run = %s, want them put back: %s", i, h.knobs, knobs)
+				}
+				writes += h.writes
 			}
-			if len(run.Before) != 2 {
-				t.Fatalf("hooks before the run = %v, want the two of CONTROL_URLS", run.Before)
+			if !maps.EqualFunc(gw.edits, before, func(a, b json.RawMessage) bool { return string(a) == string(b) }) {
+				t.Errorf("gateway edits after the run = %s, want them put back: %s", gw.edits, before)
 			}
-			if !reflect.DeepEqual(run.After, run.Before) {
-				t.Errorf("knobs after the run = %v, want them put back: %v", run.After, run.Before)
-			}
-			writes += run.Writes
+			writes += gw.writes
 		})
 	}
 	if writes == 0 {
-		t.Error("no script changed a knob: the harness reached none of their control calls")
+		t.Error("no script changed a knob or a limit: the stand-ins reached none of their calls")
 	}
 }
 
-// stderr is what a failed command wrote to its standard error.
-func stderr(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
-		return string(ee.Stderr)
+// fakeHook is a service instance's control hook: GET and PUT /control.
+type fakeHook struct {
+	mu     sync.Mutex
+	knobs  string
+	writes int
+}
+
+func (h *fakeHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case r.URL.Path != "/control":
+		http.NotFound(w, r)
+	case r.Method == http.MethodPut:
+		b, _ := io.ReadAll(r.Body)
+		h.knobs = string(b)
+		h.writes++
+	case r.Method != http.MethodGet:
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
 	}
-	return ""
+	io.WriteString(w, h.knobs)
+}
+
+// fakeGateway answers the public API with empty JSON objects (a login with a token), and
+// keeps the admin API's edits of limits and routes by "kind/id", as the gateway stores them.
+type fakeGateway struct {
+	mu     sync.Mutex
+	edits  map[string]json.RawMessage
+	writes int
+}
+
+func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/admin/"), "/")
+	switch {
+	case !strings.HasPrefix(r.URL.Path, "/admin/"):
+		if r.URL.Path == "/v1/auth/login" {
+			io.WriteString(w, `{"access_token":"t"}`)
+			return
+		}
+		io.WriteString(w, "{}")
+	case r.Header.Get("Authorization") != "Bearer t":
+		w.WriteHeader(http.StatusUnauthorized)
+	case r.Method == http.MethodGet && r.URL.Path == "/admin/edits":
+		var list []map[string]any
+		for k, v := range g.edits {
+			kind, id, _ := strings.Cut(k, "/")
+			list = append(list, map[string]any{"kind": kind, "id": id, "value": v})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"edits": list})
+	case r.Method == http.MethodDelete && len(parts) == 3 && parts[0] == "edits":
+		delete(g.edits, parts[1]+"/"+parts[2])
+		g.writes++
+	case len(parts) == 2 && (parts[0] == "limits" || parts[0] == "routes"):
+		key := strings.TrimSuffix(parts[0], "s") + "/" + parts[1]
+		switch r.Method {
+		case http.MethodGet:
+			if v, ok := g.edits[key]; ok {
+				w.Write(v)
+			} else if parts[0] == "routes" {
+				json.NewEncoder(w).Encode(map[string]any{"id": parts[1], "limits": []string{"api-per-ip"}})
+			} else {
+				json.NewEncoder(w).Encode(map[string]any{"id": parts[1], "key": "ip", "algorithm": "gcra", "rate": "1/s", "burst": 1})
+			}
+		case http.MethodPut, http.MethodPatch:
+			b, _ := io.ReadAll(r.Body)
+			g.edits[key] = b
+			g.writes++
+			w.Write(b)
+		default:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		}
+	default:
+		http.NotFound(w, r)
+	}
 }
