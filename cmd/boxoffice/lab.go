@@ -30,7 +30,7 @@ func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	window := fs.Duration("window", 0, "the window, e.g. 1s or 1m")
 	burst := fs.Int("burst", 0, "token_bucket and gcra capacity (default: limit)")
 	algorithms := fs.String("algorithms", "", "comma-separated `list` to compare (default: all of "+names(ratelimit.Algorithms)+")")
-	show := fs.String("show", "totals", "the table to print: totals (a row per algorithm) or requests (a row per request)")
+	show := fs.String("show", "totals", "the table to print: totals (a row per algorithm) or requests (a row per request); --json prints both")
 	asJSON := fs.Bool("json", false, "print JSON with every request's decision and remaining budget")
 	if err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
