@@ -5,7 +5,8 @@
 import uPlot from "./vendor/uplot/uPlot.esm.js";
 
 // colours are the Okabe–Ito palette, safe for the common colour blindnesses; style.css uses
-// the same values for the counters.
+// the same values for the counters. The scenario page replaces them with the palette
+// GET /api/scenarios serves (scenario.Palette), the one the HTML report draws in.
 export const colours = {
   ok: "#009e73",
   limited: "#e69f00",
@@ -16,6 +17,7 @@ export const colours = {
   ink: "#1d2330",
   muted: "#8a93a3",
   yellow: "#f0e442",
+  refused: "#f0e442",
 };
 
 // series colours in order, for charts whose series are not outcomes.
@@ -40,26 +42,55 @@ function fit(plot, el, height) {
   resize();
 }
 
+// latest is the index of the last value of data that is not null, or null.
+function latest(data) {
+  for (let i = (data?.length ?? 0) - 1; i >= 0; i--) if (data[i] != null) return i;
+  return null;
+}
+
+// timeLegend is the x series of a chart over time: the legend shows the second under the
+// cursor, or the latest one while the cursor is elsewhere, so the legend is never blank.
+function timeLegend() {
+  return { label: "t", value: (u, v) => { const x = v ?? u.data[0][latest(u.data[0])]; return x == null ? "–" : `${trim(x)} s${v == null ? " (latest)" : ""}`; } };
+}
+
+// showLatest refreshes a legend with the latest values while no cursor is over the chart.
+function showLatest(plot) {
+  if (plot.cursor.idx == null) plot.setLegend({ idx: null });
+}
+
 // lineChart draws one line per series over time. series: [{label, colour, dash?, width?,
-// fill?}]. The returned chart's setData(xs, ys) takes the x values (seconds) and one array per
-// series (null leaves a gap).
-export function lineChart(el, { series, yLabel, height = 240, yRange, step = false, xLabel = "time since start" }) {
+// fill?, right?}]; a series marked right is drawn against a second scale, on the right,
+// labelled y2Label (a queue a hundred times the capacity beside it). The returned chart's
+// setData(xs, ys) takes the x values (seconds) and one array per series (null leaves a gap).
+// The legend shows the values under the cursor, or the latest ones.
+export function lineChart(el, { series, yLabel, y2Label, height = 240, yRange, step = false, xLabel = "time since start" }) {
+  const zeroUp = { range: (u, min, max) => [0, Math.max(1, max * 1.1)] };
+  const right = series.some((s) => s.right);
   const opts = {
     width: el.clientWidth || 600,
     height,
-    scales: { x: { time: false }, y: yRange ? { range: yRange } : { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
-    axes: [secondsAxis(xLabel), { ...axisStyle, label: yLabel, size: 60 }],
+    scales: { x: { time: false }, y: yRange ? { range: yRange } : zeroUp, ...(right ? { y2: zeroUp } : {}) },
+    axes: [
+      secondsAxis(xLabel),
+      { ...axisStyle, label: yLabel, size: 60 },
+      ...(right ? [{ ...axisStyle, scale: "y2", side: 1, label: y2Label, size: 60, grid: { show: false } }] : []),
+    ],
     series: [
-      { label: "t", value: (u, v) => (v == null ? "–" : `${trim(v)} s`) },
+      timeLegend(),
       ...series.map((s) => ({
         label: s.label,
+        scale: s.right ? "y2" : "y",
         stroke: s.colour,
         width: s.width ?? 2,
         dash: s.dash,
         fill: s.fill,
         paths: step ? uPlot.paths.stepped({ align: 1 }) : undefined,
         points: { show: false },
-        value: (u, v) => (v == null ? "–" : s.format ? s.format(v) : trim(round(v))),
+        value: (u, v, si, idx) => {
+          const x = idx == null ? u.data[si][latest(u.data[si])] : v;
+          return x == null ? "–" : s.format ? s.format(x) : trim(round(x));
+        },
       })),
     ],
     legend: { live: true },
@@ -69,13 +100,13 @@ export function lineChart(el, { series, yLabel, height = 240, yRange, step = fal
   fit(plot, el, height);
   return {
     plot,
-    setData(xs, ys) { plot.setData([xs, ...ys]); },
+    setData(xs, ys) { plot.setData([xs, ...ys]); showLatest(plot); },
   };
 }
 
 // stackedChart draws areas stacked on each other, bottom series first, so the height of the
 // whole stack is the total and each band is one part of it (requests/s by outcome). The
-// legend shows each part's own value, not the running sum.
+// legend shows each part's own value, not the running sum: under the cursor, or the latest.
 export function stackedChart(el, { series, yLabel, height = 260, xLabel = "time since start" }) {
   let raw = [[], ...series.map(() => [])];
   const opts = {
@@ -84,14 +115,17 @@ export function stackedChart(el, { series, yLabel, height = 260, xLabel = "time 
     scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
     axes: [secondsAxis(xLabel), { ...axisStyle, label: yLabel, size: 60 }],
     series: [
-      { label: "t", value: (u, v) => (v == null ? "–" : `${trim(v)} s`) },
+      timeLegend(),
       ...series.map((s, i) => ({
         label: s.label,
         stroke: s.colour,
         fill: i === 0 ? s.colour + "b3" : undefined, // the bottom area fills down to zero
         width: 1,
         points: { show: false },
-        value: (u, v, si, idx) => (idx == null || raw[i + 1][idx] == null ? "–" : trim(round(raw[i + 1][idx]))),
+        value: (u, v, si, idx) => {
+          const at = idx ?? latest(raw[0]);
+          return at == null || raw[i + 1][at] == null ? "–" : trim(round(raw[i + 1][at]));
+        },
       })),
     ],
     // each band fills between a series and the one under it, so bands never overlap.
@@ -112,6 +146,7 @@ export function stackedChart(el, { series, yLabel, height = 260, xLabel = "time 
         stacked.push(below);
       }
       plot.setData(stacked);
+      showLatest(plot);
     },
   };
 }

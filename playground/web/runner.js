@@ -2,7 +2,7 @@
 // Server-Sent Events (GET /api/runs/{id}/events: state, sample, event, result), draws the
 // live series, and turns knobs (POST /api/runs/{id}/knobs).
 
-import { colours, lineChart, stackedChart, cycle } from "./charts.js";
+import { colours, lineChart, stackedChart } from "./charts.js";
 import { getJSON, postJSON } from "./api.js";
 import { clear, el } from "./dom.js";
 
@@ -26,42 +26,15 @@ let data = null; // its series, one array per chart line
 let totals = null; // its sums, for the counters above the charts
 let counterNames = [];
 let pending = false; // a redraw is scheduled
+let knobValues = {}; // the knobs' values in force, by name
+let touched = new Set(); // the knobs the user set in this run, until a phase sets them again
 
-// The charts are made once; a run only replaces their data.
-const outcomes = stackedChart($("chart-outcomes"), {
-  yLabel: "requests / s",
-  series: [
-    { label: "2xx", colour: colours.ok },
-    { label: "429", colour: colours.limited },
-    { label: "503", colour: colours.shed },
-    { label: "other 5xx", colour: colours.error },
-    { label: "timeout / client error", colour: colours.timeout },
-  ],
-});
-const latency = lineChart($("chart-latency"), {
-  yLabel: "milliseconds",
-  series: [
-    { label: "p50", colour: colours.ok },
-    { label: "p95", colour: colours.blue },
-    { label: "p99", colour: colours.shed, width: 3 },
-  ],
-});
-const backend = lineChart($("chart-backend"), {
-  yLabel: "requests",
-  series: [
-    { label: "in flight", colour: colours.blue },
-    { label: "queued", colour: colours.shed },
-    { label: "capacity", colour: colours.ink, dash: [6, 4] },
-  ],
-});
-const goodput = lineChart($("chart-goodput"), {
-  yLabel: "per second",
-  series: [
-    { label: "attempts sent", colour: colours.shed },
-    { label: "unique requests", colour: colours.blue, dash: [6, 4] },
-    { label: "goodput", colour: colours.ok, width: 3 },
-  ],
-});
+// The charts are made once the palette is known (makeCharts); a run only replaces their data.
+let outcomes = null;
+let latency = null;
+let backend = null;
+let goodput = null;
+let cycle = [];
 let counterKinds = []; // "count" or "gauge", per counter
 let counterCharts = []; // [{idx: counters drawn, chart}] for counts, then levels
 
@@ -75,8 +48,64 @@ const withoutStoreWindow = 10;
 
 // ---- scenarios, profiles, knobs ----
 
+// usePalette takes the series colours the report uses too (scenario.Palette), for the charts
+// and for the tiles' edges.
+function usePalette(palette, seriesCycle) {
+  const names = { ok: "ok", too_many: "limited", unavailable: "shed", server: "error", failed: "timeout", refused: "refused", blue: "blue", ink: "ink", muted: "muted" };
+  for (const [name, colour] of Object.entries(palette ?? {})) {
+    if (!names[name]) continue;
+    colours[names[name]] = colour;
+    document.documentElement.style.setProperty(`--${names[name]}`, colour);
+  }
+  cycle = seriesCycle?.length ? seriesCycle : [colours.blue, colours.shed, colours.ok, colours.limited, colours.error, colours.timeout, colours.ink, colours.muted];
+}
+
+function makeCharts() {
+  outcomes = stackedChart($("chart-outcomes"), {
+    yLabel: "requests / s",
+    series: [
+      { label: "2xx", colour: colours.ok },
+      { label: "429", colour: colours.limited },
+      { label: "503", colour: colours.shed },
+      { label: "other 5xx", colour: colours.error },
+      { label: "4xx refusals", colour: colours.refused },
+      { label: "timeouts, errors", colour: colours.timeout },
+    ],
+  });
+  latency = lineChart($("chart-latency"), {
+    yLabel: "milliseconds",
+    series: [
+      { label: "p50", colour: colours.ok },
+      { label: "p95", colour: colours.blue },
+      { label: "p99", colour: colours.shed, width: 3 },
+    ],
+  });
+  // The queue on its own scale: it can be a hundred times the slots, and on theirs the
+  // capacity line would lie flat at the bottom. A log scale would hide the zeros that say
+  // "no queue", which is what a student watches for.
+  backend = lineChart($("chart-backend"), {
+    yLabel: "requests in flight / slots",
+    y2Label: "queued",
+    series: [
+      { label: "in flight", colour: colours.blue },
+      { label: "capacity", colour: colours.ink, dash: [6, 4] },
+      { label: "queued (right)", colour: colours.shed, right: true },
+    ],
+  });
+  goodput = lineChart($("chart-goodput"), {
+    yLabel: "per second",
+    series: [
+      { label: "attempts sent", colour: colours.shed },
+      { label: "unique requests", colour: colours.blue, dash: [6, 4] },
+      { label: "goodput", colour: colours.ok, width: 3 },
+    ],
+  });
+}
+
 async function loadScenarios() {
   const answer = await getJSON("api/scenarios");
+  usePalette(answer.palette, answer.series_cycle);
+  makeCharts();
   scenarios = answer.scenarios;
   paths = { known: answer.decision_paths ?? [], otherColours: answer.other_path_colours ?? paths.otherColours, otherHelp: answer.other_path_help ?? "" };
   makeDecisionsChart();
@@ -106,6 +135,11 @@ function showScenario(name, profile) {
 
   // Only a scenario that fixes a backend's capacity has its in-flight work to show.
   $("backend-box").hidden = !current.backend?.service;
+  // The 4xx answers the scenario expects are refusals, not failures: the tile says which.
+  const expected = current.client?.expected ?? [];
+  $("refused-name").textContent = expected.length
+    ? `expected refusals: ${expected.map((e) => `${e.status} ${e.meaning}`).join(", ")}`
+    : "other 4xx refusals";
   drawKnobs();
   makeCounterCharts();
 }
@@ -117,6 +151,8 @@ function showProfileTitle() {
 
 function drawKnobs() {
   clear(knobsForm);
+  knobValues = Object.fromEntries((current.knobs ?? []).map((k) => [k.name, k.default]));
+  touched = new Set();
   for (const k of current.knobs ?? []) {
     const id = `knob-${k.name}`;
     // A numeric knob's range, when the scenario states one, is shown before a value is refused.
@@ -128,37 +164,100 @@ function drawKnobs() {
       control = el("input", { type: "checkbox", id, name: k.name, "aria-describedby": help ? `${id}-help` : null });
       control.checked = k.default === "true";
       control.addEventListener("change", () => setKnob(k.name, String(control.checked), control));
-      knobsForm.append(el("div", { class: "knob" }, el("label", { for: id }, control, ` ${k.label || k.name}`), help));
+      knobsForm.append(el("div", { class: "knob", "data-knob": k.name }, el("label", { for: id }, control, ` ${k.label || k.name}`), help, note(k)));
       continue;
     }
     if (k.kind === "enum") {
       control = el("select", { id, name: k.name, "aria-describedby": help ? `${id}-help` : null }, ...k.options.map((o) => el("option", { value: o }, o)));
       control.value = k.default;
       control.addEventListener("change", () => setKnob(k.name, control.value, control));
-      knobsForm.append(el("div", { class: "knob" }, el("label", { for: id }, k.label || k.name, help), control));
+      knobsForm.append(el("div", { class: "knob", "data-knob": k.name }, el("label", { for: id }, k.label || k.name, help), control, note(k)));
       continue;
     }
     control = el("input", { type: "text", id, name: k.name, inputmode: k.kind === "duration" ? "text" : "decimal", value: k.default, "aria-describedby": help ? `${id}-help` : null });
     const apply = el("button", { type: "button", class: "secondary", id: `${id}-set` }, "Set");
     apply.addEventListener("click", () => setKnob(k.name, control.value.trim(), control));
     control.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); apply.click(); } });
-    knobsForm.append(el("div", { class: "knob" }, el("label", { for: id }, k.label || k.name, help), el("div", { class: "row" }, control, apply)));
+    knobsForm.append(el("div", { class: "knob", "data-knob": k.name }, el("label", { for: id }, k.label || k.name, help), el("div", { class: "row" }, control, apply), note(k)));
   }
   enableKnobs(run?.state === "running");
+  showNotes();
+}
+
+// note is the place under a knob for what the knob cannot say by itself: that it does
+// nothing now, or that a later phase will set it again. It is described by it too.
+function note(k) {
+  return el("p", { class: "note", id: `knob-${k.name}-note`, "aria-live": "polite", hidden: true });
+}
+
+// showNotes writes every knob's note from the values in force: a knob that needs another
+// knob (KnobSpec.needs) is inert while that one has another value; a knob the user set
+// will be set again by a later phase of the run.
+function showNotes() {
+  for (const k of current?.knobs ?? []) {
+    const box = $(`knob-${k.name}-note`);
+    if (!box) continue;
+    let text = "";
+    let kind = "";
+    const need = k.needs;
+    if (need && !need.values.includes(knobValues[need.knob])) {
+      const other = current.knobs.find((o) => o.name === need.knob);
+      text = `No effect now: ${other?.label || need.knob} is ${say(other, knobValues[need.knob])}; this acts only when it is ${need.values.map((v) => say(other, v)).join(" or ")}.`;
+      kind = "inert";
+    }
+    const next = touched.has(k.name) ? nextSetting(k.name) : null;
+    if (next) {
+      text = (text ? text + " " : "") + `Phase “${next.phase}” sets this to ${say(k, next.value)} at ${clock(next.at)}.`;
+      kind = kind || "override";
+    }
+    box.textContent = text;
+    box.hidden = !text;
+    box.dataset.note = kind;
+    box.closest(".knob").toggleAttribute("data-inert", kind === "inert");
+  }
+}
+
+// say writes a knob's value as its control shows it: a checkbox is on or off.
+function say(k, v) {
+  if (k?.kind === "bool") return v === "true" ? "on" : "off";
+  return `“${v}”`;
+}
+
+// nextSetting is the first phase after the current one that sets the knob, with the value
+// and when (seconds since the start); null when none will.
+function nextSetting(name) {
+  if (!run?.phases.length) return null;
+  const now = Math.max(0, run.phases.findIndex((p) => p.name === run.phase));
+  let at = 0;
+  for (const [i, p] of run.phases.entries()) {
+    if (i > now && p.knobs && name in p.knobs) return { phase: p.name, value: p.knobs[name], at };
+    at += p.seconds;
+  }
+  return null;
+}
+
+// clock writes seconds as m:ss.
+function clock(secs) {
+  const s = Math.round(secs);
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
 
 function enableKnobs(on) {
   for (const c of knobsForm.querySelectorAll("input, select, button")) c.disabled = !on;
 }
 
-// showKnobValues puts values a phase set into the controls, so they show what is in force.
+// showKnobValues puts values a phase set into the controls, so they show what is in force;
+// a knob the phase set is no longer the user's.
 function showKnobValues(values) {
   for (const [name, value] of Object.entries(values ?? {})) {
+    knobValues[name] = value;
+    touched.delete(name);
     const c = $(`knob-${name}`);
     if (!c) continue;
     if (c.type === "checkbox") c.checked = value === "true";
     else c.value = value;
   }
+  showNotes();
 }
 
 async function setKnob(name, value, control) {
@@ -167,6 +266,9 @@ async function setKnob(name, value, control) {
   control.disabled = true;
   try {
     await postJSON(`api/runs/${run.id}/knobs`, { name, value });
+    knobValues[name] = value;
+    touched.add(name);
+    showNotes();
   } catch (err) {
     errorBox.textContent = `${name}: ${err.message}`;
   } finally {
@@ -289,6 +391,7 @@ function follow(info) {
   source?.close();
   if (info.scenario !== current?.name) showScenario(info.scenario, info.profile);
   else showKnobValues(Object.fromEntries((current.knobs ?? []).map((k) => [k.name, k.default])));
+  touched = new Set();
   profileSelect.value = info.profile;
   showProfileTitle();
   run = { id: info.id, scenario: info.scenario, profile: info.profile, state: info.state, phases: [], total: 0, phase: null, stopped: false };
@@ -345,17 +448,19 @@ function describe() {
   const words = { starting: "setting the system up", running: "running", done: run.stopped ? "stopped early" : "finished", failed: "failed" };
   let text = `Run ${run.id} (${run.scenario} / ${run.profile}): ${words[run.state] ?? run.state}`;
   const t = data?.t.length ? data.t[data.t.length - 1] + 1 : 0;
-  if (run.total) text += `, ${t} s of about ${Math.round(run.total)} s`;
+  const planned = Math.round(run.total);
+  if (planned && t <= planned) text += `, ${t} s of about ${planned} s`;
+  else if (planned) text += `, ${t} s: the profile's ${planned} s are over and the last requests are finishing`;
   if (run.phase) text += `, phase “${run.phase}”`;
   statusLine.textContent = text + ".";
   progress.value = run.total ? Math.min(1, t / run.total) : 0;
 }
 
 function resetData() {
-  data = { t: [], ok: [], tooMany: [], unavailable: [], server: [], failed: [], p50: [], p95: [], p99: [], inFlight: [], queued: [], capacity: [], sent: [], requests: [], goodput: [], counters: counterNames.map(() => []), decisions: [] };
+  data = { t: [], ok: [], tooMany: [], unavailable: [], server: [], refused: [], failed: [], p50: [], p95: [], p99: [], inFlight: [], queued: [], capacity: [], sent: [], requests: [], goodput: [], counters: counterNames.map(() => []), decisions: [] };
   pathsDrawn = [];
   makeDecisionsChart();
-  totals = { sent: 0, requests: 0, ok: 0, tooMany: 0, unavailable: 0, server: 0, failed: 0 };
+  totals = { sent: 0, requests: 0, ok: 0, tooMany: 0, unavailable: 0, server: 0, refused: 0, failed: 0 };
   clear(log);
   $("expectations-box").hidden = true;
   document.body.dataset.samples = "0";
@@ -367,20 +472,25 @@ function addSample(s) {
   const at = s.t;
   d.t.push(at);
   d.ok.push(s.ok); d.tooMany.push(s.too_many); d.unavailable.push(s.unavailable);
-  d.server.push(s.server_errors); d.failed.push(s.client_errors + s.timeouts);
+  // Answered 4xx are refusals (the scenario may expect them); timeouts and errors got no answer.
+  d.server.push(s.server_errors); d.refused.push(s.client_errors); d.failed.push(s.timeouts + (s.errors ?? 0));
   const accepted = s.ok > 0;
   d.p50.push(accepted ? s.p50 : null); d.p95.push(accepted ? s.p95 : null); d.p99.push(accepted ? s.p99 : null);
-  d.inFlight.push(s.backend_in_flight); d.queued.push(s.backend_queued); d.capacity.push(s.backend_capacity || null);
+  // A gauge that could not be read (-1) is a gap.
+  const gauge = (v) => (v >= 0 ? v : null);
+  d.inFlight.push(gauge(s.backend_in_flight)); d.queued.push(gauge(s.backend_queued)); d.capacity.push(s.backend_capacity > 0 ? s.backend_capacity : null);
   d.sent.push(s.sent); d.requests.push(s.requests); d.goodput.push(s.goodput);
   counterNames.forEach((n, i) => d.counters[i].push(s.counters?.[n] ?? null));
   addDecisions(s.decisions);
 
   totals.sent += s.sent; totals.requests += s.requests; totals.ok += s.ok; totals.tooMany += s.too_many;
-  totals.unavailable += s.unavailable; totals.server += s.server_errors; totals.failed += s.client_errors + s.timeouts;
+  totals.unavailable += s.unavailable; totals.server += s.server_errors;
+  totals.refused += s.client_errors; totals.failed += s.timeouts + (s.errors ?? 0);
   if (s.phase && s.phase !== run.phase) {
     run.phase = s.phase;
     for (const li of $("phases").children) li.toggleAttribute("aria-current", li.dataset.phase === s.phase);
     showKnobValues(run.phases.find((p) => p.name === s.phase)?.knobs);
+    showNotes();
   }
   $("last-p99").textContent = accepted ? `${Math.round(s.p99)} ms` : "–";
   document.body.dataset.samples = String(d.t.length);
@@ -397,9 +507,10 @@ function scheduleRedraw() {
 
 function redraw() {
   const d = data;
-  outcomes.setData(d.t, [d.ok, d.tooMany, d.unavailable, d.server, d.failed]);
+  if (!outcomes) return;
+  outcomes.setData(d.t, [d.ok, d.tooMany, d.unavailable, d.server, d.refused, d.failed]);
   latency.setData(d.t, [d.p50, d.p95, d.p99]);
-  backend.setData(d.t, [d.inFlight, d.queued, d.capacity]);
+  backend.setData(d.t, [d.inFlight, d.capacity, d.queued]);
   goodput.setData(d.t, [d.sent, d.requests, d.goodput]);
   for (const { idx, chart } of counterCharts) chart?.setData(d.t, idx.map((i) => d.counters[i]));
   // A second whose decisions could not be read is a gap (null), not a second without any.
@@ -410,6 +521,7 @@ function redraw() {
   $("total-too-many").textContent = count(totals.tooMany);
   $("total-unavailable").textContent = count(totals.unavailable);
   $("total-server-errors").textContent = count(totals.server);
+  $("total-refused").textContent = count(totals.refused);
   $("total-failed").textContent = count(totals.failed);
   $("total-amplification").textContent = totals.requests ? (totals.sent / totals.requests).toFixed(2) : "–";
   const share = withoutStore();
