@@ -53,6 +53,7 @@ export const options = {
   thresholds: {
     // The lesson in one line: whatever Redis does, no 5xx but the logins' 503.
     status_5xx_other: ['count==0'],
+    // Page views answer 2xx or 429, logins 200, 429 or 503 (see the checks).
     checks: ['rate==1'],
   },
 };
