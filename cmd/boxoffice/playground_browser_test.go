@@ -22,8 +22,13 @@ import (
 
 // TestPlaygroundInBrowser is the playground as a student meets it: the whole system runs
 // in-process (`boxoffice up`), a real headless Chromium opens the playground, starts
-// rate-limiter, sees the charts receive data, turns the limit on with the page's own knob and
-// sees the 429 counter rise; a screenshot of the page must not be blank.
+// rate-limiter, sees the charts receive data, reads that the limit's rate does nothing while
+// the limit is off, turns the limit on with the page's own knob (in view beside a chart) and
+// sees the 429 counter rise; a screenshot of the page must not be blank. Then it starts each
+// other scenario, turns one of its knobs with a chart in view and sees the knob take effect:
+// retry-storm says which knobs are inert and which a later phase sets again, flash-sale
+// counts its expected refusals (409, 422) apart from timeouts and errors, store-outage takes
+// a new limit.
 func TestPlaygroundInBrowser(t *testing.T) {
 	browser := chromiumPath(t)
 	if testing.Short() {
@@ -78,6 +83,58 @@ func TestPlaygroundInBrowser(t *testing.T) {
 		})
 	}
 
+	// inView scrolls the chart into the middle of the window and requires it and the knob
+	// (its whole control) in the viewport at once: the knob panel stays beside the charts.
+	inView := func(chart, knob string) {
+		t.Helper()
+		got := value(fmt.Sprintf(`(() => {
+			const chart = document.getElementById(%q), knob = document.getElementById(%q);
+			if (!chart || !knob) return "missing";
+			chart.scrollIntoView({block: "center"});
+			knob.scrollIntoView({block: "nearest"});
+			const inside = (r) => r.top >= 0 && r.bottom <= innerHeight && r.left >= 0 && r.right <= innerWidth;
+			const c = chart.getBoundingClientRect(), k = knob.getBoundingClientRect();
+			const seen = c.bottom > 0 && c.top < innerHeight;
+			return seen && inside(k) ? "both" : "chart " + c.top + ".." + c.bottom + ", knob " + k.top + ".." + k.bottom + " of " + innerHeight;
+		})()`, chart, knob))
+		if got != "both" {
+			t.Errorf("#%s and #%s in the viewport at once: %s, want both", chart, knob, got)
+		}
+	}
+	// note is the text of the note under a knob ("" while hidden).
+	note := func(knob string) string {
+		return value(`(() => { const n = document.getElementById("knob-` + knob + `-note"); return n && !n.hidden ? n.textContent : ""; })()`)
+	}
+	// startRun picks a scenario and profile, starts it stretched to length, and waits for
+	// samples; the run before it must have ended.
+	startRun := func(scenario, length string, samples int) {
+		t.Helper()
+		do("start "+scenario,
+			chromedp.SetValue(chromedp.ID("scenario"), scenario),
+			chromedp.Evaluate[chromedp.Void](`document.getElementById("scenario").dispatchEvent(new Event("change"))`),
+			chromedp.SetValue(chromedp.ID("duration"), length),
+			chromedp.Click(chromedp.ID("start")),
+		)
+		eventually(3*time.Minute, scenario+" streams samples", func() bool {
+			n, _ := strconv.Atoi(value(`document.body.dataset.samples ?? "0"`))
+			return n >= samples && value(`document.getElementById("run-status").dataset.state`) == "running"
+		})
+	}
+	stopRun := func(scenario string) {
+		t.Helper()
+		do("stop "+scenario, chromedp.Click(chromedp.ID("stop")))
+		eventually(2*time.Minute, scenario+" ends after Stop", func() bool {
+			s := value(`document.getElementById("run-status").dataset.state`)
+			return s == "done" || s == "failed"
+		})
+	}
+	logShows := func(what string) {
+		t.Helper()
+		eventually(30*time.Second, "the event log shows "+what, func() bool {
+			return strings.Contains(value(`document.getElementById("log").textContent`), what)
+		})
+	}
+
 	do("open the playground",
 		chromedp.Navigate(ep.Playground+"/"),
 		chromedp.WaitReady(chromedp.CSS(`#scenario option[value="rate-limiter"]`)),
@@ -116,16 +173,30 @@ func TestPlaygroundInBrowser(t *testing.T) {
 		t.Errorf("tile of decisions made without the store = %q, want a share", got)
 	}
 
-	// Turn the limit on through the page's knobs, at a rate far below the offered load.
+	// The legends show the latest values without a cursor over the charts.
+	if got := value(`document.querySelector("#chart-outcomes .u-legend .u-series:nth-child(2) .u-value")?.textContent ?? ""`); got == "" || got == "–" {
+		t.Errorf("outcomes legend's 2xx value = %q with no cursor, want the latest second's", got)
+	}
+
+	// The limit's rate does nothing while the limit is off, and says so.
+	if got := note("rate"); !strings.Contains(got, "Limit on is off") {
+		t.Errorf("note under the rate knob with the limit off = %q, want it to say Limit on is off", got)
+	}
+	// Turn the limit on through the page's knobs, at a rate far below the offered load, with
+	// the outcomes chart in view.
 	before := number("total-too-many")
 	if before != 0 {
 		t.Fatalf("429s before the limit is on = %d, want 0 (the first phase of %s runs without it)", before, profile)
 	}
+	inView("chart-outcomes", "knob-rate-set")
+	inView("chart-outcomes", "knob-limit")
 	do("set the limit's rate",
 		chromedp.SetValue(chromedp.ID("knob-rate"), "5"),
 		chromedp.Click(chromedp.ID("knob-rate-set")),
 		chromedp.Click(chromedp.ID("knob-limit")),
 	)
+	// The rate is in force now; the note may still say that a later phase sets it again.
+	eventually(10*time.Second, "the rate's inert note goes once the limit is on", func() bool { return !strings.Contains(note("rate"), "No effect") })
 	eventually(30*time.Second, "429s rise after the limit is turned on", func() bool {
 		return number("total-too-many") > before+10
 	})
@@ -151,11 +222,64 @@ func TestPlaygroundInBrowser(t *testing.T) {
 		_ = os.WriteFile(keep, shot, 0o644)
 	}
 
-	do("stop the run", chromedp.Click(chromedp.ID("stop")))
-	eventually(30*time.Second, "the run ends after Stop", func() bool {
-		s := value(`document.getElementById("run-status").dataset.state`)
-		return s == "done" || s == "failed"
+	stopRun("rate-limiter")
+
+	// retry-storm: jitter acts only with back-off, and says so; an outage turned by hand
+	// shows in the event log and as 503s, and the page warns that a later phase sets the
+	// outage knob again.
+	startRun("retry-storm", "5m", 2)
+	if got := note("jitter"); !strings.Contains(got, "No effect now") || !strings.Contains(got, "backoff") {
+		t.Errorf("note under jitter while the clients do not retry = %q, want it inert until backoff", got)
+	}
+	inView("chart-backend", "knob-outage")
+	unavailable := number("total-unavailable")
+	do("turn the outage on", chromedp.SetValue(chromedp.ID("knob-outage"), "down"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("knob-outage").dispatchEvent(new Event("change"))`))
+	logShows("outage = down")
+	eventually(30*time.Second, "503s rise after the outage is turned on", func() bool { return number("total-unavailable") > unavailable+10 })
+	if got := note("outage"); !strings.Contains(got, "sets this to") {
+		t.Errorf("note under the outage knob set by hand = %q, want the later phase that sets it again", got)
+	}
+	stopRun("retry-storm")
+
+	// flash-sale: more fans by hand, and the page says the next phase turns them to 0; the
+	// seat conflicts and sold-out answers are expected refusals, not timeouts.
+	startRun("flash-sale", "", 2)
+	if got := value(`document.getElementById("refused-name").textContent`); !strings.Contains(got, "409") || !strings.Contains(got, "422") {
+		t.Errorf("refusals tile named %q, want the expected 409 and 422", got)
+	}
+	inView("chart-outcomes", "knob-fans_per_second-set")
+	do("bring more fans",
+		chromedp.SetValue(chromedp.ID("knob-fans_per_second"), "40"),
+		chromedp.Click(chromedp.ID("knob-fans_per_second-set")),
+	)
+	logShows("fans_per_second = 40")
+	if got := note("fans_per_second"); !strings.Contains(got, "queue-drains") || !strings.Contains(got, "0:") {
+		t.Errorf("note under the fans knob = %q, want the queue-drains phase that sets it to 0, and when", got)
+	}
+	// The whole on-sale: the seats sell out, and the answers fans met are counted.
+	eventually(3*time.Minute, "the flash sale ends", func() bool {
+		return value(`document.getElementById("run-status").dataset.state`) == "done"
 	})
+	refused, failed := number("total-refused"), number("total-failed")
+	t.Logf("flash sale: %d expected refusals, %d timeouts and errors, %d 429s, %d accepted", refused, failed, number("total-too-many"), number("total-ok"))
+	if refused == 0 || failed >= refused {
+		t.Errorf("flash sale: %d timeouts and errors, %d expected refusals; want the refusals counted apart, and more of them", failed, refused)
+	}
+
+	// store-outage: a lower limit by hand shows in the event log.
+	startRun("store-outage", "5m", 2)
+	inView("chart-decisions", "knob-rate-set")
+	do("lower the per-user limit",
+		chromedp.SetValue(chromedp.ID("knob-rate"), "2"),
+		chromedp.Click(chromedp.ID("knob-rate-set")),
+	)
+	logShows("rate = 2")
+	stopRun("store-outage")
+
+	if errText := value(`document.getElementById("run-error").textContent`); errText != "" {
+		t.Errorf("the page reports an error: %q", errText)
+	}
 	if p := problems.String(); p != "" {
 		t.Errorf("the page had script errors: %s", p)
 	}
