@@ -183,7 +183,7 @@ func progress(run *scenario.Run, w io.Writer) {
 	total := run.Profile().Duration()
 	for s := range samples {
 		fmt.Fprintf(w, "\r%3ds/%v  %-22s sent %4d  2xx %4d  429 %4d  503 %4d  5xx %3d  err %3d  timeout %3d  p99 %6.1fms  backend %d/%d   ",
-			s.T+1, total, s.Phase, s.Sent, s.OK, s.TooMany, s.Unavailable, s.ServerErrors, s.ClientErrors, s.Timeouts, s.P99, s.BackendInFlight, s.BackendCapacity)
+			s.T+1, total, s.Phase, s.Sent, s.OK, s.TooMany, s.Unavailable, s.ServerErrors, s.ClientErrors+s.Errors, s.Timeouts, s.P99, s.BackendInFlight, s.BackendCapacity)
 	}
 	<-run.Done()
 	fmt.Fprintln(w)
@@ -196,7 +196,7 @@ func printSummary(w io.Writer, res scenario.Result) {
 	fmt.Fprintln(tw, "phase\tseconds\tsent\trequests\t2xx\t429\t503\t5xx\terrors\ttimeouts\tgoodput/s\tp50 ms\tp95 ms\tp99 ms\t")
 	row := func(name string, s scenario.Stats) {
 		fmt.Fprintf(tw, "%s\t%g\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t\n", name, s.Seconds, s.Sent, s.Requests, s.OK,
-			s.TooMany, s.Unavailable, s.ServerErrors, s.ClientErrors, s.Timeouts, perSecond(s.Goodput, s.Seconds), s.P50, s.P95, s.P99)
+			s.TooMany, s.Unavailable, s.ServerErrors, s.ClientErrors+s.Errors, s.Timeouts, perSecond(s.Goodput, s.Seconds), s.P50, s.P95, s.P99)
 	}
 	for _, p := range res.Phases {
 		row(p.Phase, p)

@@ -26,9 +26,11 @@ export const cycle = [colours.blue, colours.shed, colours.ok, colours.limited, c
 const axisStyle = { stroke: "#3a4150", grid: { stroke: "#e6e9ef", width: 1 }, ticks: { stroke: "#c9ced8", width: 1 } };
 
 // secondsAxis labels the x axis in seconds since the start (runs and traces are short, and
-// "t = 12 s" reads better in class than a clock time).
-function secondsAxis(label) {
-  return { ...axisStyle, label, values: (u, splits) => splits.map((v) => `${trim(v)} s`) };
+// "t = 12 s" reads better in class than a clock time). whole keeps the ticks on whole
+// seconds, for series sampled once a second: no "0.5 s" between two samples.
+function secondsAxis(label, whole = false) {
+  const axis = { ...axisStyle, label, values: (u, splits) => splits.map((v) => `${trim(v)} s`) };
+  return whole ? { ...axis, incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600] } : axis;
 }
 
 function trim(v) {
@@ -64,7 +66,7 @@ function showLatest(plot) {
 // labelled y2Label (a queue a hundred times the capacity beside it). The returned chart's
 // setData(xs, ys) takes the x values (seconds) and one array per series (null leaves a gap).
 // The legend shows the values under the cursor, or the latest ones.
-export function lineChart(el, { series, yLabel, y2Label, height = 240, yRange, step = false, xLabel = "time since start" }) {
+export function lineChart(el, { series, yLabel, y2Label, height = 240, yRange, step = false, xLabel = "time since start", wholeSeconds = false }) {
   const zeroUp = { range: (u, min, max) => [0, Math.max(1, max * 1.1)] };
   const right = series.some((s) => s.right);
   const opts = {
@@ -72,7 +74,7 @@ export function lineChart(el, { series, yLabel, y2Label, height = 240, yRange, s
     height,
     scales: { x: { time: false }, y: yRange ? { range: yRange } : zeroUp, ...(right ? { y2: zeroUp } : {}) },
     axes: [
-      secondsAxis(xLabel),
+      secondsAxis(xLabel, wholeSeconds),
       { ...axisStyle, label: yLabel, size: 60 },
       ...(right ? [{ ...axisStyle, scale: "y2", side: 1, label: y2Label, size: 60, grid: { show: false } }] : []),
     ],
@@ -107,13 +109,13 @@ export function lineChart(el, { series, yLabel, y2Label, height = 240, yRange, s
 // stackedChart draws areas stacked on each other, bottom series first, so the height of the
 // whole stack is the total and each band is one part of it (requests/s by outcome). The
 // legend shows each part's own value, not the running sum: under the cursor, or the latest.
-export function stackedChart(el, { series, yLabel, height = 260, xLabel = "time since start" }) {
+export function stackedChart(el, { series, yLabel, height = 260, xLabel = "time since start", wholeSeconds = false }) {
   let raw = [[], ...series.map(() => [])];
   const opts = {
     width: el.clientWidth || 600,
     height,
     scales: { x: { time: false }, y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
-    axes: [secondsAxis(xLabel), { ...axisStyle, label: yLabel, size: 60 }],
+    axes: [secondsAxis(xLabel, wholeSeconds), { ...axisStyle, label: yLabel, size: 60 }],
     series: [
       timeLegend(),
       ...series.map((s, i) => ({

@@ -62,6 +62,7 @@ function usePalette(palette, seriesCycle) {
 
 function makeCharts() {
   outcomes = stackedChart($("chart-outcomes"), {
+    wholeSeconds: true,
     yLabel: "requests / s",
     series: [
       { label: "2xx", colour: colours.ok },
@@ -73,6 +74,7 @@ function makeCharts() {
     ],
   });
   latency = lineChart($("chart-latency"), {
+    wholeSeconds: true,
     yLabel: "milliseconds",
     series: [
       { label: "p50", colour: colours.ok },
@@ -84,6 +86,7 @@ function makeCharts() {
   // capacity line would lie flat at the bottom. A log scale would hide the zeros that say
   // "no queue", which is what a student watches for.
   backend = lineChart($("chart-backend"), {
+    wholeSeconds: true,
     yLabel: "requests in flight / slots",
     y2Label: "queued",
     series: [
@@ -93,6 +96,7 @@ function makeCharts() {
     ],
   });
   goodput = lineChart($("chart-goodput"), {
+    wholeSeconds: true,
     yLabel: "per second",
     series: [
       { label: "attempts sent", colour: colours.shed },
@@ -295,6 +299,7 @@ function makeCounterCharts() {
     $(kind === "count" ? "counts-box" : "levels-box").hidden = idx.length === 0;
     if (!idx.length) return { idx, chart: null };
     const chart = lineChart(box, {
+      wholeSeconds: true,
       yLabel: kind === "count" ? "per second" : "level",
       series: idx.map((i, n) => ({ label: specs[i].label || specs[i].name, colour: cycle[n % cycle.length] })),
     });
@@ -328,6 +333,7 @@ function makeDecisionsChart() {
   const box = $("chart-decisions");
   clear(box);
   decisions = stackedChart(box, {
+    wholeSeconds: true,
     yLabel: "decisions / s",
     series: pathsDrawn.map((name) => ({ label: name, colour: pathInfo(name).colour })),
   });
