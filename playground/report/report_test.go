@@ -147,7 +147,7 @@ func TestWriteReadsLikeThePage(t *testing.T) {
 		"2xx in the page's colour":            `fill="` + scenario.Palette["ok"] + `" fill-opacity="0.75"><title>2xx</title>`,
 		"expected refusals named apart":       `<title>expected 4xx (409 seat taken)</title>`,
 		"timeouts and errors together":        `<title>timeouts and errors</title>`,
-		"the queue on the right-hand scale":   `queued →</text>`,
+		"the queue on the right-hand scale":   `transform="rotate(90 996 122)">queued</text>`,
 		"the capacity dashed":                 `stroke-dasharray="6 4"><title>capacity (slots)</title>`,
 		"the left scale topped by the slots":  `>10</text>`,
 		"the right scale topped by the queue": `>500</text>`,

@@ -103,7 +103,9 @@ func (c chart) svg() template.HTML {
 		}
 	}
 	if c.RightUnit != "" {
-		fmt.Fprintf(&b, `<text x="%g" y="%g" font-size="%d" text-anchor="end" fill="#555">%s →</text>`, width-2, height-8, tickSize, template.HTMLEscapeString(c.RightUnit))
+		// Named along the right edge, clear of the seconds along the bottom.
+		fmt.Fprintf(&b, `<text x="%g" y="%g" font-size="%d" text-anchor="middle" fill="#555" transform="rotate(90 %g %g)">%s</text>`,
+			width-4, plotTop+plotH/2, tickSize, width-4, plotTop+plotH/2, template.HTMLEscapeString(c.RightUnit))
 	}
 	// Seconds along the bottom: about ten ticks, at round steps (1, 2, 5, 10… s).
 	step := int(niceCeil(float64(n) / 10))
