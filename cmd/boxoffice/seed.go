@@ -99,7 +99,7 @@ func demoCredentials(demoSecret string) ([]User, []Partner) {
 	}
 	var partners []Partner
 	for _, t := range auth.DemoTenants {
-		partners = append(partners, Partner{Tenant: t.Name, Plan: string(t.Plan), APIKey: auth.DemoAPIKey(demoSecret, t.Name)})
+		partners = append(partners, Partner{Tenant: t.Name, TenantID: auth.DemoTenantID(t.Name), Plan: string(t.Plan), APIKey: auth.DemoAPIKey(demoSecret, t.Name)})
 	}
 	return users, partners
 }

@@ -55,8 +55,11 @@ type User struct {
 // Partner is a demo tenant and its API key (X-Api-Key).
 type Partner struct {
 	Tenant string `json:"tenant"`
-	Plan   string `json:"plan"`
-	APIKey string `json:"api_key"`
+	// TenantID is the tenant's id, which the gateway's tenant overrides
+	// (/admin/tenant-limits/{tenant}/…) and its limit keys name.
+	TenantID string `json:"tenant_id"`
+	Plan     string `json:"plan"`
+	APIKey   string `json:"api_key"`
 }
 
 // Redis says which store the all-in-one mode resolved and why (env, redis-server, emulator).
@@ -399,7 +402,7 @@ BoxOffice is up.
   log in as    %s / %s   (fan0001 … fan2000@boxoffice.test share the password)
 `, ep.Gateway, ep.Playground, ep.Admin.URL, ep.Admin.Token, ep.Users[0].Email, ep.Users[0].Password)
 	for _, p := range ep.Partners {
-		fmt.Fprintf(w, "  partner      %-10s (%s)  X-Api-Key: %s\n", p.Tenant, p.Plan, p.APIKey)
+		fmt.Fprintf(w, "  partner      %-10s (%s, id %s)  X-Api-Key: %s\n", p.Tenant, p.Plan, p.TenantID, p.APIKey)
 	}
 	fmt.Fprintf(w, `
   every URL and credential: %s

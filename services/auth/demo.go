@@ -14,6 +14,10 @@ const (
 	DemoPassword = "boxoffice-demo"
 )
 
+// DemoTenantID is the id of the demo tenant named name: what the gateway keys a tenant's
+// limits by, and what its admin API's tenant overrides name.
+func DemoTenantID(name string) string { return "ten_demo_" + name }
+
 // DemoTenants are the demo's tenants: two partners for the scenarios' API traffic, and an
 // internal one that may call the admin API through the gateway.
 var DemoTenants = []struct {
@@ -65,7 +69,7 @@ func (s *Service) SeedDemo(ctx context.Context) (bool, error) {
 			}
 		}
 		for _, t := range DemoTenants {
-			ten := Tenant{ID: "ten_demo_" + t.Name, Name: t.Name, Plan: t.Plan, CreatedAt: now}
+			ten := Tenant{ID: DemoTenantID(t.Name), Name: t.Name, Plan: t.Plan, CreatedAt: now}
 			if _, err := s.Store.insertTenant(ctx, tx, ten, HashSecret(DemoAPIKey(s.Config.DemoSecret, t.Name))); err != nil {
 				return err
 			}
