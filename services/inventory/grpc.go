@@ -51,6 +51,8 @@ func (g *grpcServer) PlaceHold(ctx context.Context, req *inventoryv1.PlaceHoldRe
 		Class:    req.GetClass(),
 		Quantity: int(req.GetQuantity()),
 		Pass:     req.GetAdmissionPass(),
+
+		IdempotencyKey: req.GetIdempotencyKey(),
 	})
 	if err != nil {
 		return nil, problem.GRPC(err)

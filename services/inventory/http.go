@@ -32,7 +32,9 @@ type holdBody struct {
 	Quantity int      `json:"quantity"`
 }
 
-// handlePlaceHold answers POST /v1/events/{id}/holds with 201 and the hold.
+// handlePlaceHold answers POST /v1/events/{id}/holds with 201 and the hold. With an
+// Idempotency-Key it answers a repeat of the key with 200 and the hold the first request
+// placed, as it is now (marked Idempotent-Replayed: true), as order's POST /v1/orders does.
 func handlePlaceHold(log *slog.Logger, store *Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, ok := requireUser(w, r, log)
@@ -44,17 +46,22 @@ func handlePlaceHold(log *slog.Logger, store *Store) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		h, err := store.PlaceHold(r.Context(), HoldRequest{
+		h, created, err := store.PlaceHoldOnce(r.Context(), HoldRequest{
 			EventID: r.PathValue("id"), Account: user,
 			Seats: body.Seats, Class: body.Class, Quantity: body.Quantity,
-			Pass: r.Header.Get(HeaderAdmissionPass),
+			Pass: r.Header.Get(HeaderAdmissionPass), IdempotencyKey: r.Header.Get(IdempotencyKeyHeader),
 		})
 		if err != nil {
 			problem.Write(w, r, log, err)
 			return
 		}
+		status := http.StatusCreated
+		if !created {
+			status = http.StatusOK
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 		w.Header().Set("Location", "/v1/holds/"+h.ID)
-		httpapi.WriteJSON(w, http.StatusCreated, h)
+		httpapi.WriteJSON(w, status, h)
 	})
 }
 

@@ -10,9 +10,12 @@ package inventory
 import (
 	"cmp"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -223,6 +226,28 @@ type HoldRequest struct {
 	Class    string   // GA: this class…
 	Quantity int      // …this many tickets
 	Pass     string   // the waitroom's admission pass, required for flash-sale events
+
+	// IdempotencyKey, optional, makes placing the hold safe to retry: the same account and
+	// key return the hold the first request placed (see Store.PlaceHoldOnce). "" = none:
+	// every request places a hold of its own.
+	IdempotencyKey string
+}
+
+// IdempotencyKeyHeader is the HTTP header that carries HoldRequest.IdempotencyKey, as it
+// carries an order's.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// MaxKeyLen bounds idempotency keys.
+const MaxKeyLen = 200
+
+// Hash is the fingerprint of what r asks for, stored with its idempotency key: the same key
+// with the same request replays the first hold, with another request it is refused. The
+// pass is left out: a retry may carry a fresher pass for the same seats.
+func (r HoldRequest) Hash() string {
+	seats := slices.SortedFunc(slices.Values(r.Seats), CompareSeatIDs)
+	sum := sha256.Sum256(fmt.Appendf(nil, "event_id=%s\nseats=%s\nclass=%s\nquantity=%d",
+		r.EventID, strings.Join(seats, ","), r.Class, r.Quantity))
+	return hex.EncodeToString(sum[:])
 }
 
 // Validate reports the first thing wrong with r, naming the field. Account is checked first
@@ -235,6 +260,8 @@ func (r HoldRequest) Validate() error {
 		return err
 	}
 	switch {
+	case len(r.IdempotencyKey) > MaxKeyLen:
+		return problem.InvalidField(IdempotencyKeyHeader, "want 1 to %d characters, unique per hold you mean to place", MaxKeyLen)
 	case len(r.Seats) > 0 && (r.Class != "" || r.Quantity != 0):
 		return problem.InvalidField("seats", "ask for seats or for a class and quantity, not both")
 	case len(r.Seats) > MaxTicketsPerHold:

@@ -42,24 +42,78 @@ import (
 //
 // The schema's CHECKs (ga_classes.held + sold <= capacity; a seat's hold_id set exactly when
 // it is not available) are a last line the engine enforces whatever the code does.
+//
+// A request with an IdempotencyKey is placed at most once: see PlaceHoldOnce.
 func (s *Store) PlaceHold(ctx context.Context, req HoldRequest) (Hold, error) {
-	h, err := s.placeHold(ctx, req)
-	if err != nil {
-		s.metrics.holdRefused(ctx, err)
-		return Hold{}, err
+	h, _, err := s.PlaceHoldOnce(ctx, req)
+	return h, err
+}
+
+// PlaceHoldOnce is PlaceHold reporting whether the hold was placed here (created true) or is
+// the one an earlier request with req's IdempotencyKey placed, returned as it is now: still
+// active, or since confirmed, released or expired. A key names one hold for as long as the
+// hold's row exists (for good: holds are not deleted), so a retry after the hold ended
+// learns what became of it rather than silently holding again; a new hold takes a new key.
+// The same key with another request (other seats, class, quantity or event) is Unprocessable,
+// naming the key. A refused request records nothing: its key stays free for a retry.
+//
+// The key is inserted first in the hold's transaction with ON CONFLICT DO NOTHING: of
+// concurrent twins exactly one inserts it (PostgreSQL makes the others wait on the primary
+// key until the first commits or rolls back; SQLite has one writer), and the others find
+// its committed record and answer with its hold.
+func (s *Store) PlaceHoldOnce(ctx context.Context, req HoldRequest) (h Hold, created bool, err error) {
+	defer func() {
+		if err != nil {
+			s.metrics.holdRefused(ctx, err)
+		}
+	}()
+	if err := req.Validate(); err != nil {
+		return Hold{}, false, err
+	}
+	if h, found, err := s.replayHold(ctx, req); err != nil || found {
+		return h, false, err
+	}
+	h, taken, err := s.placeHold(ctx, req)
+	switch {
+	case err != nil:
+		return Hold{}, false, err
+	case taken:
+		h, _, err := s.replayHold(ctx, req)
+		return h, false, err
 	}
 	s.committed()
 	s.metrics.holdPlaced(ctx)
-	return h, nil
+	return h, true, nil
 }
 
-func (s *Store) placeHold(ctx context.Context, req HoldRequest) (Hold, error) {
-	if err := req.Validate(); err != nil {
-		return Hold{}, err
+// replayHold returns the hold an earlier request with req's idempotency key placed: found is
+// false when req has no key or its key is new.
+func (s *Store) replayHold(ctx context.Context, req HoldRequest) (h Hold, found bool, err error) {
+	if req.IdempotencyKey == "" {
+		return Hold{}, false, nil
 	}
+	var hash, id string
+	err = s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT request_hash, hold_id FROM hold_idempotency WHERE account = ? AND idempotency_key = ?`),
+		req.Account, req.IdempotencyKey).Scan(&hash, &id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Hold{}, false, nil
+	case err != nil:
+		return Hold{}, false, fmt.Errorf("read idempotency key: %w", err)
+	case hash != req.Hash():
+		return Hold{}, false, &problem.Error{Code: problem.Unprocessable, Field: IdempotencyKeyHeader,
+			Message: "this key was used for another hold request; use a new key for a new hold"}
+	}
+	h, err = s.Hold(ctx, id, req.Account)
+	return h, err == nil, err
+}
+
+// placeHold places req's hold; taken reports that req's idempotency key was recorded by
+// another request meanwhile, in which case nothing was placed.
+func (s *Store) placeHold(ctx context.Context, req HoldRequest) (_ Hold, taken bool, _ error) {
 	id, err := s.newID("hold-")
 	if err != nil {
-		return Hold{}, err
+		return Hold{}, false, err
 	}
 	now := s.now().UTC().Truncate(time.Millisecond) // as stored: a hold reads back the same
 	h := Hold{ID: id, EventID: req.EventID, Account: req.Account, Status: HoldActive,
@@ -69,6 +123,9 @@ func (s *Store) placeHold(ctx context.Context, req HoldRequest) (Hold, error) {
 		h.Quantity = len(h.Seats)
 	}
 	err = s.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if taken, err = s.recordKey(ctx, tx, req, h); err != nil || taken {
+			return err
+		}
 		// FOR SHARE: many holds proceed together, a seat-map replacement waits for them.
 		var flash bool
 		var onSale, starts sql.NullInt64
@@ -120,7 +177,27 @@ func (s *Store) placeHold(ctx context.Context, req HoldRequest) (Hold, error) {
 		}
 		return s.record(ctx, tx, verbPlaced, h, now)
 	})
-	return h, err
+	return h, taken, err
+}
+
+// recordKey writes req's idempotency record for h, first thing in h's transaction; taken
+// reports that the key was already recorded (a concurrent twin won), leaving tx unchanged.
+// A request without a key records nothing.
+func (s *Store) recordKey(ctx context.Context, tx *sql.Tx, req HoldRequest, h Hold) (taken bool, err error) {
+	if req.IdempotencyKey == "" {
+		return false, nil
+	}
+	res, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO hold_idempotency (account, idempotency_key, request_hash, hold_id, created_ms)
+		VALUES (?, ?, ?, ?, ?) ON CONFLICT (account, idempotency_key) DO NOTHING`),
+		req.Account, req.IdempotencyKey, req.Hash(), h.ID, h.CreatedAt.UnixMilli())
+	if err != nil {
+		return false, fmt.Errorf("write idempotency key: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("write idempotency key: %w", err)
+	}
+	return n == 0, nil
 }
 
 // checkAccountCap refuses h when the tickets h.Account already holds of h.EventID and h's

@@ -756,8 +756,12 @@ type PlaceHoldRequest struct {
 	Class         string                 `protobuf:"bytes,3,opt,name=class,proto3" json:"class,omitempty"`                                      // …GA: this class
 	Quantity      int32                  `protobuf:"varint,4,opt,name=quantity,proto3" json:"quantity,omitempty"`                               // and this many tickets (1 to 8)
 	AdmissionPass string                 `protobuf:"bytes,5,opt,name=admission_pass,json=admissionPass,proto3" json:"admission_pass,omitempty"` // the waitroom's pass, required for flash-sale events
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Optional, 1 to 200 characters: the same account and key return the hold the first
+	// request placed (as it is now) instead of placing another, so a retry is safe; the same
+	// key with another request is refused (FAILED_PRECONDITION naming Idempotency-Key).
+	IdempotencyKey string `protobuf:"bytes,6,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PlaceHoldRequest) Reset() {
@@ -821,6 +825,13 @@ func (x *PlaceHoldRequest) GetQuantity() int32 {
 func (x *PlaceHoldRequest) GetAdmissionPass() string {
 	if x != nil {
 		return x.AdmissionPass
+	}
+	return ""
+}
+
+func (x *PlaceHoldRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
 	}
 	return ""
 }
@@ -1332,13 +1343,14 @@ const file_boxoffice_inventory_v1_inventory_proto_rawDesc = "" +
 	"\fAvailability\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12?\n" +
 	"\x05level\x18\x02 \x01(\x0e2).boxoffice.inventory.v1.AvailabilityLevelR\x05level\x126\n" +
-	"\x06counts\x18\x03 \x01(\v2\x1e.boxoffice.inventory.v1.CountsR\x06counts\"\x9c\x01\n" +
+	"\x06counts\x18\x03 \x01(\v2\x1e.boxoffice.inventory.v1.CountsR\x06counts\"\xc5\x01\n" +
 	"\x10PlaceHoldRequest\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x14\n" +
 	"\x05seats\x18\x02 \x03(\tR\x05seats\x12\x14\n" +
 	"\x05class\x18\x03 \x01(\tR\x05class\x12\x1a\n" +
 	"\bquantity\x18\x04 \x01(\x05R\bquantity\x12%\n" +
-	"\x0eadmission_pass\x18\x05 \x01(\tR\radmissionPass\"-\n" +
+	"\x0eadmission_pass\x18\x05 \x01(\tR\radmissionPass\x12'\n" +
+	"\x0fidempotency_key\x18\x06 \x01(\tR\x0eidempotencyKey\"-\n" +
 	"\x12ReleaseHoldRequest\x12\x17\n" +
 	"\ahold_id\x18\x01 \x01(\tR\x06holdId\"-\n" +
 	"\x12ConfirmHoldRequest\x12\x17\n" +
