@@ -106,7 +106,10 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 // between attempts doubles and has no jitter: a database's clients are a few processes, not a
 // crowd whose retries must be spread.
 func ping(ctx context.Context, db *DB, opts Options) error {
-	if db.Dialect != Postgres || opts.Wait <= 0 {
+	if db.Dialect == SQLite {
+		return pingSQLite(ctx, db)
+	}
+	if opts.Wait <= 0 {
 		if err := db.PingContext(ctx); err != nil {
 			return fmt.Errorf("ping %s database: %w", db.Dialect, err)
 		}
@@ -194,6 +197,24 @@ func openSQLite(opts Options) (*DB, error) {
 	sqlDB.SetMaxOpenConns(sqliteMaxConns)
 	sqlDB.SetMaxIdleConns(sqliteMaxConns) // pragmas are per connection: keep them, not reopen
 	return &DB{DB: sqlDB, Dialect: SQLite}, nil
+}
+
+// pingSQLite pings a SQLite file, trying again while it is busy. The first connection sets
+// the file's pragmas, and switching it to WAL can meet SQLITE_BUSY without the busy timeout's
+// wait when another process opens the same file at the same moment: two instances of a
+// service starting together in the all-in-one mode.
+func pingSQLite(ctx context.Context, db *DB) error {
+	ctx, cancel := context.WithTimeout(ctx, sqliteBusyTimeout)
+	defer cancel()
+	for {
+		err := db.PingContext(ctx)
+		if err == nil {
+			return nil
+		}
+		if !Retryable(err) || clock.Sleep(ctx, 20*time.Millisecond) != nil {
+			return fmt.Errorf("ping sqlite database: %w", err)
+		}
+	}
 }
 
 // openPostgres opens a pgx-backed pool. Limits keep N replicas × M pools within the
