@@ -13,6 +13,7 @@ import (
 	"boxoffice.dev/bffkit/graphqltest"
 	"boxoffice.dev/bffkit/loaders"
 	"boxoffice.dev/bffkit/servicetest"
+	"boxoffice.dev/bffkit/upstream"
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/graphqlserver"
 	"boxoffice.dev/platform/identity"
@@ -46,7 +47,7 @@ func newFixtureWith(t *testing.T, events int, env map[string]string) *fixture {
 	t.Helper()
 	svc := servicetest.Start(t, events)
 	cfg := LoadConfig(config.New(func(k string) string { return env[k] }))
-	dial := func(s *servicetest.Server) *grpc.ClientConn { return s.Dial(t, cfg.CallTimeout) }
+	dial := func(s *servicetest.Server) grpc.ClientConnInterface { return upstream.WithDeadlines(s.Dial(t, 0), cfg.Deadlines()) }
 	res := &graph.Resolver{
 		Catalog:   catalogv1.NewCatalogClient(dial(svc.Catalog)),
 		Inventory: inventoryv1.NewInventoryClient(dial(svc.Inventory)),

@@ -28,7 +28,8 @@ type Config struct {
 	InventoryAddr string        // INVENTORY_GRPC_ADDR
 	WaitroomAddr  string        // WAITROOM_GRPC_ADDR
 	OrderAddr     string        // ORDER_GRPC_ADDR
-	CallTimeout   time.Duration // BFF_CALL_TIMEOUT: each service call
+	CallTimeout   time.Duration // BFF_CALL_TIMEOUT: each call that only reads
+	WriteTimeout  time.Duration // BFF_WRITE_TIMEOUT: each call that changes something (upstream.Writes)
 	MaxDepth      int           // GRAPHQL_MAX_DEPTH
 	MaxComplexity int           // GRAPHQL_MAX_COMPLEXITY
 	GraphiQL      bool          // GRAPHIQL: the GraphiQL page and introspection (all-in-one mode)
@@ -36,7 +37,9 @@ type Config struct {
 
 // LoadConfig reads bff-mobile's variables. The call timeout is short on purpose: a phone
 // user waits for the whole answer, so a slow availability is better dropped (its field null,
-// with an error) than waited for. The depth limit fits the app's deepest query (a hold's
+// with an error) than waited for. Writes get a long one, within the gateway's response
+// timeout: a write cut short by the BFF is done by the service all the same, and only its
+// answer is lost (upstream.Deadlines). The depth limit fits the app's deepest query (a hold's
 // fields, 4 levels) with room; the complexity limit one full feed page of 50 cards, not two.
 func LoadConfig(r *config.Reader) Config {
 	return Config{
@@ -45,10 +48,16 @@ func LoadConfig(r *config.Reader) Config {
 		WaitroomAddr:  r.Addr("WAITROOM_GRPC_ADDR", "127.0.0.1:9105"),
 		OrderAddr:     r.Addr("ORDER_GRPC_ADDR", "127.0.0.1:9106"),
 		CallTimeout:   r.Duration("BFF_CALL_TIMEOUT", 800*time.Millisecond),
+		WriteTimeout:  r.Duration("BFF_WRITE_TIMEOUT", upstream.DefaultWriteTimeout),
 		MaxDepth:      r.Int("GRAPHQL_MAX_DEPTH", 6, 1, 50),
 		MaxComplexity: r.Int("GRAPHQL_MAX_COMPLEXITY", 1000, 1, 1_000_000),
 		GraphiQL:      r.Bool("GRAPHIQL", false),
 	}
+}
+
+// Deadlines is the deadline of each call to a service: reads CallTimeout, writes WriteTimeout.
+func (c Config) Deadlines() upstream.Deadlines {
+	return upstream.Deadlines{Read: c.CallTimeout, Write: c.WriteTimeout}
 }
 
 // Run starts the process and serves until ctx is done.
@@ -59,7 +68,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // build dials the services and mounts the GraphQL endpoint. Only the catalog is a readiness
 // check: without it no screen renders, while the others fail their own fields alone.
 func build(_ context.Context, s *server.Server, cfg Config) (http.Handler, error) {
-	conns, err := upstream.Connect(s, cfg.CallTimeout, map[string]string{
+	conns, err := upstream.Connect(s, cfg.Deadlines(), map[string]string{
 		"catalog": cfg.CatalogAddr, "inventory": cfg.InventoryAddr, "waitroom": cfg.WaitroomAddr, "order": cfg.OrderAddr,
 	}, "catalog")
 	if err != nil {

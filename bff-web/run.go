@@ -32,14 +32,18 @@ type Config struct {
 	SearchAddr       string        // SEARCH_GRPC_ADDR
 	NotificationAddr string        // NOTIFICATION_GRPC_ADDR
 	AssistantAddr    string        // ASSISTANT_GRPC_ADDR
-	CallTimeout      time.Duration // BFF_CALL_TIMEOUT: each service call
+	CallTimeout      time.Duration // BFF_CALL_TIMEOUT: each call that only reads
+	WriteTimeout     time.Duration // BFF_WRITE_TIMEOUT: each call that changes something (upstream.Writes)
 	MaxDepth         int           // GRAPHQL_MAX_DEPTH
 	MaxComplexity    int           // GRAPHQL_MAX_COMPLEXITY
 	GraphiQL         bool          // GRAPHIQL: the GraphiQL page and introspection (all-in-one mode)
 }
 
-// LoadConfig reads bff-web's variables. The depth limit leaves room for the deepest query the
-// web app sends (an order's event's seat map, seats included: 9 levels is over it); the
+// LoadConfig reads bff-web's variables. Reads get BFF_CALL_TIMEOUT, writes the longer
+// BFF_WRITE_TIMEOUT, within the gateway's response timeout: a write cut short by the BFF is
+// done by the service all the same, and only its answer is lost (upstream.Deadlines). The
+// depth limit leaves room for the deepest query the web app sends (an order's event's seat
+// map, seats included: 9 levels is over it); the
 // complexity limit for a search page of 100 hits as a results list shows them (title, price,
 // venue name, availability level: 1410), not for 100 hits with every field and each venue's
 // sections (2910, refused).
@@ -52,10 +56,16 @@ func LoadConfig(r *config.Reader) Config {
 		NotificationAddr: r.Addr("NOTIFICATION_GRPC_ADDR", "127.0.0.1:9108"),
 		AssistantAddr:    r.Addr("ASSISTANT_GRPC_ADDR", "127.0.0.1:9109"),
 		CallTimeout:      r.Duration("BFF_CALL_TIMEOUT", 2*time.Second),
+		WriteTimeout:     r.Duration("BFF_WRITE_TIMEOUT", upstream.DefaultWriteTimeout),
 		MaxDepth:         r.Int("GRAPHQL_MAX_DEPTH", 8, 1, 50),
 		MaxComplexity:    r.Int("GRAPHQL_MAX_COMPLEXITY", 2500, 1, 1_000_000),
 		GraphiQL:         r.Bool("GRAPHIQL", false),
 	}
+}
+
+// Deadlines is the deadline of each call to a service: reads CallTimeout, writes WriteTimeout.
+func (c Config) Deadlines() upstream.Deadlines {
+	return upstream.Deadlines{Read: c.CallTimeout, Write: c.WriteTimeout}
 }
 
 // Run starts the process and serves until ctx is done.
@@ -66,7 +76,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // build dials the services and mounts the GraphQL endpoint. Only the catalog is a readiness
 // check: without it no page renders, while the others fail their own fields alone.
 func build(_ context.Context, s *server.Server, cfg Config) (http.Handler, error) {
-	conns, err := upstream.Connect(s, cfg.CallTimeout, map[string]string{
+	conns, err := upstream.Connect(s, cfg.Deadlines(), map[string]string{
 		"catalog": cfg.CatalogAddr, "inventory": cfg.InventoryAddr, "order": cfg.OrderAddr,
 		"search": cfg.SearchAddr, "notification": cfg.NotificationAddr, "assistant": cfg.AssistantAddr,
 	}, "catalog")

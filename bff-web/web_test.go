@@ -17,6 +17,7 @@ import (
 	"boxoffice.dev/bffkit/graphqltest"
 	"boxoffice.dev/bffkit/loaders"
 	"boxoffice.dev/bffkit/servicetest"
+	"boxoffice.dev/bffkit/upstream"
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/graphqlserver"
 	"boxoffice.dev/platform/identity"
@@ -47,7 +48,7 @@ func newFixture(t *testing.T, events int, graphiQL bool) *fixture {
 	t.Helper()
 	svc := servicetest.Start(t, events)
 	cfg := LoadConfig(config.New(func(string) string { return "" }))
-	dial := func(s *servicetest.Server) *grpc.ClientConn { return s.Dial(t, 2*time.Second) }
+	dial := func(s *servicetest.Server) grpc.ClientConnInterface { return upstream.WithDeadlines(s.Dial(t, 0), cfg.Deadlines()) }
 	res := &graph.Resolver{
 		Catalog:       catalogv1.NewCatalogClient(dial(svc.Catalog)),
 		Inventory:     inventoryv1.NewInventoryClient(dial(svc.Inventory)),

@@ -97,7 +97,7 @@ type ComplexityRoot struct {
 	Mutation struct {
 		CreateOrder func(childComplexity int, holdID string, idempotencyKey string) int
 		JoinQueue   func(childComplexity int, eventID string) int
-		PlaceHold   func(childComplexity int, eventID string, seats []string, ticketClass *string, quantity *int, admissionPass *string) int
+		PlaceHold   func(childComplexity int, eventID string, seats []string, ticketClass *string, quantity *int, admissionPass *string, idempotencyKey *string) int
 	}
 
 	Order struct {
@@ -159,7 +159,7 @@ type HoldResolver interface {
 }
 type MutationResolver interface {
 	JoinQueue(ctx context.Context, eventID string) (*model.QueueStatus, error)
-	PlaceHold(ctx context.Context, eventID string, seats []string, ticketClass *string, quantity *int, admissionPass *string) (*model.Hold, error)
+	PlaceHold(ctx context.Context, eventID string, seats []string, ticketClass *string, quantity *int, admissionPass *string, idempotencyKey *string) (*model.Hold, error)
 	CreateOrder(ctx context.Context, holdID string, idempotencyKey string) (*model.Order, error)
 }
 type OrderResolver interface {
@@ -443,7 +443,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Mutation.PlaceHold(childComplexity, args["eventId"].(string), args["seats"].([]string), args["ticketClass"].(*string), args["quantity"].(*int), args["admissionPass"].(*string)), true
+		return e.ComplexityRoot.Mutation.PlaceHold(childComplexity, args["eventId"].(string), args["seats"].([]string), args["ticketClass"].(*string), args["quantity"].(*int), args["admissionPass"].(*string), args["idempotencyKey"].(*string)), true
 
 	case "Order.amount":
 		if e.ComplexityRoot.Order.Amount == nil {
@@ -1096,6 +1096,14 @@ func (ec *executionContext) field_Mutation_placeHold_args(ctx context.Context, r
 		return nil, err
 	}
 	args["admissionPass"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "idempotencyKey",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["idempotencyKey"] = arg5
 	return args, nil
 }
 
@@ -2212,7 +2220,7 @@ func (ec *executionContext) _Mutation_placeHold(ctx context.Context, field graph
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Mutation().PlaceHold(ctx, fc.Args["eventId"].(string), fc.Args["seats"].([]string), fc.Args["ticketClass"].(*string), fc.Args["quantity"].(*int), fc.Args["admissionPass"].(*string))
+			return ec.Resolvers.Mutation().PlaceHold(ctx, fc.Args["eventId"].(string), fc.Args["seats"].([]string), fc.Args["ticketClass"].(*string), fc.Args["quantity"].(*int), fc.Args["admissionPass"].(*string), fc.Args["idempotencyKey"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.Hold) graphql.Marshaler {

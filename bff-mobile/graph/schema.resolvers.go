@@ -10,6 +10,7 @@ import (
 
 	"boxoffice.dev/bff-mobile/graph/model"
 	"boxoffice.dev/bffkit/protoconv"
+	"boxoffice.dev/bffkit/upstream"
 	"boxoffice.dev/platform/graphqlserver"
 	"boxoffice.dev/platform/problem"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
@@ -60,13 +61,13 @@ func (r *mutationResolver) JoinQueue(ctx context.Context, eventID string) (*mode
 	}
 	q, err := r.Waitroom.Join(ctx, &waitroomv1.JoinRequest{EventId: eventID})
 	if err != nil {
-		return nil, err
+		return nil, upstream.WriteError(ctx, err, "joinQueue", "joining again is safe and keeps the first place")
 	}
 	return queueFromProto(q)
 }
 
 // PlaceHold is the resolver for the placeHold field.
-func (r *mutationResolver) PlaceHold(ctx context.Context, eventID string, seats []string, ticketClass *string, quantity *int, admissionPass *string) (*model.Hold, error) {
+func (r *mutationResolver) PlaceHold(ctx context.Context, eventID string, seats []string, ticketClass *string, quantity *int, admissionPass *string, idempotencyKey *string) (*model.Hold, error) {
 	if _, err := graphqlserver.User(ctx); err != nil {
 		return nil, err
 	}
@@ -75,10 +76,10 @@ func (r *mutationResolver) PlaceHold(ctx context.Context, eventID string, seats 
 		return nil, err
 	}
 	req := &inventoryv1.PlaceHoldRequest{EventId: eventID, Seats: seats, Class: protoconv.Value(ticketClass),
-		Quantity: n, AdmissionPass: protoconv.Value(admissionPass)}
+		Quantity: n, AdmissionPass: protoconv.Value(admissionPass), IdempotencyKey: protoconv.Value(idempotencyKey)}
 	h, err := r.Inventory.PlaceHold(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, upstream.WriteError(ctx, err, "placeHold", upstream.Retry(req.IdempotencyKey))
 	}
 	return holdFromProto(h)
 }
@@ -90,7 +91,7 @@ func (r *mutationResolver) CreateOrder(ctx context.Context, holdID string, idemp
 	}
 	resp, err := r.Orders.CreateOrder(ctx, &orderv1.CreateOrderRequest{HoldId: holdID, IdempotencyKey: idempotencyKey})
 	if err != nil {
-		return nil, err
+		return nil, upstream.WriteError(ctx, err, "createOrder", upstream.Retry(idempotencyKey))
 	}
 	return orderFromProto(resp.GetOrder())
 }

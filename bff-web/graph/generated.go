@@ -6549,7 +6549,7 @@ func (ec *executionContext) unmarshalInputPlaceHoldInput(ctx context.Context, ob
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"eventId", "seats", "ticketClass", "quantity", "admissionPass"}
+	fieldsInOrder := [...]string{"eventId", "seats", "ticketClass", "quantity", "admissionPass", "idempotencyKey"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -6591,6 +6591,13 @@ func (ec *executionContext) unmarshalInputPlaceHoldInput(ctx context.Context, ob
 				return it, err
 			}
 			it.AdmissionPass = data
+		case "idempotencyKey":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("idempotencyKey"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.IdempotencyKey = data
 		}
 	}
 	return it, nil

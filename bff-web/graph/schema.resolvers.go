@@ -10,6 +10,7 @@ import (
 
 	"boxoffice.dev/bff-web/graph/model"
 	"boxoffice.dev/bffkit/protoconv"
+	"boxoffice.dev/bffkit/upstream"
 	"boxoffice.dev/platform/graphqlserver"
 	"boxoffice.dev/platform/problem"
 	assistantv1 "boxoffice.dev/proto/boxoffice/assistant/v1"
@@ -116,10 +117,10 @@ func (r *mutationResolver) PlaceHold(ctx context.Context, input model.PlaceHoldI
 		return nil, err
 	}
 	req := &inventoryv1.PlaceHoldRequest{EventId: input.EventID, Seats: input.Seats, Class: protoconv.Value(input.TicketClass),
-		Quantity: quantity, AdmissionPass: protoconv.Value(input.AdmissionPass)}
+		Quantity: quantity, AdmissionPass: protoconv.Value(input.AdmissionPass), IdempotencyKey: protoconv.Value(input.IdempotencyKey)}
 	h, err := r.Inventory.PlaceHold(ctx, req)
 	if err != nil {
-		return nil, err
+		return nil, upstream.WriteError(ctx, err, "placeHold", upstream.Retry(req.IdempotencyKey))
 	}
 	return holdFromProto(h)
 }
@@ -131,7 +132,7 @@ func (r *mutationResolver) ReleaseHold(ctx context.Context, id string) (*model.H
 	}
 	h, err := r.Inventory.ReleaseHold(ctx, &inventoryv1.ReleaseHoldRequest{HoldId: id})
 	if err != nil {
-		return nil, err
+		return nil, upstream.WriteError(ctx, err, "releaseHold", "releasing again is safe and answers the same")
 	}
 	return holdFromProto(h)
 }
@@ -143,7 +144,7 @@ func (r *mutationResolver) Checkout(ctx context.Context, holdID string, idempote
 	}
 	resp, err := r.Orders.CreateOrder(ctx, &orderv1.CreateOrderRequest{HoldId: holdID, IdempotencyKey: idempotencyKey})
 	if err != nil {
-		return nil, err
+		return nil, upstream.WriteError(ctx, err, "checkout", upstream.Retry(idempotencyKey))
 	}
 	return orderFromProto(resp.GetOrder())
 }

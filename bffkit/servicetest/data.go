@@ -28,6 +28,7 @@ type Data struct {
 
 	nextID    int
 	orderKeys map[string]string // order ids by "user/idempotency key"
+	holdKeys  map[string]string // hold ids by "user/idempotency key"
 }
 
 // holdFor is how long a fake hold lasts (it never expires; the time is only shown).
@@ -46,7 +47,7 @@ const (
 // sale; seats A-1-1 and A-1-2 of every event are sold and A-1-3 held.
 func NewData(n int) *Data {
 	d := &Data{Venues: map[string]*catalogv1.Venue{}, SeatMaps: map[string]*inventoryv1.SeatMap{}, Positions: map[string]int64{},
-		orderKeys: map[string]string{}, Now: Epoch.Add(-7 * 24 * time.Hour)}
+		orderKeys: map[string]string{}, holdKeys: map[string]string{}, Now: Epoch.Add(-7 * 24 * time.Hour)}
 	for i, city := range []string{"São Paulo", "São Paulo", "Lisboa"} {
 		id := fmt.Sprintf("ven-%d", i+1)
 		d.Venues[id] = &catalogv1.Venue{

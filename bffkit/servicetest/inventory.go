@@ -59,7 +59,8 @@ func (v *inventory) BatchGetAvailability(_ context.Context, req *inventoryv1.Bat
 }
 
 // PlaceHold holds available seats, or GA tickets, all or nothing. A flash-sale event wants
-// the pass the fake waitroom hands out ("pass-<user>").
+// the pass the fake waitroom hands out ("pass-<user>"). A repeated idempotency key returns
+// the user's hold placed under it, as it is now (the fake does not compare the requests).
 func (v *inventory) PlaceHold(ctx context.Context, req *inventoryv1.PlaceHoldRequest) (*inventoryv1.Hold, error) {
 	u, err := user(ctx)
 	if err != nil {
@@ -67,6 +68,10 @@ func (v *inventory) PlaceHold(ctx context.Context, req *inventoryv1.PlaceHoldReq
 	}
 	v.d.Mu.Lock()
 	defer v.d.Mu.Unlock()
+	key := u + "/" + req.GetIdempotencyKey()
+	if id, ok := v.d.holdKeys[key]; ok {
+		return proto.CloneOf(v.d.hold(id, u)), nil
+	}
 	m, ok := v.d.SeatMaps[req.GetEventId()]
 	if !ok {
 		return nil, notFound("seat map for event", req.GetEventId())
@@ -112,6 +117,9 @@ func (v *inventory) PlaceHold(ctx context.Context, req *inventoryv1.PlaceHoldReq
 	}
 	recount(m)
 	v.d.Holds = append(v.d.Holds, h)
+	if req.GetIdempotencyKey() != "" {
+		v.d.holdKeys[key] = h.Id
+	}
 	return proto.CloneOf(h), nil
 }
 

@@ -105,9 +105,13 @@ type Server struct {
 
 	grpc *grpc.Server
 
-	mu    sync.Mutex
-	calls map[string]int
-	users map[string]string // the user metadata of each method's last call
+	mu      sync.Mutex
+	calls   map[string]int
+	users   map[string]string // the user metadata of each method's last call
+	latency time.Duration     // see SetLatency
+
+	stop    sync.Once
+	stopped chan struct{} // closed by Stop
 }
 
 func serve(t testing.TB, name string, register func(*grpc.Server)) *Server {
@@ -116,7 +120,7 @@ func serve(t testing.TB, name string, register func(*grpc.Server)) *Server {
 	if err != nil {
 		t.Fatalf("servicetest: listen for %s: %v", name, err)
 	}
-	s := &Server{Name: name, Addr: l.Addr().String(), calls: map[string]int{}, users: map[string]string{}}
+	s := &Server{Name: name, Addr: l.Addr().String(), calls: map[string]int{}, users: map[string]string{}, stopped: make(chan struct{})}
 	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(s.count))
 	register(s.grpc)
 	go func() { _ = s.grpc.Serve(l) }()
@@ -124,13 +128,32 @@ func serve(t testing.TB, name string, register func(*grpc.Server)) *Server {
 	return s
 }
 
-// count records a call before handling it.
+// count records a call before handling it, and holds its answer back for the latency.
 func (s *Server) count(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	s.mu.Lock()
 	s.calls[info.FullMethod]++
 	s.users[info.FullMethod] = identity.FromIncomingContext(ctx).User
+	latency := s.latency
 	s.mu.Unlock()
-	return handler(ctx, req)
+	resp, err := handler(ctx, req)
+	if latency > 0 {
+		t := time.NewTimer(latency)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-s.stopped:
+		}
+	}
+	return resp, err
+}
+
+// SetLatency makes this fake answer every call d after doing it, as a loaded service does:
+// the work is done at once, whatever the caller's deadline, and only the answer is late.
+// A caller that gives up sooner loses the answer to a call that took effect. 0 = at once.
+func (s *Server) SetLatency(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency = d
 }
 
 // Calls is how many calls this fake has received, by full method name.
@@ -162,7 +185,10 @@ func (s *Server) LastUser(method string) string {
 
 // Stop takes the service down, as a crash would: calls in flight fail and new connections
 // are refused. Stopping twice is harmless.
-func (s *Server) Stop() { s.grpc.Stop() }
+func (s *Server) Stop() {
+	s.stop.Do(func() { close(s.stopped) })
+	s.grpc.Stop()
+}
 
 // user is the calling fan, or UNAUTHENTICATED as the real services answer without one.
 func user(ctx context.Context) (string, error) {

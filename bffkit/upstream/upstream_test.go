@@ -27,7 +27,7 @@ func newServer(t *testing.T) *server.Server {
 func TestConnect(t *testing.T) {
 	svc := servicetest.Start(t, 1)
 	s := newServer(t)
-	conns, err := Connect(s, time.Second, map[string]string{"catalog": svc.Catalog.Addr, "inventory": svc.Inventory.Addr}, "catalog")
+	conns, err := Connect(s, Deadlines{Read: time.Second, Write: time.Second}, map[string]string{"catalog": svc.Catalog.Addr, "inventory": svc.Inventory.Addr}, "catalog")
 	if err != nil {
 		t.Fatalf("Connect = %v", err)
 	}
@@ -44,12 +44,12 @@ func TestConnect(t *testing.T) {
 	})
 	_ = s.Close()
 	for name, conn := range conns {
-		if st := conn.GetState(); st != connectivity.Shutdown {
+		if st := conn.(interface{ GetState() connectivity.State }).GetState(); st != connectivity.Shutdown {
 			t.Errorf("%s connection after Close = %v, want shut down", name, st)
 		}
 	}
 
-	if _, err := Connect(newServer(t), time.Second, map[string]string{"inventory": svc.Inventory.Addr}, "catalog"); err == nil {
+	if _, err := Connect(newServer(t), Deadlines{Read: time.Second}, map[string]string{"inventory": svc.Inventory.Addr}, "catalog"); err == nil {
 		t.Error("Connect without the essential service's address = nil error, want one")
 	}
 }

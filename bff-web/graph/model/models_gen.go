@@ -100,6 +100,10 @@ type PlaceHoldInput struct {
 	Quantity *int `json:"quantity,omitempty"`
 	// The waiting room's pass, for a flash-sale event.
 	AdmissionPass *string `json:"admissionPass,omitempty"`
+	// Optional, 1 to 200 characters, new for each hold the fan means to place: the same key returns the hold
+	// the first request placed, as it is now, so a retry is safe. The server makes up none: without a key a
+	// retry after a lost answer may hold twice.
+	IdempotencyKey *string `json:"idempotencyKey,omitempty"`
 }
 
 type Query struct {
