@@ -47,7 +47,9 @@ func newFixtureWith(t *testing.T, events int, env map[string]string) *fixture {
 	t.Helper()
 	svc := servicetest.Start(t, events)
 	cfg := LoadConfig(config.New(func(k string) string { return env[k] }))
-	dial := func(s *servicetest.Server) grpc.ClientConnInterface { return upstream.WithDeadlines(s.Dial(t, 0), cfg.Deadlines()) }
+	dial := func(s *servicetest.Server) grpc.ClientConnInterface {
+		return upstream.WithDeadlines(s.Dial(t, 0), cfg.Deadlines())
+	}
 	res := &graph.Resolver{
 		Catalog:   catalogv1.NewCatalogClient(dial(svc.Catalog)),
 		Inventory: inventoryv1.NewInventoryClient(dial(svc.Inventory)),

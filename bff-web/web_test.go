@@ -48,7 +48,9 @@ func newFixture(t *testing.T, events int, graphiQL bool) *fixture {
 	t.Helper()
 	svc := servicetest.Start(t, events)
 	cfg := LoadConfig(config.New(func(string) string { return "" }))
-	dial := func(s *servicetest.Server) grpc.ClientConnInterface { return upstream.WithDeadlines(s.Dial(t, 0), cfg.Deadlines()) }
+	dial := func(s *servicetest.Server) grpc.ClientConnInterface {
+		return upstream.WithDeadlines(s.Dial(t, 0), cfg.Deadlines())
+	}
 	res := &graph.Resolver{
 		Catalog:       catalogv1.NewCatalogClient(dial(svc.Catalog)),
 		Inventory:     inventoryv1.NewInventoryClient(dial(svc.Inventory)),

@@ -49,11 +49,11 @@ func TestDeadlinesFor(t *testing.T) {
 func TestWriteError(t *testing.T) {
 	lost := &problem.Error{Code: problem.Unavailable, Message: "inventory is unavailable"}
 	for _, tc := range []struct {
-		name  string
-		err   error
-		key   string
-		code  string // "" = err returned as it is
-		says  string
+		name string
+		err  error
+		key  string
+		code string // "" = err returned as it is
+		says string
 	}{
 		{"lost with a key", lost, "k-1", CodeOutcomeUnknown, "retrying with the same idempotencyKey is safe"},
 		{"lost without a key", lost, "", CodeOutcomeUnknown, "a retry may do it twice"},
