@@ -83,6 +83,7 @@ const (
 	outcomeRateLimited   = "rate_limited"
 	outcomeStoreDown     = "limit_store_unavailable"
 	outcomeInvalidPolicy = "invalid_policy"
+	outcomeBadOperation  = "bad_graphql_operation"
 )
 
 type exchangeKey struct{}

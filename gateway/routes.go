@@ -309,7 +309,12 @@ func challenge(mode policy.AuthMode) string {
 func (g *gateway) rateLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ex := exchangeOf(r)
-		reqs, charges := limits.Build(ex.snap, limits.Subject{Route: ex.route, Caller: ex.caller, IP: ex.ip, Request: r})
+		reqs, charges, err := limits.Build(ex.snap, limits.Subject{Route: ex.route, Caller: ex.caller, IP: ex.ip, Request: r})
+		if err != nil { // a GraphQL request whose writes cannot be counted
+			ex.outcome = outcomeBadOperation
+			problem.Write(w, r, nil, err)
+			return
+		}
 		res, err := g.enforcer.Decide(r.Context(), reqs)
 		if err != nil {
 			ex.outcome = outcomeInvalidPolicy

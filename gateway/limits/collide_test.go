@@ -61,7 +61,10 @@ func TestBuildNamesEachRuleAndKeyOnce(t *testing.T) {
 		for name, c := range callers {
 			t.Run(route.ID+"/"+name, func(t *testing.T) {
 				r := httptest.NewRequest("GET", "/", strings.NewReader(`{}`))
-				reqs, _ := Build(snap, Subject{Route: route, Caller: c, IP: netip.MustParseAddr("203.0.113.9"), Request: r})
+				reqs, _, err := Build(snap, Subject{Route: route, Caller: c, IP: netip.MustParseAddr("203.0.113.9"), Request: r})
+				if err != nil {
+					t.Fatalf("Build() = %v, want no error", err)
+				}
 				seen := map[built]bool{}
 				for _, b := range summary(reqs) {
 					if seen[b] {

@@ -40,7 +40,13 @@ plans:
 
 func snapshot(t *testing.T, tenants ...policy.TenantRule) *policy.Snapshot {
 	t.Helper()
-	p, err := policy.Parse([]byte(doc))
+	return compileDoc(t, doc, tenants...)
+}
+
+// compileDoc parses and compiles the policy text with tenants, failing the test on an error.
+func compileDoc(t *testing.T, text string, tenants ...policy.TenantRule) *policy.Snapshot {
+	t.Helper()
+	p, err := policy.Parse([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +100,10 @@ func TestBuild(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
-			reqs, _ := Build(snap, Subject{Route: snap.Route(tt.route), Caller: tt.caller, IP: ip, Request: r})
+			reqs, _, err := Build(snap, Subject{Route: snap.Route(tt.route), Caller: tt.caller, IP: ip, Request: r})
+			if err != nil {
+				t.Fatalf("Build() = %v, want no error", err)
+			}
 			if got := summary(reqs); !slices.Equal(got, tt.want) {
 				t.Errorf("Build() = %v, want %v", got, tt.want)
 			}

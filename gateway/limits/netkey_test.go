@@ -61,7 +61,10 @@ func TestBuildNetKey(t *testing.T) {
 				ip = netip.MustParseAddr(tt.ip)
 			}
 			r := httptest.NewRequest("POST", "/", strings.NewReader(`{"email":"Ana@Example.org","password":"x"}`))
-			reqs, _ := Build(snap, Subject{Route: snap.Route(tt.route), Caller: authn.Caller{}, IP: ip, Request: r})
+			reqs, _, err := Build(snap, Subject{Route: snap.Route(tt.route), Caller: authn.Caller{}, IP: ip, Request: r})
+			if err != nil {
+				t.Fatalf("Build() = %v, want no error", err)
+			}
 			if got := summary(reqs); !slices.Equal(got, tt.want) {
 				t.Errorf("Build() = %v, want %v", got, tt.want)
 			}

@@ -13,11 +13,14 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"boxoffice.dev/gateway/authn"
+	"boxoffice.dev/gateway/graphqlop"
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/platform/problem"
 )
 
 // Subject is what a request's limit keys are made of.
@@ -41,16 +44,30 @@ type Charge struct {
 //
 //   - each of the route's limits, keyed by the parts of its key (a limit whose key needs
 //     something the request lacks — a user on an anonymous request — does not apply);
+//   - on a GraphQL route (policy.GraphQL), for a mutation, instead of the route's own
+//     limits, those of the REST route each root field maps to, keyed as that route keys
+//     them: a field's write spends the budget the same write spends through REST, and two
+//     fields on one budget spend it twice (one request of twice the cost);
 //   - for a caller with an API key, its plan's rules keyed by tenant, the api rate replaced
 //     by the tenant's override from the rate_limit_rule table when there is one.
 //
-// A caller on an unlimited plan gets no requests at all. Build does no I/O beyond reading
-// the request body for json:<field> keys.
-func Build(snap *policy.Snapshot, s Subject) ([]ratelimit.Request, []Charge) {
+// A caller on an unlimited plan gets no requests at all. The error is a *problem.Error (400)
+// for a GraphQL request the gateway cannot count: not valid GraphQL, a subscription, or a
+// mutation field the policy does not map. Build does no I/O beyond reading the request body
+// for json:<field> keys and GraphQL operations.
+func Build(snap *policy.Snapshot, s Subject) ([]ratelimit.Request, []Charge, error) {
+	body := lazyBody{r: s.Request}
+	spenders := []*policy.CompiledRoute{s.Route}
+	if s.Route.Mutations != nil { // before the plan: an unmapped write is refused to everyone
+		var err error
+		if spenders, err = mutationRoutes(s.Route, s.Request, &body); err != nil {
+			return nil, nil, err
+		}
+	}
 	var plan *policy.CompiledPlan
 	if s.Caller.Tenant != "" {
 		if plan = snap.Plan(s.Caller.Plan); plan != nil && plan.Unlimited {
-			return nil, nil
+			return nil, nil, nil
 		}
 	}
 	n := len(s.Route.Limits)
@@ -59,16 +76,25 @@ func Build(snap *policy.Snapshot, s Subject) ([]ratelimit.Request, []Charge) {
 	}
 	reqs := make([]ratelimit.Request, 0, n)
 	var charges []Charge
-	body := lazyBody{r: s.Request}
-	for _, l := range s.Route.Limits {
-		key, ok := s.key(l.Key, &body)
-		if !ok {
-			continue
-		}
-		q := ratelimit.Request{Rule: l.Rule, Key: key}
-		reqs = append(reqs, q)
-		if l.CostHeader != "" {
-			charges = append(charges, Charge{Request: q, Header: l.CostHeader})
+	for _, rt := range spenders {
+		as := s
+		as.Route = rt
+		for _, l := range rt.Limits {
+			key, ok := as.key(l.Key, &body)
+			if !ok {
+				continue
+			}
+			if i := slices.IndexFunc(reqs, func(q ratelimit.Request) bool { return q.Rule.ID == l.Rule.ID && q.Key == key }); i >= 0 {
+				// The limiter decides a rule and key once per call: a second call of the
+				// same write spends its cost on the same request.
+				reqs[i].Cost = cost(reqs[i]) + cost(ratelimit.Request{Rule: l.Rule})
+				continue
+			}
+			q := ratelimit.Request{Rule: l.Rule, Key: key}
+			reqs = append(reqs, q)
+			if l.CostHeader != "" {
+				charges = append(charges, Charge{Request: q, Header: l.CostHeader})
+			}
 		}
 	}
 	if plan != nil {
@@ -82,7 +108,57 @@ func Build(snap *policy.Snapshot, s Subject) ([]ratelimit.Request, []Charge) {
 			reqs = append(reqs, ratelimit.Request{Rule: *plan.Quota, Key: tenantKey})
 		}
 	}
-	return reqs, charges
+	return reqs, charges, nil
+}
+
+// cost is what q spends: its own cost, else its rule's, else 1.
+func cost(q ratelimit.Request) int {
+	switch {
+	case q.Cost > 0:
+		return q.Cost
+	case q.Rule.Cost > 0:
+		return q.Rule.Cost
+	}
+	return 1
+}
+
+// mutationRoutes returns the routes whose limits a request to the GraphQL route rt spends:
+// rt itself for a query, the mapped route of each root field for a mutation. It reads the
+// operation where gqlgen's transports do: a POST's JSON body, a GET's URL query. Other
+// methods carry no operation (the BFFs answer them with an error), and neither does a body
+// the gateway could not read whole (over max_body_bytes: the upstream call fails the same
+// way, so nothing runs): both keep rt's own limits.
+func mutationRoutes(rt *policy.CompiledRoute, r *http.Request, body *lazyBody) ([]*policy.CompiledRoute, error) {
+	var op graphqlop.Operation
+	var err error
+	switch r.Method {
+	case http.MethodGet:
+		q := r.URL.Query()
+		op, err = graphqlop.Parse(q.Get("query"), q.Get("operationName"))
+	case http.MethodPost:
+		data, ok := body.bytes()
+		if !ok {
+			return []*policy.CompiledRoute{rt}, nil
+		}
+		op, err = graphqlop.FromJSON(data)
+	default:
+		return []*policy.CompiledRoute{rt}, nil
+	}
+	if err != nil || op.Type != graphqlop.Mutation {
+		return []*policy.CompiledRoute{rt}, err
+	}
+	routes := make([]*policy.CompiledRoute, 0, len(op.Fields))
+	for _, f := range op.Fields {
+		m, ok := rt.Mutations[f]
+		if !ok {
+			return nil, problem.InvalidField("query", "mutation %s is not in the gateway's policy, so it has no limits: it is refused until the policy maps it to a route", f)
+		}
+		routes = append(routes, m)
+	}
+	if len(routes) == 0 { // only __typename: no write, but still a request
+		return []*policy.CompiledRoute{rt}, nil
+	}
+	return routes, nil
 }
 
 // key builds a limit's key for the subject. One part is "user:42"; several are
@@ -176,26 +252,43 @@ func hashed(v string) string {
 	return hex.EncodeToString(h[:8])
 }
 
-// lazyBody reads a request's JSON body once, on first need, and puts it back for the upstream.
+// lazyBody reads a request's body once, on first need, and puts it back for the upstream.
 type lazyBody struct {
 	r       *http.Request
 	read    bool
+	data    []byte
+	ok      bool // the body was read whole
+	parsed  bool
 	members []member
+}
+
+// bytes returns the whole body; false when it could not be read (too large, or cut off),
+// in which case the upstream's read fails the same way.
+func (b *lazyBody) bytes() ([]byte, bool) {
+	if !b.read {
+		b.read = true
+		if b.r.Body == nil || b.r.Body == http.NoBody {
+			b.ok = true
+			return nil, true
+		}
+		data, err := io.ReadAll(b.r.Body)
+		b.r.Body.Close()
+		if err != nil {
+			b.r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(data), failingReader{err}))
+			return nil, false
+		}
+		b.r.Body = io.NopCloser(bytes.NewReader(data))
+		b.data, b.ok = data, true
+	}
+	return b.data, b.ok
 }
 
 // field returns the top-level string field name of the body as the service behind the
 // gateway reads it (see stringField); "" when the body holds none.
 func (b *lazyBody) field(name string) string {
-	if !b.read {
-		b.read = true
-		if b.r.Body != nil && b.r.Body != http.NoBody {
-			data, err := io.ReadAll(b.r.Body)
-			b.r.Body.Close()
-			if err != nil { // too large, or cut off: the upstream read fails the same way
-				b.r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(data), failingReader{err}))
-				return ""
-			}
-			b.r.Body = io.NopCloser(bytes.NewReader(data))
+	if !b.parsed {
+		b.parsed = true
+		if data, ok := b.bytes(); ok && len(data) > 0 {
 			b.members = topLevel(data)
 		}
 	}

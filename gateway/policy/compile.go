@@ -35,6 +35,9 @@ type CompiledRoute struct {
 	Limits                          []*CompiledLimit
 	ConnectTimeout, ResponseTimeout time.Duration
 	Retry                           bool
+	// Mutations are the routes whose limits each root field of a GraphQL mutation spends,
+	// by field name; nil when the route is not a GraphQL one (Route.GraphQL).
+	Mutations map[string]*CompiledRoute
 }
 
 // CompiledLimit is a limit with its rule and key parsed.
@@ -107,6 +110,9 @@ func Compile(p *Policy, tenants []TenantRule) (*Snapshot, error) {
 		}
 		s.routes = append(s.routes, cr)
 		s.byID[r.ID] = cr
+	}
+	for _, cr := range s.routes {
+		cr.Mutations = s.mutations(cr.GraphQL)
 	}
 	for _, t := range tenants {
 		rule, err := s.tenantRule(t)

@@ -223,6 +223,11 @@ func (p *Policy) validate() error {
 		}
 		routes[r.ID] = true
 	}
+	for i, r := range p.Routes {
+		if err := p.validateGraphQL(ref("routes", i, r.ID)+".graphql", r.GraphQL); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

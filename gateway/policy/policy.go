@@ -198,6 +198,9 @@ type Route struct {
 	// Retry allows one retry on another instance after a connection failure or timeout, for
 	// idempotent methods and requests with an Idempotency-Key only. nil means true.
 	Retry *bool `yaml:"retry" json:"retry,omitempty"`
+	// GraphQL marks a GraphQL endpoint and says what its mutations spend; nil for a route
+	// that is not one.
+	GraphQL *GraphQL `yaml:"graphql" json:"graphql,omitempty"`
 }
 
 // Match selects requests by method and path. Path is a pattern in the style of Go 1.22's

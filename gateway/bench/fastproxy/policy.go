@@ -85,11 +85,14 @@ func (w *policyWork) close() { w.redis.Close() }
 // supported refuses what this proxy does not do as the gateway would: a route other than
 // auth: user, and rules that need the gateway's limiter chain or its response-time work
 // (concurrency slots, leases, shards, costs read from the response), or keys it does not
-// build (API keys, tenants, headers, body fields).
+// build (API keys, tenants, headers, body fields, GraphQL operations).
 func supported(snap *policy.Snapshot) error {
 	for _, rt := range snap.Routes() {
 		if rt.Auth != policy.AuthUser {
 			return fmt.Errorf("route %s: auth %s: fastproxy takes only auth: user", rt.ID, rt.Auth)
+		}
+		if rt.GraphQL != nil {
+			return fmt.Errorf("route %s: graphql: fastproxy reads no GraphQL operation", rt.ID)
 		}
 		for _, l := range rt.Limits {
 			if l.Rule.Algorithm == ratelimit.Concurrency || l.Rule.Lease > 0 || l.Rule.Shards > 1 || l.CostHeader != "" {
@@ -134,7 +137,7 @@ func (w *policyWork) decide(rc *fasthttp.RequestCtx) (decision, outcome) {
 	}
 	h.Set(identity.HeaderUser, claims.Subject)
 	caller := authn.Caller{Identity: identity.Identity{User: claims.Subject}}
-	reqs, _ := limits.Build(w.snap, limits.Subject{Route: rt, Caller: caller, IP: peerIP(rc)}) // no charges: see supported
+	reqs, _, _ := limits.Build(w.snap, limits.Subject{Route: rt, Caller: caller, IP: peerIP(rc)}) // no charges nor GraphQL: see supported
 	ctx, cancel := context.WithTimeout(w.ctx, w.timeout)
 	res, err := w.store.Allow(ctx, reqs)
 	cancel()
