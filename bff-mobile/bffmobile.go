@@ -21,6 +21,10 @@ import (
 // Path is where bff-mobile serves GraphQL, the path the gateway forwards unchanged.
 const Path = "/graphql/mobile"
 
+// GraphiQLPath is where bff-mobile serves GraphiQL when enabled: beside Path rather than on it,
+// so the gateway lets the page through without a token while Path still wants one.
+const GraphiQLPath = "/graphiql/mobile"
+
 // Handler is bff-mobile's GraphQL endpoint over res: the platform's GraphQL server (limits,
 // persisted queries, the gateway's caller) with a request's dataloaders in front of it. Its
 // writes are its mutations, one per operation; every query only reads (queue polls).

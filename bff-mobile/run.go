@@ -82,10 +82,13 @@ func build(_ context.Context, s *server.Server, cfg Config) (http.Handler, error
 		Orders:    orderv1.NewOrderClient(conns["order"]),
 	}
 	gql := Handler(res, graphqlserver.Options{
-		MaxDepth: cfg.MaxDepth, MaxComplexity: cfg.MaxComplexity, GraphiQL: cfg.GraphiQL, Title: "BoxOffice mobile", Log: s.Log,
+		MaxDepth: cfg.MaxDepth, MaxComplexity: cfg.MaxComplexity, GraphiQL: cfg.GraphiQL, GraphiQLPath: GraphiQLPath, Log: s.Log,
 	}, loaders.Options{TracerProvider: s.Telemetry.TracerProvider})
 	mux := http.NewServeMux()
 	mux.Handle("POST "+Path, gql)
-	mux.Handle("GET "+Path, gql) // persisted queries by hash, and GraphiQL when enabled
+	mux.Handle("GET "+Path, gql) // persisted queries by hash; a browser is sent to GraphiQL when enabled
+	if cfg.GraphiQL {
+		graphqlserver.GraphiQL{Title: "BoxOffice mobile", Path: GraphiQLPath, Endpoint: Path}.Register(mux)
+	}
 	return mux, nil
 }

@@ -21,6 +21,10 @@ import (
 // Path is where bff-web serves GraphQL, the path the gateway forwards unchanged.
 const Path = "/graphql/web"
 
+// GraphiQLPath is where bff-web serves GraphiQL when enabled: beside Path rather than on it,
+// so the gateway lets the page through without a token while Path still wants one.
+const GraphiQLPath = "/graphiql/web"
+
 // Handler is bff-web's GraphQL endpoint over res: the platform's GraphQL server (limits,
 // persisted queries, the gateway's caller) with a request's dataloaders in front of it, and
 // the assistant tokens its answer cost in the graph.TokensHeader response header. Whatever

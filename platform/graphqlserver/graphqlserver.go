@@ -19,7 +19,8 @@
 //     "unavailable"); internal ones are logged and shown as "internal error" with a trace id;
 //   - GraphiQL and introspection only when asked (the all-in-one mode): in production the
 //     schema is the clients' contract, not a public map of the API, so validation errors
-//     suggest no field names either.
+//     suggest no field names either. The page and its assets are embedded (GraphiQL), not
+//     loaded from a CDN.
 package graphqlserver
 
 import (
@@ -37,7 +38,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"go.opentelemetry.io/otel/trace"
@@ -73,10 +73,12 @@ type Options struct {
 	// PersistedQueries is how many persisted queries the APQ cache keeps; 0 or less = 1000.
 	// Neither it nor the parsed-query cache keeps a query over 4 KiB.
 	PersistedQueries int
-	// GraphiQL serves the GraphiQL page to a browser's GET and allows introspection.
+	// GraphiQL allows introspection, which the GraphiQL page (see GraphiQL) needs, and sends
+	// a browser's GET (Accept: text/html) to GraphiQLPath.
 	GraphiQL bool
-	// Title names the GraphiQL page; "" = "GraphQL".
-	Title string
+	// GraphiQLPath is where the BFF serves its GraphiQL page; "" = a browser's GET is
+	// answered like any other, even with GraphiQL.
+	GraphiQLPath string
 	// Log receives internal errors and recovered panics; nil = discard.
 	Log *slog.Logger
 }
@@ -105,9 +107,6 @@ func New(es graphql.ExecutableSchema, o Options) http.Handler {
 	if o.PersistedQueries <= 0 {
 		o.PersistedQueries = 1000
 	}
-	if o.Title == "" {
-		o.Title = "GraphQL"
-	}
 	if o.Log == nil {
 		o.Log = logging.Discard()
 	}
@@ -131,8 +130,8 @@ func New(es graphql.ExecutableSchema, o Options) http.Handler {
 	srv.SetRecoverFunc(recoverPanic(o.Log))
 
 	var h http.Handler = srv
-	if o.GraphiQL {
-		h = withGraphiQL(h, o.Title)
+	if o.GraphiQL && o.GraphiQLPath != "" {
+		h = withGraphiQL(h, o.GraphiQLPath)
 	}
 	return httpserver.LimitBody(o.MaxBodyBytes)(checkBody(withCaller(h)))
 }
@@ -145,12 +144,12 @@ func init() {
 	}
 }
 
-// withGraphiQL answers a browser's GET (Accept: text/html) with the GraphiQL page, which
-// posts its queries to the same path.
-func withGraphiQL(next http.Handler, title string) http.Handler {
+// withGraphiQL sends a browser's GET (Accept: text/html) of the endpoint to the GraphiQL
+// page at page, which posts its queries back here.
+func withGraphiQL(next http.Handler, page string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
-			playground.Handler(title, r.URL.Path).ServeHTTP(w, r)
+			http.Redirect(w, r, page, http.StatusFound)
 			return
 		}
 		next.ServeHTTP(w, r)
