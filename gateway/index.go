@@ -239,7 +239,7 @@ code { font-family: ui-monospace, monospace; font-size: 90%; }
 {{range .GraphQL}}<li><code>POST {{.Path}}</code> (auth {{.Auth}}: <code>Authorization: Bearer &lt;token&gt;</code> from <code>POST /v1/auth/login</code>)</li>
 {{else}}<li>none in this policy</li>
 {{end}}</ul>
-<p>GraphiQL is served by each BFF on its own port, not through the gateway.</p>
+<p>GraphiQL, where the BFFs serve it (<code>make up</code>), opens through here without a token: the <code>graphiql-*</code> routes below. Paste the token into its Headers editor.</p>
 <h2>Docs</h2>
 <ul>
 {{range .Docs}}<li>{{.Title}}: <code>{{.Path}}</code> in the repository</li>
