@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -30,8 +31,26 @@ import (
 // fail-closed bound is scaled by raceSlowdown there (the fail-open one needs no scaling: a
 // late answer falls back, which these tests count as it is).
 func badDayEnv(rd *testkit.Redis) map[string]string {
+	raceSlowdown := time.Duration(1)
+	if raceDetector() {
+		raceSlowdown = 10
+	}
 	closed := (50 * time.Millisecond * raceSlowdown).String()
 	return map[string]string{"REDIS_URL": rd.URL(), "RATELIMIT_TIMEOUT": "5ms", "RATELIMIT_CLOSED_TIMEOUT": closed}
+}
+
+// raceDetector reports whether the test binary was built with the race detector.
+func raceDetector() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
 }
 
 // flapBound is how many bursts beyond burst + rate × elapsed a fail-open token bucket may

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -120,7 +119,7 @@ func deadlineClient(c redis.UniversalClient, poolSize int) (redis.UniversalClien
 		}
 		return redis.NewClusterClient(&o), nil
 	}
-	return nil, fmt.Errorf("ratelimit: cannot copy a Redis client of type %T", c)
+	return nil, errors.New("ratelimit: only a single-server or a Cluster Redis client can be copied")
 }
 
 // Warm loads the scripts and dials each lane before the first request, whose decision has
