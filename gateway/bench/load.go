@@ -123,6 +123,15 @@ func getRequest(url string, header http.Header) func(ctx context.Context) *http.
 	}
 }
 
+// postRequest builds POSTs of body to url with header, which every request shares read-only.
+func postRequest(url string, header http.Header, body []byte) func(ctx context.Context) *http.Request {
+	return func(ctx context.Context) *http.Request {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		req.Header = header
+		return req
+	}
+}
+
 // open sends rate requests per second for d on a fixed schedule, whether or not earlier
 // ones have been answered (an open model, as real users arrive). Each latency is counted
 // from the moment its request was due, not from when it was sent: a target that stalls

@@ -180,6 +180,28 @@ func TestPrintTableMeasuringSticks(t *testing.T) {
 	)
 }
 
+// TestPrintTableGraphQLCost: the GraphQL row is set against the JWT row at each load both
+// ran, in CPU per request and in added p99.
+func TestPrintTableGraphQLCost(t *testing.T) {
+	ms := time.Millisecond
+	run := func(name, load string, p99 time.Duration, cpu time.Duration, alongside *result) result {
+		return result{target: targetsByName[name].label, load: load, sent: 1000, ok: 1000, elapsed: time.Second,
+			latency: []time.Duration{p99}, cpu: cpu, alongside: alongside}
+	}
+	direct := &result{sent: 250, ok: 250, latency: []time.Duration{ms}}
+	var out strings.Builder
+	printTable(&out, []result{
+		run("gateway-jwt", "1000/s", 2*ms, 100*ms, direct),
+		run("gateway-jwt", "max (64 conns)", 5*ms, 90*ms, nil),
+		run("gateway-graphql", "1000/s", 2*ms+200*time.Microsecond, 112*ms, direct),
+		run("gateway-graphql", "max (64 conns)", 6*ms, 97*ms, nil),
+	}, false)
+	wantLines(t, "printTable", out.String(),
+		"GraphQL query over JWT + 2 Redis rules at 1000/s: +12µs CPU per request, +0.200ms added p99\n",
+		"GraphQL query over JWT + 2 Redis rules at max (64 conns): +7µs CPU per request\n",
+	)
+}
+
 func TestSettle(t *testing.T) {
 	var n atomic.Int64
 	l := loaderFor(t, func(w http.ResponseWriter, r *http.Request) {
@@ -257,10 +279,10 @@ func TestParseFlagsTargets(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"default without caddy", nil, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "gateway-flood"}},
-		{"default with caddy", []string{"-caddy", "/usr/local/bin/caddy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "caddy", "gateway-flood"}},
-		{"default with fastproxy", []string{"-fastproxy", "/tmp/fastproxy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "fasthttp-jwt", "fasthttp", "gateway-flood"}},
-		{"default with both", []string{"-fastproxy", "/tmp/fastproxy", "-caddy", "caddy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "nginx", "caddy", "fasthttp-jwt", "fasthttp", "gateway-flood"}},
+		{"default without caddy", nil, []string{"direct", "pools", "gateway", "gateway-jwt", "gateway-graphql", "nginx", "gateway-flood"}},
+		{"default with caddy", []string{"-caddy", "/usr/local/bin/caddy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "gateway-graphql", "nginx", "caddy", "gateway-flood"}},
+		{"default with fastproxy", []string{"-fastproxy", "/tmp/fastproxy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "gateway-graphql", "nginx", "fasthttp-jwt", "fasthttp", "gateway-flood"}},
+		{"default with both", []string{"-fastproxy", "/tmp/fastproxy", "-caddy", "caddy"}, []string{"direct", "pools", "gateway", "gateway-jwt", "gateway-graphql", "nginx", "caddy", "fasthttp-jwt", "fasthttp", "gateway-flood"}},
 		{"chosen", []string{"-targets", "nginx,caddy"}, []string{"nginx", "caddy"}},
 		{"the flood alone", []string{"-targets", "gateway-flood"}, []string{"gateway-flood"}},
 	}

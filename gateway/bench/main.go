@@ -1,7 +1,7 @@
 // Command bench measures what the gateway adds to a request, next to a direct call and to
 // nginx as a plain reverse proxy, on one machine over loopback.
 //
-//	go run ./gateway/bench [-rates 1000,5000] [-duration 5s] [-conns 64] [-targets direct,pools,gateway,gateway-jwt,nginx,caddy,fasthttp-jwt,fasthttp,gateway-flood] [-caddy PATH] [-fastproxy PATH] [-markdown] [-target-cpus 1]
+//	go run ./gateway/bench [-rates 1000,5000] [-duration 5s] [-conns 64] [-targets direct,pools,gateway,gateway-jwt,gateway-graphql,nginx,caddy,fasthttp-jwt,fasthttp,gateway-flood] [-caddy PATH] [-fastproxy PATH] [-markdown] [-target-cpus 1]
 //
 // Each target is loaded in turn, alone: an open model at fixed arrival rates (latency counted
 // from when each request was due, so a stall cannot hide behind a slower load), then a closed
@@ -18,8 +18,10 @@
 //
 // The targets run as child processes of this program started in a role: "upstream" (the
 // service), "pools" (the gateway's upstream layer alone), "gateway" (the gateway's Run, with
-// a policy file and a redis-server the bench starts), nginx from its Debian package and, given
-// a binary (-caddy), Caddy: a reverse proxy written in Go on net/http, as the gateway is.
+// a policy file and a redis-server the bench starts; gateway-graphql loads a GraphQL route
+// with a small query, the JWT row's work plus reading the operation), nginx from its Debian
+// package and, given a binary (-caddy), Caddy: a reverse proxy written in Go on net/http, as
+// the gateway is.
 // Given a fastproxy binary (-fastproxy; the module gateway/bench/fastproxy), two measuring
 // sticks for ADR 0006 run too: fasthttp-jwt, the gateway's own JWT and limiter code on fasthttp
 // instead of net/http, with the same Redis, and fasthttp, a plain fasthttp reverse proxy. With

@@ -23,13 +23,11 @@ func printTable(w io.Writer, results []result, markdown bool) {
 	rows := [][]string{}
 	for _, r := range results {
 		added := "—"
-		switch d, ok := direct[r.load]; {
-		case r.alongside != nil:
+		if d, ok := addedP99(r, direct); ok && r.alongside != nil {
 			// Against the direct calls of the same seconds, whose p99 is shown beside.
-			a := r.alongside.quantile(0.99)
-			added = signedMs(r.quantile(0.99)-a) + " (vs " + ms(a) + ")"
-		case ok && r.target != d.target:
-			added = signedMs(r.quantile(0.99) - d.quantile(0.99))
+			added = signedMs(d) + " (vs " + ms(r.alongside.quantile(0.99)) + ")"
+		} else if ok {
+			added = signedMs(d)
 		}
 		rows = append(rows, []string{
 			r.target, r.load, fmt.Sprintf("%d / %d", r.ok, r.sent), fmt.Sprintf("%.0f/s", r.throughput()),
@@ -75,6 +73,7 @@ func printTable(w io.Writer, results []result, markdown bool) {
 			}
 		}
 	}
+	printGraphQLCost(w, results, direct)
 	// The measuring sticks: what a Go proxy on net/http reaches with no policy at all, and
 	// what the gateway's own policy code reaches on another HTTP stack.
 	for _, m := range []struct{ name, what string }{
@@ -86,6 +85,45 @@ func printTable(w io.Writer, results []result, markdown bool) {
 				fmt.Fprintf(w, "max throughput, %s: %.0f%% of nginx's plain proxying\n", m.what, 100*c.throughput()/n.throughput())
 			}
 		}
+	}
+}
+
+// addedP99 is how much r's p99 exceeds the direct calls': those sent alongside it, else the
+// direct target's run at the same load; false when there are none, or r is that run.
+func addedP99(r result, direct map[string]result) (time.Duration, bool) {
+	if r.alongside != nil {
+		return r.quantile(0.99) - r.alongside.quantile(0.99), true
+	}
+	if d, ok := direct[r.load]; ok && r.target != d.target {
+		return r.quantile(0.99) - d.quantile(0.99), true
+	}
+	return 0, false
+}
+
+// printGraphQLCost writes, for each load at which both the gateway-graphql and the
+// gateway-jwt targets ran, what the GraphQL row spent beyond the JWT row: the same policy
+// work, so the difference is reading the GraphQL operation. CPU per request is the steady
+// figure; the added p99s come from different seconds and vary more.
+func printGraphQLCost(w io.Writer, results []result, direct map[string]result) {
+	jwt := map[string]result{}
+	for _, r := range results {
+		if r.target == targetsByName["gateway-jwt"].label {
+			jwt[r.load] = r
+		}
+	}
+	for _, g := range results {
+		j, ok := jwt[g.load]
+		if g.target != targetsByName["gateway-graphql"].label || !ok || g.sent == 0 || j.sent == 0 || g.cpu <= 0 || j.cpu <= 0 {
+			continue
+		}
+		extra := signedUs(g.cpu/time.Duration(g.sent) - j.cpu/time.Duration(j.sent))
+		line := fmt.Sprintf("GraphQL query over JWT + 2 Redis rules at %s: %s CPU per request", g.load, extra)
+		ga, gok := addedP99(g, direct)
+		ja, jok := addedP99(j, direct)
+		if gok && jok {
+			line += ", " + signedMs(ga-ja) + " added p99"
+		}
+		fmt.Fprintln(w, line)
 	}
 }
 
@@ -174,6 +212,13 @@ func cpuPerRequest(r result) string {
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond)) }
+
+func signedUs(d time.Duration) string {
+	if d < 0 {
+		return "-" + us(-d)
+	}
+	return "+" + us(d)
+}
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond)) }
 

@@ -23,6 +23,14 @@ const benchPath = "/v1/bench"
 // benchBody is what the upstream answers: the size of a small event card.
 var benchBody = []byte(`{"id":"evt-bench","name":"Benchmark Night","venue":"Loopback Hall","startsAt":"2026-06-01T20:00:00Z","priceFrom":4200}`)
 
+// The route and request of the gateway-graphql target: a small query of an event and its
+// ticket classes, as the mobile app's event page sends, POSTed as gqlgen's transport reads
+// it. The upstream answers it with benchBody, as it answers the other targets: the row
+// measures what the gateway adds, not a GraphQL server.
+const graphqlPath = "/graphql/bench"
+
+var graphqlBody = []byte(`{"query":"query Event($id: ID!) { event(id: $id) { id title ticketClasses { id name price { currency minor } } } }","variables":{"id":"evt-bench"}}`)
+
 // The routes of the flood target (see flood.go): a public read that the flood aims at, and a
 // login that answers 200 to benchPassword and 401 to any other.
 const (
@@ -33,7 +41,8 @@ const (
 
 // serveUpstream is the "upstream" role: the service every target proxies to. It answers
 // GET /v1/bench at once, passes its readiness probe, and publishes the JWKS of the bench's
-// signing key for the gateway's JWT check. For the flood target it also answers GET
+// signing key for the gateway's JWT check. It answers POST /graphql/bench with the same
+// body, without reading the query. For the flood target it also answers GET
 // /v1/events as it does /v1/bench, and POST /v1/auth/login at once: 200 for the password
 // benchPassword, 401 for any other.
 func serveUpstream(ctx context.Context, args []string) error {
@@ -43,9 +52,19 @@ func serveUpstream(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	jwks, err := jwksFor(*seed)
+	h, err := upstreamHandler(*seed)
 	if err != nil {
 		return err
+	}
+	return listenAndServe(ctx, *addr, h)
+}
+
+// upstreamHandler is what the upstream role serves (see serveUpstream), publishing the JWKS
+// of the key with the given hex seed.
+func upstreamHandler(seedHex string) (http.Handler, error) {
+	jwks, err := jwksFor(seedHex)
+	if err != nil {
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	card := func(w http.ResponseWriter, r *http.Request) {
@@ -53,6 +72,7 @@ func serveUpstream(ctx context.Context, args []string) error {
 		w.Write(benchBody)
 	}
 	mux.HandleFunc("GET "+benchPath, card)
+	mux.HandleFunc("POST "+graphqlPath, card)
 	mux.HandleFunc("GET "+eventsPath, card)
 	mux.HandleFunc("POST "+loginPath, func(w http.ResponseWriter, r *http.Request) {
 		var creds struct {
@@ -70,7 +90,7 @@ func serveUpstream(ctx context.Context, args []string) error {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(jwks)
 	})
-	return listenAndServe(ctx, *addr, mux)
+	return mux, nil
 }
 
 // jwksFor is the JWKS document of the key with the given hex seed.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,13 +249,7 @@ func benchmark(ctx context.Context, cfg config, getenv func(string) string, stdo
 	if err := up.waitReady(ctx, b.upstream+"/readyz", nil, 10*time.Second); err != nil {
 		return err
 	}
-	key, _ := keyFromSeed(hex.EncodeToString(seed))
-	now := time.Now()
-	b.token, err = token.Sign(key, benchKid, token.Claims{
-		Subject: "bench-user", Issuer: tokenIssuer, Audience: tokenAudience, ID: "bench",
-		IssuedAt: now, NotBefore: now, ExpiresAt: now.Add(time.Hour),
-	})
-	if err != nil {
+	if b.token, err = userToken(hex.EncodeToString(seed), time.Now()); err != nil {
 		return err
 	}
 
@@ -296,6 +291,19 @@ func benchmark(ctx context.Context, cfg config, getenv func(string) string, stdo
 	return ctx.Err()
 }
 
+// userToken is a user token the gateway accepts for an hour from now, signed with the key
+// of the given hex seed, whose JWKS the upstream publishes.
+func userToken(seedHex string, now time.Time) (string, error) {
+	key, err := keyFromSeed(seedHex)
+	if err != nil {
+		return "", err
+	}
+	return token.Sign(key, benchKid, token.Claims{
+		Subject: "bench-user", Issuer: tokenIssuer, Audience: tokenAudience, ID: "bench",
+		IssuedAt: now, NotBefore: now, ExpiresAt: now.Add(time.Hour),
+	})
+}
+
 // measure starts t, checks that it answers, warms it up and runs each load against it.
 func (b *bench) measure(ctx context.Context, cfg config, t target) ([]result, error) {
 	tr, err := t.start(ctx, b)
@@ -303,18 +311,26 @@ func (b *bench) measure(ctx context.Context, cfg config, t target) ([]result, er
 		return nil, err
 	}
 	defer tr.stop()
-	l := newLoader(getRequest(tr.url, tr.header))
+	l := newLoader(tr.request())
 	defer l.client.CloseIdleConnections()
 	if err := l.send(ctx); err != nil {
-		return nil, fmt.Errorf("GET %s: %w", tr.url, err)
+		return nil, fmt.Errorf("%s %s: %w", l.newRequest(ctx).Method, tr.url, err)
 	}
 	if cfg.warmup > 0 {
 		l.open(ctx, cfg.rates[0], cfg.warmup)
 	}
 	// Direct calls sent alongside a proxy's open-model runs, when asked: see config.alongside.
+	// Each is the proxy's request (its path, body and headers) made to the upstream, without
+	// the token the proxy consumes.
 	var direct *loader
 	if cfg.alongside && tr.pids != nil {
-		direct = newLoader(getRequest(b.upstream+benchPath, http.Header{}))
+		u, err := url.Parse(tr.url)
+		if err != nil {
+			return nil, fmt.Errorf("target url: %w", err)
+		}
+		d := running{url: b.upstream + u.Path, header: tr.header.Clone(), body: tr.body}
+		d.header.Del("Authorization")
+		direct = newLoader(d.request())
 		defer direct.client.CloseIdleConnections()
 	}
 	var out []result
