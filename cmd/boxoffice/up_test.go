@@ -164,6 +164,13 @@ type upProcess struct {
 // caller stops it.
 func startUpIn(t *testing.T, dir string, off int) *upProcess {
 	t.Helper()
+	return startUpWith(t, dir, off, nil)
+}
+
+// startUpWith is startUpIn with env as the environment `up` runs in, which every component
+// it starts sees under up's own wiring (nil = an empty one).
+func startUpWith(t *testing.T, dir string, off int, env map[string]string) *upProcess {
+	t.Helper()
 	path := filepath.Join(dir, "endpoints.json")
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal(err)
@@ -173,7 +180,7 @@ func startUpIn(t *testing.T, dir string, off int) *upProcess {
 	u := &upProcess{cancel: cancel, done: make(chan error, 1), logs: out.String}
 	go func() {
 		u.done <- run(ctx, []string{"boxoffice", "up", "--data-dir", dir, "--port-offset", strconv.Itoa(off)},
-			func(string) string { return "" }, out, out)
+			func(k string) string { return env[k] }, out, out)
 	}()
 	testkit.Eventually(t, 60*time.Second, "boxoffice up writes endpoints.json", func() bool {
 		select {
