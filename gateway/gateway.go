@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"boxoffice.dev/gateway/authn"
+	"boxoffice.dev/gateway/graphqlop"
 	"boxoffice.dev/gateway/limits"
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
@@ -53,6 +54,9 @@ type gateway struct {
 	newTrace func() (trace.TraceID, trace.SpanID)
 	// index answers GET / (gateway.serveIndex).
 	index index
+	// persisted are the GraphQL persisted queries this replica has learnt (readOperation);
+	// nil means handler makes one.
+	persisted *graphqlop.Persisted
 }
 
 // exchange is one request's state as it moves through the pipeline: each step fills in what
@@ -64,6 +68,7 @@ type exchange struct {
 	ip      netip.Addr
 	route   *policy.CompiledRoute
 	caller  authn.Caller
+	op      *graphqlop.Operation // the GraphQL operation, on a GraphQL route
 	reqs    []ratelimit.Request
 	result  ratelimit.Result
 	shadow  []string   // shadow rules that would have denied
@@ -84,6 +89,7 @@ const (
 	outcomeStoreDown     = "limit_store_unavailable"
 	outcomeInvalidPolicy = "invalid_policy"
 	outcomeBadOperation  = "bad_graphql_operation"
+	outcomeNotPersisted  = "persisted_query_not_found"
 )
 
 type exchangeKey struct{}

@@ -39,6 +39,8 @@ type seen struct {
 	// Authorization is the header as it reached the upstream: "" once the gateway has
 	// verified, and so consumed, a bearer token.
 	Authorization string `json:"authorization"`
+	// QueryCost is the cost header the gateway sent a BFF ("" when none).
+	QueryCost string `json:"query_cost"`
 }
 
 func newBackend(t *testing.T) *backend {
@@ -51,7 +53,7 @@ func newBackend(t *testing.T) *backend {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(seen{Method: r.Method, Path: r.URL.Path, Identity: identity.FromRequest(r),
 			Traceparent: r.Header.Get("Traceparent"), RequestID: r.Header.Get("X-Request-Id"), Body: string(body),
-			Authorization: r.Header.Get("Authorization")})
+			Authorization: r.Header.Get("Authorization"), QueryCost: r.Header.Get(identity.HeaderQueryCost)})
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"boxoffice.dev/gateway/graphqlop"
 	"boxoffice.dev/gateway/limits"
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
@@ -26,16 +27,20 @@ func (g *gateway) handler() http.Handler {
 	if g.local == nil {
 		g.local = ratelimit.NewMemory(g.now)
 	}
+	if g.persisted == nil {
+		g.persisted = graphqlop.NewPersisted(graphqlop.MaxPersisted)
+	}
 	steps := []func(http.Handler) http.Handler{
-		g.requestID,    // 1. request id + trace context
-		g.observe,      // 9. RED metrics and the access log, around everything below
-		g.limitBody,    // 1. body size limit
-		g.findClientIP, // 2. client IP, X-Forwarded-For only through trusted proxies
-		g.limitLocally, // 2. a flood from one address cut in memory, before any round trip
-		g.serveIndex,   //    GET / answered with the index, unless the policy routes "/"
-		g.matchRoute,   // 3. path normalised, then method + pattern → route
-		g.authenticate, // 4. identity headers stripped, credentials verified, identity set
-		g.rateLimit,    // 5. every rule in one limiter call; 429 / 503; budget headers
+		g.requestID,     // 1. request id + trace context
+		g.observe,       // 9. RED metrics and the access log, around everything below
+		g.limitBody,     // 1. body size limit
+		g.findClientIP,  // 2. client IP, X-Forwarded-For only through trusted proxies
+		g.limitLocally,  // 2. a flood from one address cut in memory, before any round trip
+		g.serveIndex,    //    GET / answered with the index, unless the policy routes "/"
+		g.matchRoute,    // 3. path normalised, then method + pattern → route
+		g.authenticate,  // 4. identity headers stripped, credentials verified, identity set
+		g.readOperation, //    a GraphQL route's operation read, persisted queries resolved, cost weighed
+		g.rateLimit,     // 5. every rule in one limiter call; 429 / 503; budget headers
 	}
 	h := http.HandlerFunc(g.forward) // 6–8. shedding, balancing, timeouts, retry
 	var next http.Handler = h
@@ -309,12 +314,13 @@ func challenge(mode policy.AuthMode) string {
 func (g *gateway) rateLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ex := exchangeOf(r)
-		reqs, charges, err := limits.Build(ex.snap, limits.Subject{Route: ex.route, Caller: ex.caller, IP: ex.ip, Request: r})
-		if err != nil { // a GraphQL request whose writes cannot be counted
+		built, err := limits.Build(ex.snap, limits.Subject{Route: ex.route, Caller: ex.caller, IP: ex.ip, Request: r, Operation: ex.op})
+		if err != nil { // a GraphQL mutation the policy does not map
 			ex.outcome = outcomeBadOperation
 			problem.Write(w, r, nil, err)
 			return
 		}
+		reqs := built.Requests
 		res, err := g.enforcer.Decide(r.Context(), reqs)
 		if err != nil {
 			ex.outcome = outcomeInvalidPolicy
@@ -327,20 +333,26 @@ func (g *gateway) rateLimit(next http.Handler) http.Handler {
 				ex.shadow = append(ex.shadow, d.Rule)
 			}
 		}
+		cost := limits.CostOf(built, res)
 		switch {
 		case !res.Allowed && limits.FailedClosed(res):
 			ex.outcome = outcomeStoreDown
 			limits.WriteStoreUnavailable(w, res, traceIDOf(r))
+			return
+		case !res.Allowed && ex.op != nil:
+			ex.outcome = outcomeRateLimited
+			limits.WriteTooManyGraphQL(w, reqs, res, cost, traceIDOf(r))
 			return
 		case !res.Allowed:
 			ex.outcome = outcomeRateLimited
 			limits.WriteTooMany(w, reqs, res, traceIDOf(r))
 			return
 		}
+		setQueryCost(r.Header, cost)
 		limits.SetHeaders(w.Header(), reqs, res)
 		// Deferred: a client that hangs up mid-body makes the reverse proxy panic
 		// (http.ErrAbortHandler), and its slots and costs must be settled all the same.
-		defer g.enforcer.Settle(r.Context(), res, charges, w.Header(), nil)
+		defer g.enforcer.Settle(r.Context(), res, built.Charges, w.Header(), nil)
 		next.ServeHTTP(w, r)
 	})
 }

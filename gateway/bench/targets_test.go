@@ -41,9 +41,9 @@ func TestPolicyTemplatesLoad(t *testing.T) {
 	switch r, _ := snap.Match(http.MethodPost, graphqlPath); {
 	case r == nil:
 		t.Errorf("policy-graphql.yaml.tmpl: no route for POST %s", graphqlPath)
-	case r.Mutations == nil || len(r.Limits) != 2:
-		t.Errorf("policy-graphql.yaml.tmpl: POST %s matches route %s, GraphQL %v with %d limits; want a GraphQL route with the JWT row's two limits",
-			graphqlPath, r.ID, r.Mutations != nil, len(r.Limits))
+	case r.Mutations == nil || r.Cost == nil || len(r.Limits) != 1:
+		t.Errorf("policy-graphql.yaml.tmpl: POST %s matches route %s, GraphQL %v, cost %v, with %d limits; want a GraphQL route deciding two rules as the JWT row does: one limit and the points",
+			graphqlPath, r.ID, r.Mutations != nil, r.Cost != nil, len(r.Limits))
 	}
 }
 

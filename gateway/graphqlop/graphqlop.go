@@ -1,17 +1,19 @@
-// Package graphqlop reads which GraphQL operation a request asks for, and which root fields
-// it selects, without a schema: enough for the gateway to count a mutation's writes (each
-// root field of a mutation is one call of the service behind it) before the BFF runs them.
+// Package graphqlop reads which GraphQL operation a request asks for, which root fields it
+// selects and what it costs, without a schema: enough for the gateway to count a mutation's
+// writes and to weigh a query (cost.go) before the BFF runs either.
 //
 // It reads what gqlgen's POST and GET transports read — a JSON body or the URL's query,
-// operationName — and picks the operation as gqlgen's executor does, so the operation the
-// gateway counts is the one the BFF executes. Everything it refuses comes back as a
-// *problem.Error (400) naming the field at fault, never echoing the document.
+// operationName, variables, a persisted query's hash — and picks the operation as gqlgen's
+// executor does, so the operation the gateway counts is the one the BFF executes. Everything
+// it refuses comes back as a *problem.Error (400) naming the field at fault, never echoing
+// the document.
 package graphqlop
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"regexp"
 
 	"boxoffice.dev/platform/problem"
@@ -31,6 +33,16 @@ const (
 // recursive, and a document of a million nested braces should cost a 400, not a deep stack.
 const MaxTokens = 15000
 
+// Request is a GraphQL request as it arrives over HTTP.
+type Request struct {
+	Query         string
+	OperationName string
+	// Variables fill the operation's arguments; numbers stay json.Number.
+	Variables map[string]any
+	// Hash is the SHA-256 (lower-case hex) of an automatic persisted query; "" for none.
+	Hash string
+}
+
 // Operation is the operation a request runs.
 type Operation struct {
 	// Type is Query or Mutation (a subscription is refused).
@@ -44,36 +56,82 @@ type Operation struct {
 	// (__typename) are left out: they run nothing. Directives are ignored, so a field under
 	// @skip still appears: counting a call that does not run errs on the safe side.
 	Fields []string
+	// Cost is the operation's calculated cost in points under the CostModel it was parsed
+	// with (cost.go); at least 1.
+	Cost int
 }
 
-// params are the members of a POST body that gqlgen reads. Decoded by encoding/json as
-// gqlgen decodes them: names match case-insensitively and the last duplicate wins.
-type params struct {
-	Query         string `json:"query"`
-	OperationName string `json:"operationName"`
+// body is a POST body as gqlgen decodes it: names match case-insensitively and the last
+// duplicate wins.
+type body struct {
+	Query         string          `json:"query"`
+	OperationName string          `json:"operationName"`
+	Variables     json.RawMessage `json:"variables"`
+	Extensions    json.RawMessage `json:"extensions"`
 }
 
-// FromJSON reads the operation of a POST body {"query", "operationName", "variables"}.
-// Variables are not read: they fill arguments, never which fields run.
-func FromJSON(body []byte) (Operation, error) {
-	var p params
-	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&p); err != nil {
-		return Operation{}, problem.InvalidField("body", "want a JSON object with query, operationName and variables")
+// FromJSON reads a POST body {"query", "operationName", "variables", "extensions"}.
+func FromJSON(data []byte) (Request, error) {
+	var b body
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	if err := d.Decode(&b); err != nil {
+		return Request{}, problem.InvalidField("body", "want a JSON object with query, operationName and variables")
 	}
-	return Parse(p.Query, p.OperationName)
+	return request(b.Query, b.OperationName, b.Variables, b.Extensions)
 }
 
-// Parse reads the operation operationName of the document query, or its only operation
-// when operationName is "".
-func Parse(query, operationName string) (Operation, error) {
-	if query == "" {
+// FromURL reads a GET's query string: query, operationName, and variables and extensions as
+// JSON text.
+func FromURL(q url.Values) (Request, error) {
+	return request(q.Get("query"), q.Get("operationName"), json.RawMessage(q.Get("variables")), json.RawMessage(q.Get("extensions")))
+}
+
+func request(query, name string, vars, ext json.RawMessage) (Request, error) {
+	r := Request{Query: query, OperationName: name}
+	if len(vars) > 0 && string(vars) != "null" {
+		d := json.NewDecoder(bytes.NewReader(vars))
+		d.UseNumber()
+		if err := d.Decode(&r.Variables); err != nil {
+			return Request{}, problem.InvalidField("variables", "want a JSON object")
+		}
+	}
+	if len(ext) > 0 && string(ext) != "null" {
+		var e struct {
+			PersistedQuery *struct {
+				Version    json.Number `json:"version"`
+				Sha256Hash string      `json:"sha256Hash"`
+			} `json:"persistedQuery"`
+		}
+		if err := json.Unmarshal(ext, &e); err != nil {
+			return Request{}, problem.InvalidField("extensions", "want a JSON object")
+		}
+		if pq := e.PersistedQuery; pq != nil {
+			if pq.Version != "1" {
+				return Request{}, problem.InvalidField("extensions.persistedQuery.version", "want 1")
+			}
+			if !sha256Hex.MatchString(pq.Sha256Hash) {
+				return Request{}, problem.InvalidField("extensions.persistedQuery.sha256Hash", "want the query's SHA-256 as 64 lower-case hex digits")
+			}
+			r.Hash = pq.Sha256Hash
+		}
+	}
+	return r, nil
+}
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Parse reads the operation r names, or its only operation when it names none, and weighs
+// it under m. A persisted query must be resolved first (Persisted.Resolve).
+func Parse(r Request, m CostModel) (Operation, error) {
+	if r.Query == "" {
 		return Operation{}, problem.InvalidField("query", "want a GraphQL document, got none")
 	}
-	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: query}, MaxTokens)
+	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: r.Query}, MaxTokens)
 	if err != nil {
 		return Operation{}, syntaxError(err)
 	}
-	op, err := pick(doc.Operations, operationName)
+	op, err := pick(doc.Operations, r.OperationName)
 	if err != nil {
 		return Operation{}, err
 	}
@@ -88,6 +146,7 @@ func Parse(query, operationName string) (Operation, error) {
 	if err := w.walk(op.SelectionSet, &o.Fields); err != nil {
 		return Operation{}, err
 	}
+	o.Cost = m.cost(doc, op, r.Variables, len(o.Fields))
 	return o, nil
 }
 
@@ -122,7 +181,7 @@ func (w *walker) walk(set ast.SelectionSet, out *[]string) error {
 			if key == "" {
 				key = s.Name
 			}
-			if len(s.Name) >= 2 && s.Name[:2] == "__" || w.keys[key] {
+			if introspection(s.Name) || w.keys[key] {
 				continue
 			}
 			w.keys[key] = true
@@ -147,6 +206,8 @@ func (w *walker) walk(set ast.SelectionSet, out *[]string) error {
 	}
 	return nil
 }
+
+func introspection(name string) bool { return len(name) >= 2 && name[:2] == "__" }
 
 // quoted matches the quoted parts of a parser message, which quote the client's text.
 var quoted = regexp.MustCompile(`\s*"(?:[^"\\]|\\.)*"`)

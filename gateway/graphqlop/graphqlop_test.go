@@ -33,7 +33,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			op, err := Parse(tt.query, tt.operationName)
+			op, err := Parse(Request{Query: tt.query, OperationName: tt.operationName}, CostModel{})
 			if err != nil {
 				t.Fatalf("Parse = %v, want no error", err)
 			}
@@ -62,7 +62,7 @@ func TestParseRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse(tt.query, tt.operationName)
+			_, err := Parse(Request{Query: tt.query, OperationName: tt.operationName}, CostModel{})
 			var pe *problem.Error
 			if !errors.As(err, &pe) {
 				t.Fatalf("Parse = %v, want a *problem.Error", err)
@@ -94,7 +94,11 @@ func TestFromJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			op, err := FromJSON([]byte(tt.body))
+			req, err := FromJSON([]byte(tt.body))
+			var op Operation
+			if err == nil {
+				op, err = Parse(req, CostModel{})
+			}
 			if tt.wantErr != "" {
 				var pe *problem.Error
 				if !errors.As(err, &pe) || pe.Field != tt.wantErr {

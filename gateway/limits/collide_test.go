@@ -61,7 +61,8 @@ func TestBuildNamesEachRuleAndKeyOnce(t *testing.T) {
 		for name, c := range callers {
 			t.Run(route.ID+"/"+name, func(t *testing.T) {
 				r := httptest.NewRequest("GET", "/", strings.NewReader(`{}`))
-				reqs, _, err := Build(snap, Subject{Route: route, Caller: c, IP: netip.MustParseAddr("203.0.113.9"), Request: r})
+				out, err := Build(snap, Subject{Route: route, Caller: c, IP: netip.MustParseAddr("203.0.113.9"), Request: r})
+				reqs := out.Requests
 				if err != nil {
 					t.Fatalf("Build() = %v, want no error", err)
 				}

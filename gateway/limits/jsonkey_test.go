@@ -100,7 +100,8 @@ func TestJSONKeyFollowsTheServiceRead(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", "/v1/auth/login", strings.NewReader(tt.body))
-			reqs, _, err := Build(snap, Subject{Route: snap.Route("login"), Caller: authn.Caller{}, IP: netip.MustParseAddr("203.0.113.9"), Request: r})
+			built, err := Build(snap, Subject{Route: snap.Route("login"), Caller: authn.Caller{}, IP: netip.MustParseAddr("203.0.113.9"), Request: r})
+			reqs := built.Requests
 			if err != nil {
 				t.Fatalf("Build() = %v, want no error", err)
 			}

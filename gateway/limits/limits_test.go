@@ -100,7 +100,8 @@ func TestBuild(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", "/", strings.NewReader(tt.body))
-			reqs, _, err := Build(snap, Subject{Route: snap.Route(tt.route), Caller: tt.caller, IP: ip, Request: r})
+			built, err := Build(snap, Subject{Route: snap.Route(tt.route), Caller: tt.caller, IP: ip, Request: r})
+			reqs := built.Requests
 			if err != nil {
 				t.Fatalf("Build() = %v, want no error", err)
 			}

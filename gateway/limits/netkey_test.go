@@ -61,7 +61,8 @@ func TestBuildNetKey(t *testing.T) {
 				ip = netip.MustParseAddr(tt.ip)
 			}
 			r := httptest.NewRequest("POST", "/", strings.NewReader(`{"email":"Ana@Example.org","password":"x"}`))
-			reqs, _, err := Build(snap, Subject{Route: snap.Route(tt.route), Caller: authn.Caller{}, IP: ip, Request: r})
+			built, err := Build(snap, Subject{Route: snap.Route(tt.route), Caller: authn.Caller{}, IP: ip, Request: r})
+			reqs := built.Requests
 			if err != nil {
 				t.Fatalf("Build() = %v, want no error", err)
 			}

@@ -31,6 +31,9 @@ type Subject struct {
 	// Request gives headers and, for json:<field> keys, the body, which Build reads (within
 	// the body limit already applied) and puts back for the upstream.
 	Request *http.Request
+	// Operation is the GraphQL operation of a request to a GraphQL route, as the gateway
+	// read it (graphqlop); nil when the request carries none.
+	Operation *graphqlop.Operation
 }
 
 // Charge is a limit whose cost is read from a response header after the response.
@@ -39,43 +42,52 @@ type Charge struct {
 	Header  string
 }
 
-// Build returns the rate limiter requests for s under snapshot, and the charges to settle
-// once the response is known:
+// Built is what a request spends: the rate limiter requests to decide and the charges to
+// settle once the response is known.
+type Built struct {
+	Requests []ratelimit.Request
+	Charges  []Charge
+	// Cost is the index in Requests of a GraphQL operation's cost in points; -1 for none.
+	Cost int
+}
+
+// Build returns what s spends under snapshot:
 //
 //   - each of the route's limits, keyed by the parts of its key (a limit whose key needs
 //     something the request lacks — a user on an anonymous request — does not apply);
-//   - on a GraphQL route (policy.GraphQL), for a mutation, instead of the route's own
-//     limits, those of the REST route each root field maps to, keyed as that route keys
-//     them: a field's write spends the budget the same write spends through REST, and two
-//     fields on one budget spend it twice (one request of twice the cost);
+//   - on a GraphQL route (policy.GraphQL), for each root field the policy maps, instead, the
+//     limits of the REST route it maps to, keyed as that route keys them: a field spends the
+//     budget the same call spends through REST, and two calls on one budget spend it twice
+//     (one request of twice the cost). The route's own limits apply to a query's other
+//     fields, and to an operation that maps none;
+//   - on a GraphQL route with a cost, the operation's cost in points from the cost's limit;
 //   - for a caller with an API key, its plan's rules keyed by tenant, the api rate replaced
 //     by the tenant's override from the rate_limit_rule table when there is one.
 //
 // A caller on an unlimited plan gets no requests at all. The error is a *problem.Error (400)
-// for a GraphQL request the gateway cannot count: not valid GraphQL, a subscription, or a
-// mutation field the policy does not map. Build does no I/O beyond reading the request body
-// for json:<field> keys and GraphQL operations.
-func Build(snap *policy.Snapshot, s Subject) ([]ratelimit.Request, []Charge, error) {
+// for a mutation field the policy does not map. Build does no I/O beyond reading the request
+// body for json:<field> keys.
+func Build(snap *policy.Snapshot, s Subject) (Built, error) {
+	out := Built{Cost: -1}
 	body := lazyBody{r: s.Request}
 	spenders := []*policy.CompiledRoute{s.Route}
-	if s.Route.Mutations != nil { // before the plan: an unmapped write is refused to everyone
+	if s.Route.GraphQL != nil && s.Operation != nil { // before the plan: an unmapped write is refused to everyone
 		var err error
-		if spenders, err = mutationRoutes(s.Route, s.Request, &body); err != nil {
-			return nil, nil, err
+		if spenders, err = fieldRoutes(s.Route, s.Operation); err != nil {
+			return out, err
 		}
 	}
 	var plan *policy.CompiledPlan
 	if s.Caller.Tenant != "" {
 		if plan = snap.Plan(s.Caller.Plan); plan != nil && plan.Unlimited {
-			return nil, nil, nil
+			return out, nil
 		}
 	}
-	n := len(s.Route.Limits)
+	n := len(s.Route.Limits) + 1
 	if plan != nil {
 		n += 2 // its api rate (or the tenant's override) and its quota
 	}
-	reqs := make([]ratelimit.Request, 0, n)
-	var charges []Charge
+	out.Requests = make([]ratelimit.Request, 0, n)
 	for _, rt := range spenders {
 		as := s
 		as.Route = rt
@@ -84,31 +96,37 @@ func Build(snap *policy.Snapshot, s Subject) ([]ratelimit.Request, []Charge, err
 			if !ok {
 				continue
 			}
-			if i := slices.IndexFunc(reqs, func(q ratelimit.Request) bool { return q.Rule.ID == l.Rule.ID && q.Key == key }); i >= 0 {
+			if i := slices.IndexFunc(out.Requests, func(q ratelimit.Request) bool { return q.Rule.ID == l.Rule.ID && q.Key == key }); i >= 0 {
 				// The limiter decides a rule and key once per call: a second call of the
 				// same write spends its cost on the same request.
-				reqs[i].Cost = cost(reqs[i]) + cost(ratelimit.Request{Rule: l.Rule})
+				out.Requests[i].Cost = cost(out.Requests[i]) + cost(ratelimit.Request{Rule: l.Rule})
 				continue
 			}
 			q := ratelimit.Request{Rule: l.Rule, Key: key}
-			reqs = append(reqs, q)
+			out.Requests = append(out.Requests, q)
 			if l.CostHeader != "" {
-				charges = append(charges, Charge{Request: q, Header: l.CostHeader})
+				out.Charges = append(out.Charges, Charge{Request: q, Header: l.CostHeader})
 			}
+		}
+	}
+	if c := s.Route.Cost; c != nil && s.Operation != nil {
+		if key, ok := s.key(c.Limit.Key, &body); ok {
+			out.Cost = len(out.Requests)
+			out.Requests = append(out.Requests, ratelimit.Request{Rule: c.Limit.Rule, Key: key, Cost: s.Operation.Cost})
 		}
 	}
 	if plan != nil {
 		tenantKey := "tenant:" + s.Caller.Tenant
 		if o, ok := snap.TenantOverride(s.Caller.Tenant, s.Route.ID); ok {
-			reqs = append(reqs, ratelimit.Request{Rule: o, Key: tenantKey})
+			out.Requests = append(out.Requests, ratelimit.Request{Rule: o, Key: tenantKey})
 		} else if plan.API != nil {
-			reqs = append(reqs, ratelimit.Request{Rule: *plan.API, Key: tenantKey})
+			out.Requests = append(out.Requests, ratelimit.Request{Rule: *plan.API, Key: tenantKey})
 		}
 		if plan.Quota != nil {
-			reqs = append(reqs, ratelimit.Request{Rule: *plan.Quota, Key: tenantKey})
+			out.Requests = append(out.Requests, ratelimit.Request{Rule: *plan.Quota, Key: tenantKey})
 		}
 	}
-	return reqs, charges, nil
+	return out, nil
 }
 
 // cost is what q spends: its own cost, else its rule's, else 1.
@@ -122,40 +140,30 @@ func cost(q ratelimit.Request) int {
 	return 1
 }
 
-// mutationRoutes returns the routes whose limits a request to the GraphQL route rt spends:
-// rt itself for a query, the mapped route of each root field for a mutation. It reads the
-// operation where gqlgen's transports do: a POST's JSON body, a GET's URL query. Other
-// methods carry no operation (the BFFs answer them with an error), and neither does a body
-// the gateway could not read whole (over max_body_bytes: the upstream call fails the same
-// way, so nothing runs): both keep rt's own limits.
-func mutationRoutes(rt *policy.CompiledRoute, r *http.Request, body *lazyBody) ([]*policy.CompiledRoute, error) {
-	var op graphqlop.Operation
-	var err error
-	switch r.Method {
-	case http.MethodGet:
-		q := r.URL.Query()
-		op, err = graphqlop.Parse(q.Get("query"), q.Get("operationName"))
-	case http.MethodPost:
-		data, ok := body.bytes()
-		if !ok {
-			return []*policy.CompiledRoute{rt}, nil
-		}
-		op, err = graphqlop.FromJSON(data)
-	default:
-		return []*policy.CompiledRoute{rt}, nil
-	}
-	if err != nil || op.Type != graphqlop.Mutation {
-		return []*policy.CompiledRoute{rt}, err
-	}
+// fieldRoutes returns the routes whose limits an operation on the GraphQL route rt spends:
+// for a mutation, the mapped route of each root field (an unmapped one is refused); for a
+// query, the mapped route of each mapped field, and rt for the others. rt alone when no
+// field runs anything (only __typename).
+func fieldRoutes(rt *policy.CompiledRoute, op *graphqlop.Operation) ([]*policy.CompiledRoute, error) {
 	routes := make([]*policy.CompiledRoute, 0, len(op.Fields))
+	own := false
 	for _, f := range op.Fields {
-		m, ok := rt.Mutations[f]
-		if !ok {
-			return nil, problem.InvalidField("query", "mutation %s is not in the gateway's policy, so it has no limits: it is refused until the policy maps it to a route", f)
+		if op.Type == graphqlop.Mutation {
+			m, ok := rt.Mutations[f]
+			if !ok {
+				return nil, problem.InvalidField("query", "mutation %s is not in the gateway's policy, so it has no limits: it is refused until the policy maps it to a route", f)
+			}
+			routes = append(routes, m)
+			continue
 		}
-		routes = append(routes, m)
+		if m, ok := rt.Queries[f]; ok {
+			routes = append(routes, m)
+		} else if !own {
+			own = true
+			routes = append([]*policy.CompiledRoute{rt}, routes...)
+		}
 	}
-	if len(routes) == 0 { // only __typename: no write, but still a request
+	if len(routes) == 0 {
 		return []*policy.CompiledRoute{rt}, nil
 	}
 	return routes, nil

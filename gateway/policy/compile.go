@@ -35,9 +35,11 @@ type CompiledRoute struct {
 	Limits                          []*CompiledLimit
 	ConnectTimeout, ResponseTimeout time.Duration
 	Retry                           bool
-	// Mutations are the routes whose limits each root field of a GraphQL mutation spends,
-	// by field name; nil when the route is not a GraphQL one (Route.GraphQL).
-	Mutations map[string]*CompiledRoute
+	// Mutations and Queries are the routes whose limits a mapped root field of a GraphQL
+	// operation spends, by field name; Cost weighs its operations, nil when it does not.
+	// All nil when the route is not a GraphQL one (Route.GraphQL).
+	Mutations, Queries map[string]*CompiledRoute
+	Cost               *CompiledCost
 }
 
 // CompiledLimit is a limit with its rule and key parsed.
@@ -112,7 +114,7 @@ func Compile(p *Policy, tenants []TenantRule) (*Snapshot, error) {
 		s.byID[r.ID] = cr
 	}
 	for _, cr := range s.routes {
-		cr.Mutations = s.mutations(cr.GraphQL)
+		s.compileGraphQL(cr)
 	}
 	for _, t := range tenants {
 		rule, err := s.tenantRule(t)

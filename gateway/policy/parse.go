@@ -224,7 +224,7 @@ func (p *Policy) validate() error {
 		routes[r.ID] = true
 	}
 	for i, r := range p.Routes {
-		if err := p.validateGraphQL(ref("routes", i, r.ID)+".graphql", r.GraphQL); err != nil {
+		if err := p.validateGraphQL(ref("routes", i, r.ID)+".graphql", r); err != nil {
 			return err
 		}
 	}

@@ -14,7 +14,8 @@
 //     validation and before any resolver runs, so an expensive query costs one parse and no
 //     service call, and one request is at most one write whatever its aliases;
 //   - the caller the gateway verified, taken from its headers (never from the query) into the
-//     context, and onto every outgoing gRPC call as identity metadata;
+//     context, and onto every outgoing gRPC call as identity metadata; the query cost the
+//     gateway weighed, returned as extensions.cost;
 //   - errors as GraphQL errors with a problem code in extensions ("not_found",
 //     "unavailable"); internal ones are logged and shown as "internal error" with a trace id;
 //   - GraphiQL and introspection only when asked (the all-in-one mode): in production the
@@ -25,6 +26,7 @@ package graphqlserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -126,6 +128,7 @@ func New(es graphql.ExecutableSchema, o Options) http.Handler {
 	srv.Use(FieldLimit{Max: o.MaxComplexity}) // before the complexity limit's own walk
 	srv.Use(extension.FixedComplexityLimit(o.MaxComplexity))
 	srv.Use(OneWrite{Queries: o.WriteQueries})
+	srv.AroundResponses(withCost)
 	srv.SetErrorPresenter(presentError(o.Log))
 	srv.SetRecoverFunc(recoverPanic(o.Log))
 
@@ -158,6 +161,21 @@ func withGraphiQL(next http.Handler, page string) http.Handler {
 
 type callerKey struct{}
 
+type costKey struct{}
+
+// withCost adds to a response what the gateway weighed its operation at, and the caller's
+// budget in points after it, as extensions.cost: the gateway decides, the BFF only reports.
+func withCost(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if c, ok := ctx.Value(costKey{}).(json.RawMessage); ok && resp != nil {
+		if resp.Extensions == nil {
+			resp.Extensions = map[string]any{}
+		}
+		resp.Extensions["cost"] = c
+	}
+	return resp
+}
+
 // withCaller puts the identity the gateway verified into the request's context, and into its
 // outgoing gRPC metadata: every service call a resolver or a dataloader makes from it acts
 // for the same caller, with nothing to remember per call.
@@ -165,6 +183,9 @@ func withCaller(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := identity.FromRequest(r)
 		ctx := context.WithValue(r.Context(), callerKey{}, id)
+		if c := r.Header.Get(identity.HeaderQueryCost); c != "" && json.Valid([]byte(c)) && c[0] == '{' {
+			ctx = context.WithValue(ctx, costKey{}, json.RawMessage(c))
+		}
 		next.ServeHTTP(w, r.WithContext(identity.OutgoingContext(ctx, id)))
 	})
 }

@@ -77,8 +77,9 @@ func (s *schema) Exec(ctx context.Context) graphql.ResponseHandler {
 
 // gqlResponse is a GraphQL response as a client reads it.
 type gqlResponse struct {
-	Data   json.RawMessage `json:"data"`
-	Errors []struct {
+	Data       json.RawMessage            `json:"data"`
+	Extensions map[string]json.RawMessage `json:"extensions"`
+	Errors     []struct {
 		Message    string         `json:"message"`
 		Path       []any          `json:"path"`
 		Extensions map[string]any `json:"extensions"`
@@ -257,6 +258,23 @@ func TestAutomaticPersistedQueries(t *testing.T) {
 	}
 	if got := s.executed.Load(); got != 2 {
 		t.Errorf("executed %d operations, want 2 (the query sent, then its hash alone)", got)
+	}
+}
+
+// TestQueryCostExtension: the cost the gateway weighed arrives in a header it alone sets,
+// and leaves as extensions.cost, as the gateway wrote it; without one, no cost is claimed.
+func TestQueryCostExtension(t *testing.T) {
+	h := New(newSchema(func(context.Context) string { return `{"me":"x"}` }), Options{})
+	const cost = `{"requested":3,"remaining":2997,"maximum":3000,"restoreRate":200,"policy":"graphql-points-per-account"}`
+	_, resp := post(t, h, map[string]any{"query": `{ me }`}, identity.HeaderQueryCost, cost)
+	if got := string(resp.Extensions["cost"]); got != cost {
+		t.Errorf("extensions.cost = %s, want %s", got, cost)
+	}
+	for _, header := range []string{"", "not json", `[1]`} {
+		_, resp := post(t, h, map[string]any{"query": `{ me }`}, identity.HeaderQueryCost, header)
+		if c, ok := resp.Extensions["cost"]; ok {
+			t.Errorf("header %q: extensions.cost = %s, want none", header, c)
+		}
 	}
 }
 

@@ -19,10 +19,14 @@ const (
 	HeaderUser   = "X-Boxoffice-User"   // account id from the JWT subject
 	HeaderTenant = "X-Boxoffice-Tenant" // partner tenant from the API key
 	HeaderPlan   = "X-Boxoffice-Plan"   // free | partner | internal
+	// HeaderQueryCost is, on a GraphQL request, what the gateway weighed the operation at and
+	// what the caller's budget in points holds after it: a JSON object a BFF returns to the
+	// client as extensions.cost.
+	HeaderQueryCost = "X-Boxoffice-Query-Cost"
 )
 
-// Headers lists every identity header, for the gateway to strip from client requests.
-var Headers = []string{HeaderUser, HeaderTenant, HeaderPlan}
+// Headers lists every header the gateway vouches for, for it to strip from client requests.
+var Headers = []string{HeaderUser, HeaderTenant, HeaderPlan, HeaderQueryCost}
 
 // Identity is a verified caller. The zero value is an anonymous caller.
 type Identity struct {
