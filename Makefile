@@ -12,7 +12,7 @@ RACE        := boxoffice.dev/platform/... boxoffice.dev/gateway/...
 SYSTEM      := boxoffice.dev/cmd/boxoffice/...
 PLAIN       := $(filter-out $(RACE) $(SYSTEM),$(MODULES))
 
-.PHONY: up test test-race test-plain test-system lint fmt vet staticcheck deps-check deps-sync generate proto graphql generate-check bench bench-gateway tidy build
+.PHONY: up test test-race test-plain test-system lint fmt vet staticcheck deps-check deps-sync modules-check generate proto graphql generate-check bench bench-gateway tidy build
 
 # `make up` builds the CLI into a cache directory and then runs it, saying so first: the first
 # build compiles the whole system and takes a minute or two.
@@ -53,6 +53,9 @@ deps-check: ## every module requires the same version of a shared dependency
 
 deps-sync: ## raise every module to the highest version of each shared dependency
 	sh scripts/deps-sync.sh
+
+modules-check: ## every module builds and vets alone (GOWORK=off): its go.mod declares the siblings it imports
+	GO=$(GO) bash scripts/modules-check
 
 generate: proto graphql ## regenerate all generated code
 
