@@ -35,12 +35,14 @@ import (
 //	ip_rate                              the gateway's per-IP limit (api-per-ip), per second
 //	holds_per_minute                     the gateway's holds-per-account limit
 //	store                                up | stalled | killed: the limiter's Redis (see StoreUp)
+//	script_holds_via                     rest | graphql | graphql-mobile | graphql-web: the
+//	                                     door a flash sale's scripts hold through (scriptDoors)
 var knobVocabulary = []string{
 	"limit", "algorithm", "rate", "burst", "key",
 	"capacity", "service_time", "outage", "latency",
 	"retry", "retries", "jitter", "budget", "gateway_retry", "gateway_retry_budget",
 	"gateway_max_in_flight", "gateway_adaptive",
-	"admit_rate", "ip_rate", "holds_per_minute", "store",
+	"admit_rate", "ip_rate", "holds_per_minute", "store", "script_holds_via",
 }
 
 // hangLatency is what "outage: hang" injects: longer than any client's timeout, so every
@@ -496,6 +498,11 @@ func (s *Scenario) checkKnobs() error {
 				if _, err := parseAdaptive(v); err != nil {
 					errs = append(errs, fmt.Errorf("knobs[gateway_adaptive]: %w", err))
 				}
+			}
+		}
+		if k.Name == "script_holds_via" {
+			if err := checkScriptDoors(s, k); err != nil {
+				errs = append(errs, err)
 			}
 		}
 		if k.Name == "retry" {

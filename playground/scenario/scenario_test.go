@@ -94,15 +94,21 @@ func TestParseRejectsWhatARunCannotDo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc := strings.Replace(minimal, tt.old, tt.new, 1)
-			_, err := Parse([]byte(doc))
-			switch {
-			case tt.want == "" && err != nil:
-				t.Fatalf("Parse(minimal) = %v, want nil", err)
-			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Errorf("Parse(%s) = %v, want an error containing %q", tt.name, err, tt.want)
-			}
+			parseWants(t, strings.Replace(minimal, tt.old, tt.new, 1), tt.want)
 		})
+	}
+}
+
+// parseWants checks that Parse(doc) fails with an error containing want, or succeeds when want
+// is "".
+func parseWants(t *testing.T, doc, want string) {
+	t.Helper()
+	_, err := Parse([]byte(doc))
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("Parse = %v, want nil", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Errorf("Parse = %v, want an error containing %q", err, want)
 	}
 }
 
