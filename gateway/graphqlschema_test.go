@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"boxoffice.dev/gateway/graphqlop"
 	"boxoffice.dev/gateway/policy"
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -168,4 +169,41 @@ func loadSchema(t *testing.T, dir string) *ast.Schema {
 		t.Fatalf("load schema %s: %v", dir, err)
 	}
 	return schema
+}
+
+// TestAppPagesFitTheBudget weighs the apps' own screens under the shipped cost model, the
+// figures docs/lessons/bff.md quotes: the web's event page, with every seat of its map, is
+// the dearest, and must still fit the points budget with room for a second.
+func TestAppPagesFitTheBudget(t *testing.T) {
+	snap := shippedSnapshot(t)
+	pages := []struct {
+		bff, name, query string
+		want             int
+	}{
+		{"bff-web", "event page", `query($id: ID!) { event(id: $id) {
+			id title description minPrice { currency minor }
+			ticketClasses { id name price { currency minor } }
+			venue { id name sections { name capacity } }
+			availability { level }
+			seatMap {
+				counts { total available }
+				sections { id rows { label seats { id number status } } }
+				generalAdmission { ticketClass counts { total available } }
+			}
+		} }`, 1082},
+		{"bff-web", "search page of 20", `{ search(query: "rock") { hits { id title minPrice { minor } } } }`, 41},
+		{"bff-mobile", "event screen", `query($id: ID!) { event(id: $id) { id title lowestPrice { minor } ticketClasses { id name price { minor } } } }`, 12},
+		{"bff-mobile", "feed of 50", `{ feed(first: 50) { cards { id title lowestPrice { currency minor } } } }`, 101},
+		{"bff-mobile", "a hold", `mutation { placeHold(eventId: "e", quantity: 1) { id } }`, 11},
+	}
+	for _, p := range pages {
+		rt := routeTo(t, snap, p.bff)
+		op, err := graphqlop.Parse(graphqlop.Request{Query: p.query}, rt.Cost.Model)
+		if err != nil {
+			t.Fatalf("%s %s: %v", p.bff, p.name, err)
+		}
+		if most := rt.Cost.Limit.Rule.Burst; op.Cost != p.want || 2*op.Cost > most {
+			t.Errorf("%s %s costs %d points, want %d, and twice that within the budget of %d", p.bff, p.name, op.Cost, p.want, most)
+		}
+	}
 }
