@@ -61,9 +61,19 @@ func (s *flakyStore) callCount() int {
 // refused is the error of a store that is not listening.
 var refused = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 
+// newTestFailsafe is a Failsafe on clk. Its stores answer at once or fail at once, so the
+// round-trip budgets, real time, are set far above any scheduling delay of a loaded machine:
+// a store that is slow only because the test process was not scheduled must not count as
+// slow.
 func newTestFailsafe(t *testing.T, store Limiter, clk *testkit.Clock, opts FailsafeOptions) *Failsafe {
 	t.Helper()
 	opts.Now = clk.Now
+	if opts.Timeout == 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.ClosedTimeout == 0 {
+		opts.ClosedTimeout = 10 * time.Second
+	}
 	f, err := NewFailsafe(store, opts)
 	if err != nil {
 		t.Fatal(err)
