@@ -8,12 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +27,6 @@ import (
 	"boxoffice.dev/gateway/upstream"
 	"boxoffice.dev/gateway/upstream/endpoint"
 	"boxoffice.dev/platform/config"
-	"boxoffice.dev/platform/httpserver"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/redisconn"
 	"boxoffice.dev/platform/server"
@@ -87,20 +84,8 @@ type Config struct {
 // Run starts the gateway and serves until ctx is done. Its own variables, beside the
 // platform's (HTTP_ADDR, REDIS_URL, DATABASE_URL, NATS_URL, …): see Config.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	// The background loops (probes, reloads, the admin listener) run beside the server; Run
-	// returns only once they have stopped, and closes what build opened after that.
-	ctx, cancel := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	var closers []func() error
-	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			_ = closers[i]()
-		}
-	}()
-	defer background.Wait()
-	defer cancel()
 	return server.MainWith(ctx, Spec, getenv, stdout, loadSettings, func(ctx context.Context, s *server.Server, set settings) (http.Handler, error) {
-		return build(ctx, s, set.cfg, set.file, &background, &closers)
+		return build(ctx, s, set.cfg, set.file)
 	})
 }
 
@@ -180,7 +165,7 @@ func loadPolicy(path string) (*policy.Policy, error) {
 // rather than through s.Redis and s.OpenDB, which would add them to /readyz: the gateway
 // keeps serving while either is down (limits fall back, overrides stay as last read), and a
 // readiness check on a store shared by every replica would take all of them out at once.
-func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Policy, background *sync.WaitGroup, closers *[]func() error) (http.Handler, error) {
+func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Policy) (http.Handler, error) {
 	live, err := policy.NewLive(file, s.Log)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
@@ -196,14 +181,21 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
-	*closers = append(*closers, rd.Close)
+	s.OnClose(rd.Close)
 	limiter, err := ratelimit.New(ratelimit.Options{Client: rd.Client, ReplicaID: cfg.ReplicaID,
 		Timeout: cfg.LimiterTimeout, ClosedTimeout: cfg.LimiterClosedTimeout, Now: time.Now, Meter: mp, Logger: s.Log})
 	if err != nil {
 		return nil, fmt.Errorf("rate limiter: %w", err)
 	}
-	*closers = append(*closers, limiter.Close)
-	background.Go(func() { _ = limiter.Run(ctx) })
+	s.OnClose(limiter.Close)
+	s.Go("ratelimit-replicas", func(ctx context.Context) error {
+		// Withdrawing this replica's announcement at the stop is a courtesy to the others,
+		// whose share grows at once rather than when it expires: Redis down then is no failure.
+		if err := limiter.Run(ctx); err != nil {
+			s.Log.Warn("rate limiter: replica not withdrawn; its announcement expires", "error", err)
+		}
+		return nil
+	})
 	// Scripts loaded and connections dialled before the first request, whose decision has
 	// only RATELIMIT_TIMEOUT; bounded, since a Redis that does not answer must not hold the
 	// start (the failsafe serves without it).
@@ -219,9 +211,9 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		return nil, err
 	}
 	live.OnChange(func(snap *policy.Snapshot) error { return pools.Update(serviceConfigs(snap, cfg.Upstreams)) })
-	background.Go(func() { pools.Run(ctx) })
+	s.Go("upstream-probes", func(ctx context.Context) error { pools.Run(ctx); return nil })
 
-	auth, err := authenticator(ctx, s, cfg, background, closers)
+	auth, err := authenticator(s, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -233,13 +225,13 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	// Hot reload: the file, and the tables (admin edits, tenant overrides) on a timer and on
 	// NATS events.
 	if cfg.PolicyFile != "" {
-		background.Go(func() { _ = policy.WatchFile(ctx, cfg.PolicyFile, live, s.Log) })
+		s.Go("policy-file", func(ctx context.Context) error { return policy.WatchFile(ctx, cfg.PolicyFile, live, s.Log) })
 	}
 	// A database that cannot be opened is not a reason to refuse to start: the policy file is
 	// enough to serve, and an outage of the database must not keep a replica from coming up.
 	// followTables keeps trying, and the admin API's edits answer 503 until it answers.
 	stored := &tables{}
-	*closers = append(*closers, stored.Close)
+	s.OnClose(stored.Close)
 	dbOpts := sqldb.Options{URL: s.Config.DatabaseURL, Service: Spec.Name, DataDir: s.Config.DataDir}
 	if db, err := migrated(ctx, dbOpts); err != nil {
 		s.Log.WarnContext(ctx, "policy database not reachable at start; serving from the policy file", "error", err)
@@ -248,9 +240,9 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		// alone while the admin edits wait in the table; FollowTable retries a failure.
 		s.Log.WarnContext(ctx, "policy tables not read at start; starting from the policy file", "error", err)
 	}
-	background.Go(func() { followTables(ctx, s, cfg, live, stored, dbOpts) })
+	s.Go("policy-tables", func(ctx context.Context) error { return followTables(ctx, s, cfg, live, stored, dbOpts) })
 
-	if err := serveAdmin(ctx, s, cfg, live, pools, stored, background); err != nil {
+	if err := serveAdmin(ctx, s, cfg, live, pools, stored); err != nil {
 		return nil, err
 	}
 	m, err := newMetrics(mp)
@@ -293,14 +285,14 @@ func migrated(ctx context.Context, opts sqldb.Options) (*sqldb.DB, error) {
 // followTables keeps live on the policy tables until ctx is done (policy.FollowTable). While
 // tables has no database, it opens the one opts names every TableRefresh until it answers,
 // and only then offers the tables to the admin API.
-func followTables(ctx context.Context, s *server.Server, cfg Config, live *policy.Live, tables *tables, opts sqldb.Options) {
+func followTables(ctx context.Context, s *server.Server, cfg Config, live *policy.Live, tables *tables, opts sqldb.Options) error {
 	refresh := cmp.Or(cfg.TableRefresh, policy.DefaultTableRefresh)
 	for tables.table.Load() == nil {
 		t := time.NewTimer(refresh)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return
+			return nil
 		case <-t.C:
 		}
 		db, err := migrated(ctx, opts)
@@ -311,7 +303,7 @@ func followTables(ctx context.Context, s *server.Server, cfg Config, live *polic
 		s.Log.InfoContext(ctx, "policy database reachable; reading the policy tables")
 		tables.use(db)
 	}
-	_ = policy.FollowTable(ctx, tables.table.Load(), live, s.NATS, cfg.TableRefresh, s.Log)
+	return policy.FollowTable(ctx, tables.table.Load(), live, s.NATS, cfg.TableRefresh, s.Log)
 }
 
 // tables is the policy tables for the admin API: a *policy.Table once the database has been
@@ -410,15 +402,15 @@ func (t *tables) ResetEdits(ctx context.Context) error {
 // authenticator verifies JWTs against the auth service's JWKS (refreshed in the background)
 // and resolves API keys over its gRPC API. The connection is made lazily: the gateway may
 // start before the auth service, as it does in `boxoffice up`.
-func authenticator(ctx context.Context, s *server.Server, cfg Config, background *sync.WaitGroup, closers *[]func() error) (*authn.Authenticator, error) {
+func authenticator(s *server.Server, cfg Config) (*authn.Authenticator, error) {
 	jwks := authn.NewJWKS(cfg.AuthURL+"/.well-known/jwks.json", authn.JWKSOptions{
 		Client: &http.Client{Timeout: 2 * time.Second, Transport: s.Telemetry.HTTPTransport(nil)}, Log: s.Log})
-	background.Go(func() { jwks.Run(ctx) })
+	s.Go("jwks", func(ctx context.Context) error { jwks.Run(ctx); return nil })
 	conn, err := grpc.NewClient(cfg.AuthGRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), s.Telemetry.GRPCDialOption())
 	if err != nil {
 		return nil, fmt.Errorf("auth grpc %s: %w", cfg.AuthGRPCAddr, err)
 	}
-	*closers = append(*closers, conn.Close)
+	s.OnClose(conn.Close)
 	return &authn.Authenticator{
 		Tokens: authn.NewVerifier(jwks, cfg.Issuer, cfg.Audience, cfg.TokenLeeway),
 		Keys:   authn.NewAPIKeys(&authn.GRPCResolver{Client: authv1.NewAuthClient(conn)}, authn.APIKeysOptions{}),
@@ -428,7 +420,7 @@ func authenticator(ctx context.Context, s *server.Server, cfg Config, background
 // serveAdmin starts the admin API on its own listener. Without ADMIN_TOKEN a token is
 // generated and written to a file only its owner can read: logging it would put a
 // credential in the logs.
-func serveAdmin(ctx context.Context, s *server.Server, cfg Config, live *policy.Live, pools *upstream.Pools, table *tables, background *sync.WaitGroup) error {
+func serveAdmin(ctx context.Context, s *server.Server, cfg Config, live *policy.Live, pools *upstream.Pools, table *tables) error {
 	token := cfg.AdminToken
 	if token == "" {
 		token = rand.Text()
@@ -445,19 +437,9 @@ func serveAdmin(ctx context.Context, s *server.Server, cfg Config, live *policy.
 	if nc := s.NATS; nc != nil {
 		announce = func(_ context.Context, subject string) error { return announceChange(nc, subject) }
 	}
-	l, err := net.Listen("tcp", cfg.AdminAddr)
-	if err != nil {
-		return fmt.Errorf("admin listener: %w", err)
-	}
-	srv := httpserver.New(admin.New(admin.Options{Live: live, Upstreams: pools, Tenants: table, Edits: table, Announce: announce, Token: token, Log: s.Log,
-		Metrics: s.Telemetry.MetricsHandler(), Control: s.Control.Handler()}))
-	s.Log.InfoContext(ctx, "admin API", "addr", l.Addr().String())
-	background.Go(func() {
-		if err := httpserver.Serve(ctx, srv, l, s.Config.ShutdownTimeout); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.Log.Error("admin API stopped", "error", err)
-		}
-	})
-	return nil
+	_, err := s.Listen("admin", cfg.AdminAddr, admin.New(admin.Options{Live: live, Upstreams: pools, Tenants: table, Edits: table,
+		Announce: announce, Token: token, Log: s.Log, Metrics: s.Telemetry.MetricsHandler(), Control: s.Control.Handler()}))
+	return err
 }
 
 // announceChange tells every replica, this one too, to reload the table subject names.

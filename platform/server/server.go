@@ -74,8 +74,9 @@ type Spec struct {
 
 // Build wires a component's own parts on a ready Server and returns its HTTP routes
 // (nil = only the platform endpoints). A nil Build serves only the platform endpoints.
-// gRPC services are registered on s.GRPC(), background loops started with s.Go, and what
-// the build opens itself is closed through s.OnClose.
+// gRPC services are registered on s.GRPC(), background loops started with s.Go, an internal
+// API served on a listener of its own with s.Listen, and what the build opens itself is
+// closed through s.OnClose.
 type Build func(ctx context.Context, s *Server) (http.Handler, error)
 
 // Main loads the configuration, builds the component and runs it until ctx is done.
@@ -138,6 +139,8 @@ type Server struct {
 
 	grpc *grpcserver.Server
 	work *workers
+	// internal are the listeners Listen opened, served by Serve beside the HTTP and gRPC ones.
+	internal []internalListener
 	// ownHTTPMetrics and edge: see Spec.OwnHTTPMetrics and Spec.Edge.
 	ownHTTPMetrics, edge bool
 	// traceFrom: see ContinueTracesFrom.
@@ -297,6 +300,12 @@ func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener)
 	if gl != nil {
 		attrs = append(attrs, "grpc", gl.Addr().String())
 	}
+	s.mu.Lock()
+	internal := s.internal
+	s.mu.Unlock()
+	for _, il := range internal {
+		attrs = append(attrs, il.name, il.l.Addr().String())
+	}
 	s.Log.InfoContext(ctx, "serving", attrs...)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -319,6 +328,9 @@ func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener)
 	g.Go(func() error { return httpserver.Serve(gctx, srv, hl, drain) })
 	if gl != nil {
 		g.Go(func() error { return s.grpc.Serve(gctx, gl, drain) })
+	}
+	for _, il := range internal {
+		g.Go(func() error { return httpserver.Serve(gctx, httpserver.New(il.h), il.l, drain) })
 	}
 	select {
 	case <-ctx.Done():
@@ -380,6 +392,36 @@ func (s *Server) Handler(h http.Handler) http.Handler {
 		}
 		app.ServeHTTP(w, r)
 	})
+}
+
+// Listen opens addr for h, served as it is on a listener of its own beside the process's
+// HTTP and gRPC ones: an API the component keeps off its public listener (the gateway's
+// admin API). It opens at once, so an address already taken fails the build, and Run serves
+// it with the others and drains it with them at shutdown. name labels it in the log.
+// It returns the address listened on (addr may end in :0).
+func (s *Server) Listen(name, addr string, h http.Handler) (net.Addr, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", name, err)
+	}
+	s.mu.Lock()
+	s.internal = append(s.internal, internalListener{name: name, l: l, h: h})
+	s.mu.Unlock()
+	// Serve closes it on its way out; this closes it when Serve never ran (a build failed).
+	s.OnClose(func() error {
+		if err := l.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			return fmt.Errorf("close %s listener: %w", name, err)
+		}
+		return nil
+	})
+	return l.Addr(), nil
+}
+
+// internalListener is one listener opened by Listen.
+type internalListener struct {
+	name string
+	l    net.Listener
+	h    http.Handler
 }
 
 // ContinueTracesFrom says whose trace context (traceparent) the routes of a component that

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -397,5 +398,48 @@ func TestMainRefusesBadDrainDelay(t *testing.T) {
 				t.Errorf("Main with DRAIN_DELAY=%s = %v, want an error naming it", v, err)
 			}
 		})
+	}
+}
+
+func TestListenServesAnInternalAPIUntilShutdown(t *testing.T) {
+	var internal string
+	url, stop := startMain(t, nil, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+		addr, err := s.Listen("admin", "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "internal")
+		}))
+		if err != nil {
+			return nil, err
+		}
+		internal = "http://" + addr.String()
+		return nil, nil
+	})
+	if code, body := get(t, internal+"/anything"); code != http.StatusOK || body != "internal" {
+		t.Errorf("GET on the internal listener = %d %q, want 200 %q", code, body, "internal")
+	}
+	if code, _ := get(t, url+"/anything"); code != http.StatusNotFound {
+		t.Errorf("GET /anything on the public listener = %d, want 404: the internal handler is not served there", code)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Main = %v, want nil", err)
+	}
+	if _, err := http.Get(internal + "/anything"); err == nil {
+		t.Error("the internal listener still answers after Main returned, want it closed")
+	}
+}
+
+func TestListenOnATakenAddressFailsTheBuild(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	err = server.Main(context.Background(), server.Spec{Name: "probe", HTTPAddr: "127.0.0.1:0"},
+		func(k string) string { return map[string]string{"DATA_DIR": t.TempDir()}[k] }, tlog{t},
+		func(ctx context.Context, s *server.Server) (http.Handler, error) {
+			_, err := s.Listen("admin", taken.Addr().String(), http.NotFoundHandler())
+			return nil, err
+		})
+	if err == nil || !strings.Contains(err.Error(), "listen admin") {
+		t.Errorf("Main with the internal listener's address taken = %v, want an error naming listen admin", err)
 	}
 }
