@@ -1,18 +1,19 @@
 // Package gateway is BoxOffice's gateway: the single front door that routes, authenticates,
 // rate-limits, sheds and balances every request.
 //
-// The request path is a chain of small steps, each a middleware in routes.go, in the order
-// of the blueprint (design §5): request id and trace context, body limit, client IP, a
+// The request path is one function, gateway.serve in routes.go, that calls the steps in the
+// order of the blueprint (design §5): request id and trace context, body limit, client IP, a
 // per-address pre-limit in memory, route match, authentication, rate limits and quotas, then
 // the upstream layer (package upstream: shedding, readiness-checked balancing, timeouts, a
-// budgeted retry). Every step reads one policy snapshot taken when the request arrived, so a
-// policy swapped in mid-request never mixes two policies in one decision. run.go wires the
-// process: configuration, Redis, the database, NATS, the auth service, the admin listener
-// and the background loops.
+// budgeted retry). Each step is a plain method given its inputs as arguments; it either
+// answers the request itself and returns the outcome, or returns what it learnt for the
+// steps after it (docs/adr/0009-the-request-pipeline.md). Every step reads one policy
+// snapshot taken when the request arrived, so a policy swapped in mid-request never mixes
+// two policies in one decision. run.go wires the process: configuration, Redis, the
+// database, NATS, the auth service, the admin listener and the background loops.
 package gateway
 
 import (
-	"context"
 	"crypto/rand"
 	"log/slog"
 	"net/http"
@@ -59,24 +60,37 @@ type gateway struct {
 	persisted *graphqlop.Persisted
 }
 
-// exchange is one request's state as it moves through the pipeline: each step fills in what
-// it learnt, and the access log and metrics read it at the end.
+// exchange is the record of one request, for the access log and the metrics (observe): serve
+// fills it in from what each step returns. No step reads it, so what a step depends on is in
+// its arguments.
 type exchange struct {
 	start   time.Time
 	id      string
-	snap    *policy.Snapshot
 	ip      netip.Addr
 	route   *policy.CompiledRoute
 	caller  authn.Caller
-	op      *graphqlop.Operation // the GraphQL operation, on a GraphQL route
-	reqs    []ratelimit.Request
-	result  ratelimit.Result
-	shadow  []string   // shadow rules that would have denied
-	outcome string     // why the gateway answered itself; "" when the upstream did
+	limit   decision
+	outcome outcome
 	body    cappedBody // the request body under max_body_bytes, held here to spare an allocation
 }
 
-// Outcomes the gateway answers itself, for the access log and the rejections metric.
+// decision is a limit step's verdict on a request: the limiter requests it made and their
+// result, the charges to settle after the response, and the shadow rules that would have
+// denied. The zero value is no decision.
+type decision struct {
+	reqs    []ratelimit.Request
+	result  ratelimit.Result
+	charges []limits.Charge
+	shadow  []string
+}
+
+// outcome is why the gateway answered a request itself, in the words of the access log and
+// the rejections metric. A step returns proceed when it let the request go on.
+type outcome string
+
+const proceed outcome = ""
+
+// Outcomes the gateway answers itself.
 const (
 	outcomeNoRoute       = "no_route"
 	outcomeMethod        = "method_not_allowed"
@@ -91,17 +105,6 @@ const (
 	outcomeBadOperation  = "bad_graphql_operation"
 	outcomeNotPersisted  = "persisted_query_not_found"
 )
-
-type exchangeKey struct{}
-
-func exchangeOf(r *http.Request) *exchange {
-	ex, _ := r.Context().Value(exchangeKey{}).(*exchange)
-	return ex
-}
-
-func withExchange(ctx context.Context, ex *exchange) context.Context {
-	return context.WithValue(ctx, exchangeKey{}, ex)
-}
 
 func randomTrace() (trace.TraceID, trace.SpanID) {
 	var t trace.TraceID

@@ -13,45 +13,40 @@ import (
 	"boxoffice.dev/platform/problem"
 )
 
-// readOperation reads the GraphQL operation of a request to a GraphQL route, so that the
+// readOperation reads the GraphQL operation of a request to rt, a GraphQL route, so that the
 // limits step spends what each of its fields spends and what it costs (docs/lessons/bff.md).
 // It reads what the BFF will run: the operation a POST's JSON body or a GET's URL names, a
 // persisted query's hash resolved through the gateway's own cache. Answered here: a request
 // that is no GraphQL operation (400), an operation costing more than its budget can ever hold
 // (400), and a hash the gateway does not know (PERSISTED_QUERY_NOT_FOUND, which tells the
-// client to send the query). Other methods carry no operation: they keep the route's limits.
-func (g *gateway) readOperation(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ex := exchangeOf(r)
-		if ex.route.GraphQL == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		req, ok, err := operationRequest(r)
-		if ok && err == nil {
-			err = g.persisted.Resolve(&req)
-		}
-		var op graphqlop.Operation
-		if ok && err == nil {
-			op, err = graphqlop.Parse(req, costModel(ex.route))
-		}
-		if err == nil && ok {
-			err = affordable(ex.route, op)
-		}
-		switch {
-		case errors.Is(err, graphqlop.ErrNotPersisted):
-			ex.outcome = outcomeNotPersisted
-			writeNotPersisted(w)
-			return
-		case err != nil:
-			ex.outcome = outcomeBadOperation
-			problem.Write(w, r, nil, err)
-			return
-		case ok:
-			ex.op = &op
-		}
-		next.ServeHTTP(w, r)
-	})
+// client to send the query). Nil for any other route, and for other methods: they carry no
+// operation and keep the route's limits.
+func (g *gateway) readOperation(w http.ResponseWriter, r *http.Request, rt *policy.CompiledRoute) (*graphqlop.Operation, outcome) {
+	if rt.GraphQL == nil {
+		return nil, proceed
+	}
+	req, ok, err := operationRequest(r)
+	if ok && err == nil {
+		err = g.persisted.Resolve(&req)
+	}
+	var op graphqlop.Operation
+	if ok && err == nil {
+		op, err = graphqlop.Parse(req, costModel(rt))
+	}
+	if err == nil && ok {
+		err = affordable(rt, op)
+	}
+	switch {
+	case errors.Is(err, graphqlop.ErrNotPersisted):
+		writeNotPersisted(w)
+		return nil, outcomeNotPersisted
+	case err != nil:
+		problem.Write(w, r, nil, err)
+		return nil, outcomeBadOperation
+	case ok:
+		return &op, proceed
+	}
+	return nil, proceed
 }
 
 // operationRequest reads the GraphQL request of r where gqlgen's transports read it: a POST's

@@ -15,48 +15,43 @@ import (
 	"boxoffice.dev/gateway/policy"
 )
 
-// serveIndex answers GET and HEAD of exactly "/" with the index: the public routes of the
-// policy in force (method, path, auth, limits), the GraphQL endpoints, where the playground
-// and the docs are. A browser (Accept: text/html) gets a page, anything else JSON. Every
-// other request goes on untouched, and so does "/" itself when the policy routes it: the
-// index never answers where a route would.
+// serveIndex answers GET and HEAD of exactly "/" with the index: the public routes of snap,
+// the policy in force (method, path, auth, limits), the GraphQL endpoints, where the
+// playground and the docs are. A browser (Accept: text/html) gets a page, anything else JSON.
+// Every other request goes on untouched, and so does "/" itself when the policy routes it:
+// the index never answers where a route would.
 //
-// It sits after the pre-limit and inside observe, so it is counted (outcome index, route
-// none) and logged like any answer of the gateway's own, and a flood of it is cut as
-// cheaply as one of any other path. It needs no authentication: it tells nothing that a
-// 401, 404 or 429 would not.
-func (g *gateway) serveIndex(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ex := exchangeOf(r)
-		if r.URL.Path != "/" || r.URL.RawPath != "" || r.Method != http.MethodGet && r.Method != http.MethodHead {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if rt, allowed := ex.snap.Match(r.Method, "/"); rt != nil || len(allowed) > 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		ex.outcome = outcomeIndex
-		page := g.index.of(ex.snap)
-		h := w.Header()
-		h.Set("Vary", "Accept")
-		h.Set("Cache-Control", "no-cache") // the policy, and so the page, changes live
-		h.Set("X-Content-Type-Options", "nosniff")
-		body := page.json
-		if wantsHTML(r.Header.Values("Accept")) {
-			body = page.html
-			h.Set("Content-Type", "text/html; charset=utf-8")
-			// Nothing to fetch, nothing to run: the page is its own markup and inline style.
-			h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
-		} else {
-			h.Set("Content-Type", "application/json")
-		}
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(http.StatusOK)
-		if r.Method != http.MethodHead {
-			_, _ = w.Write(body)
-		}
-	})
+// It comes after the pre-limit, and its answer is recorded by observe, so it is counted
+// (outcome index, route none) and logged like any answer of the gateway's own, and a flood of
+// it is cut as cheaply as one of any other path. It needs no authentication: it tells
+// nothing that a 401, 404 or 429 would not.
+func (g *gateway) serveIndex(w http.ResponseWriter, r *http.Request, snap *policy.Snapshot) outcome {
+	if r.URL.Path != "/" || r.URL.RawPath != "" || r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return proceed
+	}
+	if rt, allowed := snap.Match(r.Method, "/"); rt != nil || len(allowed) > 0 {
+		return proceed
+	}
+	page := g.index.of(snap)
+	h := w.Header()
+	h.Set("Vary", "Accept")
+	h.Set("Cache-Control", "no-cache") // the policy, and so the page, changes live
+	h.Set("X-Content-Type-Options", "nosniff")
+	body := page.json
+	if wantsHTML(r.Header.Values("Accept")) {
+		body = page.html
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		// Nothing to fetch, nothing to run: the page is its own markup and inline style.
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+	} else {
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+	return outcomeIndex
 }
 
 // outcomeIndex is the outcome of a request the index answered: the gateway's own answer, but

@@ -78,28 +78,23 @@ func (m *metrics) locallyDecided(ctx context.Context, res ratelimit.Result) {
 	}
 }
 
-// observe records each request once its response is done: the RED metrics and one JSON
-// access log line with the route, status, duration, upstream instance, the rule that decided
-// and the trace id (the logger adds trace_id from the context). Credentials never reach the
-// log: only ids (user, tenant, API key id).
+// observe records a request once its response is done: the RED metrics and one JSON access
+// log line with the route, status, duration, upstream instance, the rule that decided and
+// the trace id (the logger adds trace_id from the context). rec is the response as the
+// client got it, ex what the pipeline learnt. Credentials never reach the log: only ids
+// (user, tenant, API key id).
 //
-// A request whose handler panics is recorded too, then the panic goes on to net/http. The
-// usual one is http.ErrAbortHandler, from the reverse proxy when the client hangs up
-// mid-body (outcome client_closed) or the upstream breaks its body off (upstream_aborted);
-// any other is outcome panic. The status logged is the one the client already got, else
-// 499 for a client that left and 500 for the rest.
-func (g *gateway) observe(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &recorder{ResponseWriter: w}
-		defer func() {
-			if p := recover(); p != nil {
-				g.record(w, r, rec, panicOutcome(r, p))
-				panic(p) // net/http aborts the connection, and logs any panic but ErrAbortHandler
-			}
-		}()
-		next.ServeHTTP(rec, r)
-		g.record(w, r, rec, "")
-	})
+// It is deferred around the pipeline, so a request that panics is recorded too, then the
+// panic goes on to net/http. The usual one is http.ErrAbortHandler, from the reverse proxy
+// when the client hangs up mid-body (outcome client_closed) or the upstream breaks its body
+// off (upstream_aborted); any other is outcome panic. The status logged is the one the
+// client already got, else 499 for a client that left and 500 for the rest.
+func (g *gateway) observe(rec *recorder, r *http.Request, ex *exchange) {
+	if p := recover(); p != nil { // recover works here because defer calls observe itself
+		g.record(rec, r, ex, panicOutcome(r, p))
+		panic(p) // net/http aborts the connection, and logs any panic but ErrAbortHandler
+	}
+	g.record(rec, r, ex, proceed)
 }
 
 // Outcomes of requests whose handler panicked, for the access log and the duration metric.
@@ -111,7 +106,7 @@ const (
 )
 
 // panicOutcome names why r's handler panicked with p.
-func panicOutcome(r *http.Request, p any) string {
+func panicOutcome(r *http.Request, p any) outcome {
 	switch {
 	case p != http.ErrAbortHandler:
 		return outcomePanic
@@ -121,40 +116,39 @@ func panicOutcome(r *http.Request, p any) string {
 	return outcomeUpstreamAborted
 }
 
-// record writes r's metrics and access log line. ended is why the handler panicked, ""
+// record writes r's metrics and access log line. ended is why the handler panicked, proceed
 // when it returned.
-func (g *gateway) record(w http.ResponseWriter, r *http.Request, rec *recorder, ended string) {
-	ex := exchangeOf(r)
+func (g *gateway) record(rec *recorder, r *http.Request, ex *exchange, ended outcome) {
 	took := g.now().Sub(ex.start)
 	status := rec.status
 	switch {
 	case status != 0:
 	case ended == outcomeClientClosed:
 		status = statusClientClosed
-	case ended != "":
+	case ended != proceed:
 		status = http.StatusInternalServerError
 	default:
 		status = http.StatusOK
 	}
-	if ex.outcome == "" && status == http.StatusRequestEntityTooLarge && ex.body.over.Load() {
+	if ex.outcome == proceed && status == http.StatusRequestEntityTooLarge && ex.body.over.Load() {
 		ex.outcome = outcomeTooLarge // a streamed body ran past the cap: the gateway's 413
 	}
-	route, outcome := "none", ex.outcome
+	route, why := "none", ex.outcome
 	if ex.route != nil {
 		route = ex.route.ID
 	}
-	if ended != "" && outcome == "" {
-		outcome = ended
+	if ended != proceed && why == proceed {
+		why = ended
 	}
-	if outcome == "" {
-		outcome = "upstream"
+	if why == proceed {
+		why = "upstream"
 	}
 	ctx := r.Context()
 	m := g.metrics
 	m.requests.Add(ctx, 1, m.attrs.get(attrKey{route, "method", method(r.Method), "code", status}))
-	m.duration.Record(ctx, took.Seconds(), m.attrs.get(attrKey{route, "outcome", outcome, "", 0}))
-	if ex.outcome != "" && ex.outcome != outcomeIndex {
-		m.rejections.Add(ctx, 1, m.attrs.get(attrKey{route, "reason", ex.outcome, "", 0}))
+	m.duration.Record(ctx, took.Seconds(), m.attrs.get(attrKey{route, "outcome", string(why), "", 0}))
+	if ex.outcome != proceed && ex.outcome != outcomeIndex {
+		m.rejections.Add(ctx, 1, m.attrs.get(attrKey{route, "reason", string(ex.outcome), "", 0}))
 	}
 	if !g.log.Enabled(ctx, slog.LevelInfo) {
 		return // the attributes below cost a dozen allocations for a line nobody reads
@@ -167,10 +161,10 @@ func (g *gateway) record(w http.ResponseWriter, r *http.Request, rec *recorder, 
 		slog.Int("status", status),
 		slog.Float64("duration_ms", float64(took.Microseconds())/1000),
 		slog.Int64("bytes", rec.bytes),
-		slog.String("outcome", outcome),
+		slog.String("outcome", string(why)),
 		slog.String("ip", ex.ip.String()),
 	}
-	if u := w.Header().Get(upstream.HeaderUpstream); u != "" {
+	if u := rec.Header().Get(upstream.HeaderUpstream); u != "" {
 		attrs = append(attrs, slog.String("upstream", u))
 	}
 	if ex.caller.User != "" {
@@ -179,11 +173,11 @@ func (g *gateway) record(w http.ResponseWriter, r *http.Request, rec *recorder, 
 	if ex.caller.Tenant != "" {
 		attrs = append(attrs, slog.String("tenant", ex.caller.Tenant), slog.String("api_key_id", ex.caller.KeyID))
 	}
-	if len(ex.reqs) > 0 {
-		attrs = append(attrs, slog.String("rule", ex.result.Rule), slog.String("decision", string(ex.result.Path)), slog.Int("remaining", ex.result.Remaining))
+	if res := ex.limit.result; len(ex.limit.reqs) > 0 {
+		attrs = append(attrs, slog.String("rule", res.Rule), slog.String("decision", string(res.Path)), slog.Int("remaining", res.Remaining))
 	}
-	if len(ex.shadow) > 0 {
-		attrs = append(attrs, slog.Any("shadow_denied", ex.shadow))
+	if len(ex.limit.shadow) > 0 {
+		attrs = append(attrs, slog.Any("shadow_denied", ex.limit.shadow))
 	}
 	g.log.LogAttrs(ctx, slog.LevelInfo, "access", attrs...)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"path"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"boxoffice.dev/gateway/authn"
 	"boxoffice.dev/gateway/graphqlop"
 	"boxoffice.dev/gateway/limits"
 	"boxoffice.dev/gateway/policy"
@@ -21,8 +23,8 @@ import (
 	"boxoffice.dev/platform/problem"
 )
 
-// handler is the public pipeline, in the blueprint's order. The access log and the metrics
-// (step 9) wrap the steps after them so they see every answer, the gateway's own included.
+// handler is the public pipeline: the request id, then serve, whose answer observe records
+// whatever it is, the gateway's own included (step 9).
 func (g *gateway) handler() http.Handler {
 	if g.local == nil {
 		g.local = ratelimit.NewMemory(g.now)
@@ -30,24 +32,57 @@ func (g *gateway) handler() http.Handler {
 	if g.persisted == nil {
 		g.persisted = graphqlop.NewPersisted(graphqlop.MaxPersisted)
 	}
-	steps := []func(http.Handler) http.Handler{
-		g.requestID,     // 1. request id + trace context
-		g.observe,       // 9. RED metrics and the access log, around everything below
-		g.limitBody,     // 1. body size limit
-		g.findClientIP,  // 2. client IP, X-Forwarded-For only through trusted proxies
-		g.limitLocally,  // 2. a flood from one address cut in memory, before any round trip
-		g.serveIndex,    //    GET / answered with the index, unless the policy routes "/"
-		g.matchRoute,    // 3. path normalised, then method + pattern → route
-		g.authenticate,  // 4. identity headers stripped, credentials verified, identity set
-		g.readOperation, //    a GraphQL route's operation read, persisted queries resolved, cost weighed
-		g.rateLimit,     // 5. every rule in one limiter call; 429 / 503; budget headers
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, id := g.requestID(w, r) // 1. request id + trace context
+		ex := &exchange{start: g.now(), id: id}
+		rec := &recorder{ResponseWriter: w}
+		defer g.observe(rec, r, ex) // 9. RED metrics and the access log, panics included
+		g.serve(rec, r, ex)
+	})
+}
+
+// serve runs the steps of the blueprint (design §5) on one request, in its order. Each step
+// gets what it needs as arguments, and returns what it learnt and an outcome: proceed, or why
+// it answered the request itself, which ends it. ex records both for observe. Steps 6 to 8
+// are the upstream layer's (g.forward).
+func (g *gateway) serve(w http.ResponseWriter, r *http.Request, ex *exchange) {
+	snap := g.live.Current() // the one policy every step of this request reads
+	// 1. body size limit
+	if ex.outcome = g.limitBody(w, r, snap.Policy.Settings.MaxBodyBytes, &ex.body); ex.outcome != proceed {
+		return
 	}
-	h := http.HandlerFunc(g.forward) // 6–8. shedding, balancing, timeouts, retry
-	var next http.Handler = h
-	for i := len(steps) - 1; i >= 0; i-- {
-		next = steps[i](next)
+	// 2. client IP, X-Forwarded-For only through trusted proxies; a flood from one address
+	// cut in memory, before any round trip
+	ex.ip = g.findClientIP(r)
+	if ex.limit, ex.outcome = g.limitLocally(w, r, snap, ex.ip); ex.outcome != proceed {
+		return
 	}
-	return next
+	// GET / answered with the index, unless the policy routes "/"
+	if ex.outcome = g.serveIndex(w, r, snap); ex.outcome != proceed {
+		return
+	}
+	// 3. path normalised, then method + pattern → route
+	if ex.route, ex.outcome = g.matchRoute(w, r, snap); ex.outcome != proceed {
+		return
+	}
+	// 4. identity headers stripped, credentials verified, identity set
+	if ex.caller, ex.outcome = g.authenticate(w, r, ex.route); ex.outcome != proceed {
+		return
+	}
+	// a GraphQL route's operation read, persisted queries resolved, cost weighed
+	op, out := g.readOperation(w, r, ex.route)
+	if ex.outcome = out; ex.outcome != proceed {
+		return
+	}
+	// 5. every rule in one limiter call; 429 / 503; budget headers
+	s := limits.Subject{Route: ex.route, Caller: ex.caller, IP: ex.ip, Request: r, Operation: op}
+	if ex.limit, ex.outcome = g.rateLimit(w, r, snap, s); ex.outcome != proceed {
+		return
+	}
+	// Deferred: a client that hangs up mid-body makes the reverse proxy panic
+	// (http.ErrAbortHandler), and the slots and costs must be settled all the same.
+	defer g.enforcer.Settle(r.Context(), ex.limit.result, ex.limit.charges, w.Header(), nil)
+	g.forward(w, r, ex.route) // 6–8. shedding, balancing, timeouts, retry
 }
 
 // validRequestID reports whether a client-supplied X-Request-Id may be kept: 1 to 64 of
@@ -72,48 +107,42 @@ func traceIDOf(r *http.Request) string {
 	return trace.SpanContextFromContext(r.Context()).TraceID().String()
 }
 
-// requestID starts the request's exchange with the policy snapshot in force, and gives the
-// request a trace context and an id. A request that arrives without trace context (and the
-// process has no tracer to start one) gets fresh random ids, so the trace id in the access
-// log, in the 429 body and in the traceparent sent upstream is always the same real one.
-// X-Request-Id is kept when the client sent a sane one, else it is the trace id.
-func (g *gateway) requestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		sc := trace.SpanContextFromContext(ctx)
-		if !sc.IsValid() {
-			tid, sid := g.newTrace()
-			sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})
-			ctx = trace.ContextWithSpanContext(ctx, sc)
-		}
-		ex := &exchange{start: g.now(), snap: g.live.Current(), id: r.Header.Get("X-Request-Id")}
-		if !validRequestID(ex.id) {
-			ex.id = sc.TraceID().String()
-		}
-		// One slice for both: neither header is appended to, and a Set would allocate twice.
-		id := []string{ex.id}
-		r.Header["X-Request-Id"], w.Header()["X-Request-Id"] = id, id
-		next.ServeHTTP(w, r.WithContext(withExchange(ctx, ex)))
-	})
+// requestID gives the request a trace context and an id, and returns the request with that
+// context and the id. A request that arrives without trace context (and the process has no
+// tracer to start one) gets fresh random ids, so the trace id in the access log, in the 429
+// body and in the traceparent sent upstream is always the same real one. X-Request-Id is
+// kept when the client sent a sane one, else it is the trace id; it is set on the request
+// and the response.
+func (g *gateway) requestID(w http.ResponseWriter, r *http.Request) (*http.Request, string) {
+	sc := trace.SpanContextFromContext(r.Context())
+	if !sc.IsValid() {
+		tid, sid := g.newTrace()
+		sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})
+		r = r.WithContext(trace.ContextWithSpanContext(r.Context(), sc))
+	}
+	id := r.Header.Get("X-Request-Id")
+	if !validRequestID(id) {
+		id = sc.TraceID().String()
+	}
+	// One slice for both: neither header is appended to, and a Set would allocate twice.
+	ids := []string{id}
+	r.Header["X-Request-Id"], w.Header()["X-Request-Id"] = ids, ids
+	return r, id
 }
 
-// limitBody caps the request body at the policy's max_body_bytes: a declared length over it
-// is refused at once, and an undeclared one fails when the upstream call reads past it
-// (the upstream layer answers 413), which the exchange notes so that it counts as the
-// gateway's rejection, not the service's answer.
-func (g *gateway) limitBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ex := exchangeOf(r)
-		n := ex.snap.Policy.Settings.MaxBodyBytes
-		if r.ContentLength > n {
-			ex.outcome = outcomeTooLarge
-			writeStatus(w, r, http.StatusRequestEntityTooLarge, "request body is larger than "+strconv.FormatInt(n, 10)+" bytes")
-			return
-		}
-		ex.body.ReadCloser = http.MaxBytesReader(w, r.Body, n)
-		r.Body = &ex.body
-		next.ServeHTTP(w, r)
-	})
+// limitBody caps the request body at maxBytes (the policy's max_body_bytes): a declared
+// length over it is answered with 413 at once, and an undeclared one fails when the upstream
+// call reads past it (the upstream layer answers 413). body is where the capped body is kept
+// (the exchange's, to spare an allocation): it notes running past the cap, so that observe
+// counts that 413 as the gateway's rejection, not the service's answer.
+func (g *gateway) limitBody(w http.ResponseWriter, r *http.Request, maxBytes int64, body *cappedBody) outcome {
+	if r.ContentLength > maxBytes {
+		writeStatus(w, r, http.StatusRequestEntityTooLarge, "request body is larger than "+strconv.FormatInt(maxBytes, 10)+" bytes")
+		return outcomeTooLarge
+	}
+	body.ReadCloser = http.MaxBytesReader(w, r.Body, maxBytes)
+	r.Body = body
+	return proceed
 }
 
 // cappedBody is a request body behind http.MaxBytesReader that remembers running past its
@@ -131,56 +160,47 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// findClientIP finds the client's address, and leaves in X-Forwarded-For only the hops the
+// findClientIP returns the client's address, and leaves in X-Forwarded-For only the hops the
 // gateway trusts, from the client to the last trusted proxy; none when the peer is not one.
 // The upstream layer forwards that and appends the peer, so a service reads the client the
 // gateway's per-IP limits counted, never a chain the client made up.
-func (g *gateway) findClientIP(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ip, chain := g.clientIP.Resolve(r)
-		exchangeOf(r).ip = ip
-		if len(chain) == 0 {
-			r.Header.Del("X-Forwarded-For")
-		} else {
-			r.Header["X-Forwarded-For"] = []string{strings.Join(chain, ", ")}
-		}
-		next.ServeHTTP(w, r)
-	})
+func (g *gateway) findClientIP(r *http.Request) netip.Addr {
+	ip, chain := g.clientIP.Resolve(r)
+	if len(chain) == 0 {
+		r.Header.Del("X-Forwarded-For")
+	} else {
+		r.Header["X-Forwarded-For"] = []string{strings.Join(chain, ", ")}
+	}
+	return ip
 }
 
 // limitLocally is the pre-limit: settings.local_ip_limit per client address, decided in
 // this replica's memory before anything that costs a round trip — the route's limits in
 // Redis, or the JWKS refetch a forged token may cause — so that a flood from one address is
-// cut at the price of a map lookup. Over it, the 429 of any limit, naming local-per-ip. With
-// N replicas an address may pass N times the rate: the pre-limit is a ceiling against
-// floods, not a budget, and the shared limits after it stay exact.
+// cut at the price of a map lookup. Over it: the 429 of any limit, naming local-per-ip, and
+// the decision returned for the access log. With N replicas an address may pass N times the
+// rate: the pre-limit is a ceiling against floods, not a budget, and the shared limits after
+// it stay exact.
 //
 // Loopback clients are not counted: in the all-in-one mode every simulated fan of the
 // playground is 127.0.0.1, and a process on the gateway's own machine is no remote flood.
-func (g *gateway) limitLocally(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ex := exchangeOf(r)
-		rule, on := ex.snap.LocalIPLimit()
-		if !on || !ex.ip.IsValid() || ex.ip.IsLoopback() {
-			next.ServeHTTP(w, r)
-			return
-		}
-		reqs := []ratelimit.Request{{Rule: rule, Key: limits.IPKey(ex.ip)}}
-		res, err := g.local.Allow(r.Context(), reqs)
-		if err != nil { // the rule was validated with the policy: not expected
-			ex.outcome = outcomeInvalidPolicy
-			problem.Write(w, r, g.log, err)
-			return
-		}
-		g.metrics.locallyDecided(r.Context(), res)
-		if res.Allowed {
-			next.ServeHTTP(w, r)
-			return
-		}
-		ex.reqs, ex.result = reqs, res
-		ex.outcome = outcomeRateLimited
-		limits.WriteTooMany(w, reqs, res, traceIDOf(r))
-	})
+func (g *gateway) limitLocally(w http.ResponseWriter, r *http.Request, snap *policy.Snapshot, ip netip.Addr) (decision, outcome) {
+	rule, on := snap.LocalIPLimit()
+	if !on || !ip.IsValid() || ip.IsLoopback() {
+		return decision{}, proceed
+	}
+	reqs := []ratelimit.Request{{Rule: rule, Key: limits.IPKey(ip)}}
+	res, err := g.local.Allow(r.Context(), reqs)
+	if err != nil { // the rule was validated with the policy: not expected
+		problem.Write(w, r, g.log, err)
+		return decision{}, outcomeInvalidPolicy
+	}
+	g.metrics.locallyDecided(r.Context(), res)
+	if res.Allowed {
+		return decision{}, proceed
+	}
+	limits.WriteTooMany(w, reqs, res, traceIDOf(r))
+	return decision{reqs: reqs, result: res}, outcomeRateLimited
 }
 
 // matchRoute normalises the path, then finds the route. The path the route was matched on
@@ -188,34 +208,27 @@ func (g *gateway) limitLocally(next http.Handler) http.Handler {
 // and forwarded, as "/v1/admin", so no spelling of a path reaches a service past the auth of
 // the route it really is. Encoded slashes and backslashes are refused: services would read
 // them as separators where the gateway did not.
-func (g *gateway) matchRoute(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ex := exchangeOf(r)
-		p, ok := normalise(r)
-		if !ok {
-			ex.outcome = outcomeBadPath
-			problem.Write(w, r, nil, problem.New(problem.Invalid, "malformed path"))
-			return
-		}
-		rt, allowed := ex.snap.Match(r.Method, p)
-		switch {
-		case rt == nil && len(allowed) > 0:
-			ex.outcome = outcomeMethod
-			w.Header().Set("Allow", strings.Join(allowed, ", "))
-			writeStatus(w, r, http.StatusMethodNotAllowed, r.Method+" is not allowed here")
-			return
-		case rt == nil:
-			ex.outcome = outcomeNoRoute
-			problem.Write(w, r, nil, problem.New(problem.NotFound, "no route for %s %s", r.Method, p))
-			return
-		}
-		ex.route = rt
-		if rt.StripPrefix != "" {
-			p = "/" + strings.TrimPrefix(strings.TrimPrefix(p, rt.StripPrefix), "/")
-		}
-		r.URL.Path, r.URL.RawPath = p, ""
-		next.ServeHTTP(w, r)
-	})
+func (g *gateway) matchRoute(w http.ResponseWriter, r *http.Request, snap *policy.Snapshot) (*policy.CompiledRoute, outcome) {
+	p, ok := normalise(r)
+	if !ok {
+		problem.Write(w, r, nil, problem.New(problem.Invalid, "malformed path"))
+		return nil, outcomeBadPath
+	}
+	rt, allowed := snap.Match(r.Method, p)
+	switch {
+	case rt == nil && len(allowed) > 0:
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeStatus(w, r, http.StatusMethodNotAllowed, r.Method+" is not allowed here")
+		return nil, outcomeMethod
+	case rt == nil:
+		problem.Write(w, r, nil, problem.New(problem.NotFound, "no route for %s %s", r.Method, p))
+		return nil, outcomeNoRoute
+	}
+	if rt.StripPrefix != "" {
+		p = "/" + strings.TrimPrefix(strings.TrimPrefix(p, rt.StripPrefix), "/")
+	}
+	r.URL.Path, r.URL.RawPath = p, ""
+	return rt, proceed
 }
 
 // normalise returns the cleaned, decoded path of r, or false when it cannot be trusted.
@@ -232,33 +245,30 @@ func normalise(r *http.Request) (string, bool) {
 }
 
 // authenticate strips identity headers the client sent, and any mention of the gateway's
-// own headers in Connection, verifies the route's credentials, checks the route's plans and
-// sets the verified identity for the upstream.
-func (g *gateway) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ex := exchangeOf(r)
-		keepGatewayHeaders(r.Header)
-		c, err := g.auth.Authenticate(r.Context(), r, ex.route.Auth)
-		if err != nil {
-			switch problem.CodeOf(err) {
-			case problem.Unauthorized:
-				ex.outcome = outcomeUnauthorized
-				w.Header().Set("WWW-Authenticate", challenge(ex.route.Auth))
-			case problem.Unavailable:
-				ex.outcome = outcomeAuthDown
-			}
-			problem.Write(w, r, g.log, err)
-			return
+// own headers in Connection, verifies the credentials rt asks for, checks rt's plans and
+// sets the verified identity for the upstream. It returns the caller, also when its plan is
+// refused (403), for the access log.
+func (g *gateway) authenticate(w http.ResponseWriter, r *http.Request, rt *policy.CompiledRoute) (authn.Caller, outcome) {
+	keepGatewayHeaders(r.Header)
+	c, err := g.auth.Authenticate(r.Context(), r, rt.Auth)
+	if err != nil {
+		var out outcome = outcomeInvalidPolicy // an auth mode the policy's validation let through
+		switch problem.CodeOf(err) {
+		case problem.Unauthorized:
+			out = outcomeUnauthorized
+			w.Header().Set("WWW-Authenticate", challenge(rt.Auth))
+		case problem.Unavailable:
+			out = outcomeAuthDown
 		}
-		ex.caller = c
-		if len(ex.route.Plans) > 0 && !slices.Contains(ex.route.Plans, c.Plan) {
-			ex.outcome = outcomeForbidden
-			problem.Write(w, r, nil, problem.New(problem.Forbidden, "this route is for the %s plan", strings.Join(ex.route.Plans, ", ")))
-			return
-		}
-		c.Identity.Set(r.Header)
-		next.ServeHTTP(w, r)
-	})
+		problem.Write(w, r, g.log, err)
+		return c, out
+	}
+	if len(rt.Plans) > 0 && !slices.Contains(rt.Plans, c.Plan) {
+		problem.Write(w, r, nil, problem.New(problem.Forbidden, "this route is for the %s plan", strings.Join(rt.Plans, ", ")))
+		return c, outcomeForbidden
+	}
+	c.Identity.Set(r.Header)
+	return c, proceed
 }
 
 // setByGateway holds, lower-cased, the request headers the gateway sets for the upstream
@@ -306,62 +316,50 @@ func challenge(mode policy.AuthMode) string {
 	return `Bearer realm="boxoffice"`
 }
 
-// rateLimit decides every limit of the request in one limiter call. Denied: 429 with the
-// RateLimit fields, or 503 when a fail-closed rule cannot reach the store. Allowed: the
-// budget fields on the response, and after it the slots released and response costs
-// charged, even when the response ends in a panic. Shadow rules that would have denied are
-// only noted for the access log.
-func (g *gateway) rateLimit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ex := exchangeOf(r)
-		built, err := limits.Build(ex.snap, limits.Subject{Route: ex.route, Caller: ex.caller, IP: ex.ip, Request: r, Operation: ex.op})
-		if err != nil { // a GraphQL mutation the policy does not map
-			ex.outcome = outcomeBadOperation
-			problem.Write(w, r, nil, err)
-			return
+// rateLimit decides every limit of the request s describes in one limiter call. Denied: 429
+// with the RateLimit fields, or 503 when a fail-closed rule cannot reach the store. Allowed:
+// the budget fields on the response, and the decision, whose slots and response costs the
+// caller settles once the response is done. Shadow rules that would have denied are only
+// noted in the decision, for the access log.
+func (g *gateway) rateLimit(w http.ResponseWriter, r *http.Request, snap *policy.Snapshot, s limits.Subject) (decision, outcome) {
+	built, err := limits.Build(snap, s)
+	if err != nil { // a GraphQL mutation the policy does not map
+		problem.Write(w, r, nil, err)
+		return decision{}, outcomeBadOperation
+	}
+	reqs := built.Requests
+	res, err := g.enforcer.Decide(r.Context(), reqs)
+	if err != nil {
+		problem.Write(w, r, g.log, err)
+		return decision{}, outcomeInvalidPolicy
+	}
+	d := decision{reqs: reqs, result: res, charges: built.Charges}
+	for _, rd := range res.Rules {
+		if rd.Mode == ratelimit.Shadow && !rd.Allowed {
+			d.shadow = append(d.shadow, rd.Rule)
 		}
-		reqs := built.Requests
-		res, err := g.enforcer.Decide(r.Context(), reqs)
-		if err != nil {
-			ex.outcome = outcomeInvalidPolicy
-			problem.Write(w, r, g.log, err)
-			return
-		}
-		ex.reqs, ex.result = reqs, res
-		for _, d := range res.Rules {
-			if d.Mode == ratelimit.Shadow && !d.Allowed {
-				ex.shadow = append(ex.shadow, d.Rule)
-			}
-		}
-		cost := limits.CostOf(built, res)
-		switch {
-		case !res.Allowed && limits.FailedClosed(res):
-			ex.outcome = outcomeStoreDown
-			limits.WriteStoreUnavailable(w, res, traceIDOf(r))
-			return
-		case !res.Allowed && ex.op != nil:
-			ex.outcome = outcomeRateLimited
-			limits.WriteTooManyGraphQL(w, reqs, res, cost, traceIDOf(r))
-			return
-		case !res.Allowed:
-			ex.outcome = outcomeRateLimited
-			limits.WriteTooMany(w, reqs, res, traceIDOf(r))
-			return
-		}
-		setQueryCost(r.Header, cost)
-		limits.SetHeaders(w.Header(), reqs, res)
-		// Deferred: a client that hangs up mid-body makes the reverse proxy panic
-		// (http.ErrAbortHandler), and its slots and costs must be settled all the same.
-		defer g.enforcer.Settle(r.Context(), res, built.Charges, w.Header(), nil)
-		next.ServeHTTP(w, r)
-	})
+	}
+	cost := limits.CostOf(built, res)
+	switch {
+	case !res.Allowed && limits.FailedClosed(res):
+		limits.WriteStoreUnavailable(w, res, traceIDOf(r))
+		return d, outcomeStoreDown
+	case !res.Allowed && s.Operation != nil:
+		limits.WriteTooManyGraphQL(w, reqs, res, cost, traceIDOf(r))
+		return d, outcomeRateLimited
+	case !res.Allowed:
+		limits.WriteTooMany(w, reqs, res, traceIDOf(r))
+		return d, outcomeRateLimited
+	}
+	setQueryCost(r.Header, cost)
+	limits.SetHeaders(w.Header(), reqs, res)
+	return d, proceed
 }
 
-// forward hands the request to the upstream layer with the route's knobs. A retry is allowed
-// for idempotent methods and for requests carrying an Idempotency-Key, whose service
-// promises to apply them once however often they arrive.
-func (g *gateway) forward(w http.ResponseWriter, r *http.Request) {
-	rt := exchangeOf(r).route
+// forward hands the request to the upstream layer with rt's knobs. A retry is allowed for
+// idempotent methods and for requests carrying an Idempotency-Key, whose service promises
+// to apply them once however often they arrive.
+func (g *gateway) forward(w http.ResponseWriter, r *http.Request, rt *policy.CompiledRoute) {
 	ro := upstream.RouteOptions{ConnectTimeout: rt.ConnectTimeout, ResponseTimeout: rt.ResponseTimeout}
 	ro.Retry = rt.Retry && (idempotent(r.Method) || r.Header.Get("Idempotency-Key") != "")
 	g.upstream.Forward(w, r, rt.Service, ro)

@@ -116,3 +116,48 @@ func TestValidRequestID(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchRoute calls the route step alone, with a policy snapshot for input: the route
+// found, the path forwarded, and the outcome and status of what it answers itself.
+func TestMatchRoute(t *testing.T) {
+	snap := liveOf(t, `
+services: [{name: svc, instances: ["http://127.0.0.1:1"]}]
+routes:
+  - {id: public, match: {method: GET, path: "/v1/public/{rest...}"}, service: svc, auth: none}
+  - {id: admin, match: {method: GET, path: /v1/admin}, service: svc, auth: user}
+  - {id: partner, match: {method: GET, path: /partner/v1/x}, service: svc, auth: none, strip_prefix: /partner}
+`).Current()
+	g := &gateway{}
+	tests := []struct {
+		name, method, target string
+		wantRoute, wantPath  string
+		wantOutcome          outcome
+		wantStatus           int
+	}{
+		{"a route", "GET", "/v1/public/a", "public", "/v1/public/a", proceed, 0},
+		{"dot segments cleaned first", "GET", "/v1/public/%2e%2e/admin", "admin", "/v1/admin", proceed, 0},
+		{"prefix stripped", "GET", "/partner/v1/x", "partner", "/v1/x", proceed, 0},
+		{"an encoded slash", "GET", "/v1/public/a%2fb", "", "", outcomeBadPath, http.StatusBadRequest},
+		{"no route", "GET", "/v1/nothing", "", "", outcomeNoRoute, http.StatusNotFound},
+		{"wrong method", "POST", "/v1/admin", "", "", outcomeMethod, http.StatusMethodNotAllowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.target, nil)
+			w := httptest.NewRecorder()
+			rt, out := g.matchRoute(w, r, snap)
+			if out != tt.wantOutcome {
+				t.Fatalf("matchRoute(%s %s) outcome = %q, want %q", tt.method, tt.target, out, tt.wantOutcome)
+			}
+			if out != proceed {
+				if rt != nil || w.Code != tt.wantStatus {
+					t.Errorf("matchRoute(%s %s) = route %v, status %d, want no route, %d", tt.method, tt.target, rt, w.Code, tt.wantStatus)
+				}
+				return
+			}
+			if rt == nil || rt.ID != tt.wantRoute || r.URL.Path != tt.wantPath {
+				t.Errorf("matchRoute(%s %s) = route %v, path %q, want %s, %q", tt.method, tt.target, rt, r.URL.Path, tt.wantRoute, tt.wantPath)
+			}
+		})
+	}
+}
