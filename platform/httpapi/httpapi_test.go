@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -124,50 +123,6 @@ func TestLimit(t *testing.T) {
 			}
 			if err != nil || got != tt.want {
 				t.Errorf("Limit(%q) = %d, %v; want %d", tt.query, got, err, tt.want)
-			}
-		})
-	}
-}
-
-func TestCursorRoundTrip(t *testing.T) {
-	tests := []httpapi.Cursor{
-		{Key: 1767225600000, ID: "hold_01"},
-		{Key: 0, ID: "a"},
-		{Key: -5, ID: "with:colons:inside"},
-		{Key: math.MaxInt64, ID: "évent ünicode"},
-	}
-	for _, c := range tests {
-		s := c.String()
-		got, err := httpapi.ParseCursor(s, httpapi.Cursor{})
-		if err != nil || got != c {
-			t.Errorf("ParseCursor(%v.String() = %q) = %v, %v; want %v", c, s, got, err, c)
-		}
-	}
-}
-
-func TestParseCursorOfNothingIsTheFirstPage(t *testing.T) {
-	first := httpapi.Cursor{Key: math.MaxInt64}
-	if got, err := httpapi.ParseCursor("", first); err != nil || got != first {
-		t.Errorf("ParseCursor(\"\", %v) = %v, %v; want %v", first, got, err, first)
-	}
-}
-
-func TestParseCursorRefusesWhatStringDidNotMake(t *testing.T) {
-	b64 := base64.RawURLEncoding.EncodeToString
-	tests := []struct{ name, in string }{
-		{"not base64url", "%%"},
-		{"no separator", b64([]byte("12345"))},
-		{"key not a number", b64([]byte("soon:evt-1"))},
-		{"no id", b64([]byte("12345:"))},
-		{"NUL in the id", b64([]byte("12345:a\x00b"))},
-		{"invalid UTF-8 in the id", b64([]byte("1:\xff"))},
-		{"a line break in the id", b64([]byte("1:evt\n"))},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := httpapi.ParseCursor(tt.in, httpapi.Cursor{})
-			if pe, ok := errors.AsType[*problem.Error](err); !ok || pe.Code != problem.Invalid || pe.Field != "cursor" {
-				t.Errorf("ParseCursor(%q) = %v, %v; want an invalid problem naming cursor", tt.in, got, err)
 			}
 		})
 	}

@@ -1,5 +1,6 @@
 // Package httpapi is what every BoxOffice service's REST API is made of: one route table,
-// JSON answers, and the paging parameters of lists (limit and an opaque cursor).
+// JSON answers, and the page size of lists (limit). The paging cursor is a store's concern
+// and lives beside the database code (platform/sqldb/keyset).
 //
 // Errors are not here: handlers answer them with problem.Write, so a bad limit or cursor
 // reads like any other invalid field.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"boxoffice.dev/platform/httpapi"
+	"boxoffice.dev/platform/sqldb/keyset"
 )
 
 // ListEvents returns up to limit events matching f, soonest first (ties by id), after the
@@ -21,7 +21,7 @@ func (s *Store) ListEvents(ctx context.Context, f Filter, limit int, cursor stri
 	}
 	where, args := filterSQL(f)
 	if cursor != "" {
-		after, err := httpapi.ParseCursor(cursor, httpapi.Cursor{})
+		after, err := keyset.Parse(cursor, keyset.Cursor{})
 		if err != nil {
 			return nil, "", err
 		}
@@ -47,7 +47,7 @@ func (s *Store) ListEvents(ctx context.Context, f Filter, limit int, cursor stri
 	if len(out) > limit {
 		out = out[:limit]
 		last := out[limit-1]
-		next = httpapi.Cursor{Key: last.StartsAt.UnixMilli(), ID: last.ID}.String()
+		next = keyset.Cursor{Key: last.StartsAt.UnixMilli(), ID: last.ID}.String()
 	}
 	return out, next, nil
 }

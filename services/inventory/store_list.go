@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/problem"
+	"boxoffice.dev/platform/sqldb/keyset"
 )
 
 // Hold returns hold id in any state. account "" is a trusted service call; otherwise it
@@ -44,7 +44,7 @@ func (s *Store) ListHolds(ctx context.Context, account string, limit int, cursor
 	}
 	where, args := `WHERE account = ?`, []any{account}
 	if cursor != "" {
-		before, err := httpapi.ParseCursor(cursor, httpapi.Cursor{})
+		before, err := keyset.Parse(cursor, keyset.Cursor{})
 		if err != nil {
 			return nil, "", err
 		}
@@ -59,7 +59,7 @@ func (s *Store) ListHolds(ctx context.Context, account string, limit int, cursor
 	if len(holds) > limit {
 		holds = holds[:limit]
 		last := holds[limit-1]
-		next = httpapi.Cursor{Key: last.CreatedAt.UnixMilli(), ID: last.ID}.String()
+		next = keyset.Cursor{Key: last.CreatedAt.UnixMilli(), ID: last.ID}.String()
 	}
 	return holds, next, nil
 }

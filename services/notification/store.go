@@ -10,8 +10,8 @@ import (
 	"math"
 	"time"
 
-	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/sqldb"
+	"boxoffice.dev/platform/sqldb/keyset"
 )
 
 //go:embed migrations/*.sql
@@ -73,7 +73,7 @@ type Page struct {
 // cursor ("" = the newest).
 func (s *Store) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
 	limit = min(max(limit, 1), MaxPageSize)
-	before, err := httpapi.ParseCursor(cursor, httpapi.Cursor{Key: math.MaxInt64})
+	before, err := keyset.Parse(cursor, keyset.Cursor{Key: math.MaxInt64})
 	if err != nil {
 		return Page{}, err
 	}
@@ -90,7 +90,7 @@ func (s *Store) List(ctx context.Context, account string, limit int, cursor stri
 	if len(page.Messages) > limit {
 		page.Messages = page.Messages[:limit]
 		last := page.Messages[limit-1]
-		page.Next = httpapi.Cursor{Key: last.CreatedAt.UnixMicro(), ID: last.ID}.String()
+		page.Next = keyset.Cursor{Key: last.CreatedAt.UnixMicro(), ID: last.ID}.String()
 	}
 	return page, nil
 }

@@ -12,10 +12,10 @@ import (
 	"math"
 	"time"
 
-	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
+	"boxoffice.dev/platform/sqldb/keyset"
 )
 
 //go:embed migrations/*.sql
@@ -177,7 +177,7 @@ type Page struct {
 // cursor ("" = the newest).
 func (s *Store) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
 	limit = min(max(limit, 1), MaxPageSize)
-	before, err := httpapi.ParseCursor(cursor, httpapi.Cursor{Key: math.MaxInt64})
+	before, err := keyset.Parse(cursor, keyset.Cursor{Key: math.MaxInt64})
 	if err != nil {
 		return Page{}, err
 	}
@@ -194,7 +194,7 @@ func (s *Store) List(ctx context.Context, account string, limit int, cursor stri
 	if len(page.Orders) > limit {
 		page.Orders = page.Orders[:limit]
 		last := page.Orders[limit-1]
-		page.Next = httpapi.Cursor{Key: last.CreatedAt.UnixMicro(), ID: last.ID}.String()
+		page.Next = keyset.Cursor{Key: last.CreatedAt.UnixMicro(), ID: last.ID}.String()
 	}
 	return page, nil
 }

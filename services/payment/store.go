@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"time"
 
-	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
+	"boxoffice.dev/platform/sqldb/keyset"
 )
 
 //go:embed migrations/*.sql
@@ -163,7 +163,7 @@ type Page struct {
 // time (clamped to 1..MaxPageSize) from cursor ("" = the first page).
 func (s *Store) List(ctx context.Context, orderID string, limit int, cursor string) (Page, error) {
 	limit = min(max(limit, 1), MaxPageSize)
-	after, err := httpapi.ParseCursor(cursor, httpapi.Cursor{Key: -1})
+	after, err := keyset.Parse(cursor, keyset.Cursor{Key: -1})
 	if err != nil {
 		return Page{}, err
 	}
@@ -194,7 +194,7 @@ func (s *Store) List(ctx context.Context, orderID string, limit int, cursor stri
 	if len(page.Charges) > limit {
 		page.Charges = page.Charges[:limit]
 		last := page.Charges[limit-1]
-		page.Next = httpapi.Cursor{Key: last.CreatedAt.UnixMicro(), ID: last.ID}.String()
+		page.Next = keyset.Cursor{Key: last.CreatedAt.UnixMicro(), ID: last.ID}.String()
 	}
 	return page, nil
 }
