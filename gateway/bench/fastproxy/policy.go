@@ -137,7 +137,8 @@ func (w *policyWork) decide(rc *fasthttp.RequestCtx) (decision, outcome) {
 	}
 	h.Set(identity.HeaderUser, claims.Subject)
 	caller := authn.Caller{Identity: identity.Identity{User: claims.Subject}}
-	reqs, _, _ := limits.Build(w.snap, limits.Subject{Route: rt, Caller: caller, IP: peerIP(rc)}) // no charges nor GraphQL: see supported
+	built, _ := limits.Build(w.snap, limits.Subject{Route: rt, Caller: caller, IP: peerIP(rc)}) // no charges nor GraphQL: see supported
+	reqs := built.Requests
 	ctx, cancel := context.WithTimeout(w.ctx, w.timeout)
 	res, err := w.store.Allow(ctx, reqs)
 	cancel()
