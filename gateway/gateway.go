@@ -1,16 +1,13 @@
 // Package gateway is BoxOffice's gateway: the single front door that routes, authenticates,
 // rate-limits, sheds and balances every request.
 //
-// The request path is one function, gateway.serve in routes.go, that calls the steps in the
-// order of the blueprint (design §5): request id and trace context, body limit, client IP, a
-// per-address pre-limit in memory, route match, authentication, rate limits and quotas, then
-// the upstream layer (package upstream: shedding, readiness-checked balancing, timeouts, a
-// budgeted retry). Each step is a plain method given its inputs as arguments; it either
-// answers the request itself and returns the outcome, or returns what it learnt for the
-// steps after it (docs/adr/0009-the-request-pipeline.md). Every step reads one policy
-// snapshot taken when the request arrived, so a policy swapped in mid-request never mixes
-// two policies in one decision. run.go wires the process: configuration, Redis, the
-// database, NATS, the auth service, the admin listener and the background loops.
+// The request path is in routes.go: gateway.serve calls the steps in the blueprint's order
+// (design §5), each a method that is given its inputs and either answers the request itself
+// or returns what it learnt (docs/adr/0009-the-request-pipeline.md); package upstream then
+// sheds, balances, proxies and retries. Every step reads the one policy snapshot taken when
+// the request arrived, so a policy swapped in mid-request never mixes two policies in one
+// decision. run.go wires the process: configuration, Redis, the database, NATS, the auth
+// service, the admin listener and the background loops.
 package gateway
 
 import (
