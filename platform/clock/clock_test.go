@@ -43,3 +43,19 @@ func TestSleepWaitsTheWholePause(t *testing.T) {
 		t.Errorf("Sleep(%v) returned after %v, want at least %v", d, got, d)
 	}
 }
+
+func TestClockNow(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	if got := clock.Func(func() time.Time { return t0 }).Now(); !got.Equal(t0) {
+		t.Errorf("Func(t0).Now() = %v, want %v", got, t0)
+	}
+	// The zero Clock is the system clock: its reading lies between two of time.Now.
+	before := time.Now()
+	got := clock.Clock{}.Now()
+	if after := time.Now(); got.Before(before) || got.After(after) {
+		t.Errorf("Clock{}.Now() = %v, want between %v and %v", got, before, after)
+	}
+	if got := clock.Func(nil).Now(); got.IsZero() {
+		t.Errorf("Func(nil).Now() = %v, want the system time", got)
+	}
+}

@@ -3,10 +3,12 @@ package testkit
 import (
 	"sync"
 	"time"
+
+	"boxoffice.dev/platform/clock"
 )
 
-// Clock is a time source a test controls, for code that takes a clock func (a Now
-// func() time.Time field). It stands still until Advance moves it or, with a step, moves on
+// Clock is a time source a test controls, for code that takes a clock.Clock (Clock) or a
+// clock func (Now, as a method value). It stands still until Advance moves it or, with a step, moves on
 // by the step at every reading, so rows written one after another get distinct, ordered
 // times. It is safe for concurrent use.
 type Clock struct {
@@ -28,6 +30,9 @@ func (c *Clock) Now() time.Time {
 	c.now = c.now.Add(c.step)
 	return c.now
 }
+
+// Clock returns a clock.Clock reading c, for a struct's Clock field.
+func (c *Clock) Clock() clock.Clock { return clock.Func(c.Now) }
 
 // Advance moves the clock on by d.
 func (c *Clock) Advance(d time.Duration) {

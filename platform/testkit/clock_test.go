@@ -42,3 +42,12 @@ func TestClockWithAStepOrdersReadings(t *testing.T) {
 		t.Errorf("reading 401 = %v, want %v", got, want)
 	}
 }
+
+func TestClockClockFollowsTheFake(t *testing.T) {
+	c := NewClock(t0, 0)
+	cc := c.Clock()
+	c.Advance(time.Hour)
+	if got, want := cc.Now(), t0.Add(time.Hour); !got.Equal(want) {
+		t.Errorf("Clock().Now() after Advance(1h) = %v, want %v", got, want)
+	}
+}

@@ -53,7 +53,7 @@ func (s *Service) SeedDemo(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("seed demo: %w", err)
 	}
-	now := s.Now().UTC()
+	now := s.Clock.Now().UTC()
 	users := make([]User, DemoUsers)
 	for i := range users {
 		id, err := newID(s.Random, "usr")

@@ -41,7 +41,7 @@ func (s *Service) RotateKeys(ctx context.Context, force bool) (*Keyring, error) 
 	if err != nil {
 		return nil, fmt.Errorf("rotate keys: %w", err)
 	}
-	now := s.Now()
+	now := s.Clock.Now()
 	ring := NewKeyring(keys, s.Config.keyPolicy())
 	if at, due := ring.NextKey(now, force); due {
 		gen := int64(1)
@@ -105,7 +105,7 @@ func (s *Service) newSigningKey(gen int64, now, activates time.Time) (SigningKey
 // signing, and retired ones whose tokens may still be live.
 func (s *Service) JWKS() token.JWKS {
 	set := token.JWKS{Keys: []token.JWK{}}
-	for _, k := range s.keyring().Published(s.Now()) {
+	for _, k := range s.keyring().Published(s.Clock.Now()) {
 		set.Keys = append(set.Keys, token.PublicJWK(k.ID, k.Public()))
 	}
 	return set
@@ -126,7 +126,7 @@ type KeyInfo struct {
 
 // Keys lists this instance's copy of the published keys with their states now.
 func (s *Service) Keys() []KeyInfo {
-	ring, now := s.keyring(), s.Now()
+	ring, now := s.keyring(), s.Clock.Now()
 	var out []KeyInfo
 	for _, k := range ring.Published(now) {
 		st, _ := ring.State(k.ID, now)
@@ -152,7 +152,7 @@ func (s *Service) Maintain(ctx context.Context) error {
 		if _, err := s.RotateKeys(ctx, false); err != nil && ctx.Err() == nil {
 			s.Log.ErrorContext(ctx, "key rotation failed", "error", err)
 		}
-		if now := s.Now(); now.Sub(pruned) >= refreshPruneEvery {
+		if now := s.Clock.Now(); now.Sub(pruned) >= refreshPruneEvery {
 			n, err := s.Store.PruneRefresh(ctx, now)
 			if err != nil && ctx.Err() == nil {
 				s.Log.ErrorContext(ctx, "pruning refresh tokens failed", "error", err)

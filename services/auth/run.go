@@ -73,7 +73,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, seed bool) (http.H
 	}
 	// Ready only with a key to sign with; without one every login would answer 503.
 	s.Health.Add("signing-key", func(context.Context) error {
-		if _, ok := svc.keyring().Signer(svc.Now()); !ok {
+		if _, ok := svc.keyring().Signer(svc.Clock.Now()); !ok {
 			return errors.New("no active signing key")
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/services/auth/token"
@@ -54,8 +55,8 @@ func (c Config) keyPolicy() KeyPolicy {
 type Service struct {
 	Store  *Store
 	Config Config
-	// Now is the clock; NewService sets time.Now. Tests move it by hand.
-	Now func() time.Time
+	// Clock dates tokens, keys and rows; the zero Clock is time.Now. Tests move it by hand.
+	Clock clock.Clock
 	// Random feeds ids, secrets and keys; NewService sets crypto/rand.Reader.
 	Random io.Reader
 	// Log receives what operators need to know (key rotation, refresh token reuse).
@@ -84,7 +85,6 @@ func NewService(store *Store, cfg Config) (*Service, error) {
 	return &Service{
 		Store:     store,
 		Config:    cfg,
-		Now:       time.Now,
 		Random:    rand.Reader,
 		Log:       slog.New(slog.DiscardHandler),
 		passwords: pw,
@@ -110,7 +110,7 @@ func (s *Service) Signup(ctx context.Context, email, password, name string) (Use
 	if err != nil {
 		return User{}, fmt.Errorf("signup: %w", err)
 	}
-	u := User{ID: id, Email: a.Email, Name: a.Name, CreatedAt: s.Now().UTC()}
+	u := User{ID: id, Email: a.Email, Name: a.Name, CreatedAt: s.Clock.Now().UTC()}
 	var ev *outbox.Event
 	if s.Events {
 		if ev, err = userRegistered(s.Random, u); err != nil {
@@ -148,7 +148,7 @@ func (s *Service) Login(ctx context.Context, email, password string) (TokenPair,
 	if !ok {
 		return TokenPair{}, errBadCredentials
 	}
-	now := s.Now()
+	now := s.Clock.Now()
 	access, err := s.issueAccess(u.ID, now)
 	if err != nil {
 		return TokenPair{}, err
@@ -176,7 +176,7 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (TokenPair, 
 	if len(refreshToken) > maxRefreshToken || !wellFormed(refreshToken, refreshTokenPrefix) {
 		return TokenPair{}, errRefreshInvalid
 	}
-	now := s.Now()
+	now := s.Clock.Now()
 	raw, next, err := s.newRefresh(now)
 	if err != nil {
 		return TokenPair{}, err
@@ -221,7 +221,7 @@ func (s *Service) CreateTenant(ctx context.Context, name, plan string) (Tenant, 
 	if err != nil {
 		return Tenant{}, "", fmt.Errorf("create tenant: %w", err)
 	}
-	t := Tenant{ID: id, Name: name, Plan: p, CreatedAt: s.Now().UTC()}
+	t := Tenant{ID: id, Name: name, Plan: p, CreatedAt: s.Clock.Now().UTC()}
 	if err := s.Store.CreateTenant(ctx, t, HashSecret(key)); err != nil {
 		return Tenant{}, "", err
 	}

@@ -29,7 +29,7 @@ func newTestService(t *testing.T, s *Store, clock *testkit.Clock) *Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.Now = clock.Now
+	svc.Clock = clock.Clock()
 	if _, err := svc.RotateKeys(context.Background(), false); err != nil {
 		t.Fatalf("RotateKeys: %v", err)
 	}

@@ -172,7 +172,7 @@ func (s *Store) Seed(ctx context.Context) (bool, error) {
 	if err != nil || !empty {
 		return false, err
 	}
-	demo := DemoCatalog(s.now())
+	demo := DemoCatalog(s.Clock.Now())
 	seeded := false
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		for i, v := range demo.Venues {
@@ -185,12 +185,12 @@ func (s *Store) Seed(ctx context.Context) (bool, error) {
 			case !ok:
 				return fmt.Errorf("venue %s exists beside a missing %s", v.ID, demo.Venues[0].ID)
 			}
-			if err := s.emitVenue(ctx, tx, v, s.now()); err != nil {
+			if err := s.emitVenue(ctx, tx, v, s.Clock.Now()); err != nil {
 				return err
 			}
 		}
 		for _, e := range demo.Events {
-			e.Version, e.UpdatedAt = 1, s.now()
+			e.Version, e.UpdatedAt = 1, s.Clock.Now()
 			if err := e.Validate(); err != nil {
 				return fmt.Errorf("demo event %s: %w", e.ID, err)
 			}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 )
@@ -27,8 +28,8 @@ func Migrations() fs.FS { return sqldb.Dir(migrationFiles, "migrations") }
 type Store struct {
 	// DB holds the tables of migrations/ and the outbox table. Required.
 	DB *sqldb.DB
-	// Now stamps changes; nil means time.Now.
-	Now func() time.Time
+	// Clock stamps changes; the zero Clock is time.Now.
+	Clock clock.Clock
 	// NewID makes ids for venues and events created without one; nil means a random one.
 	NewID func() string
 	// Emit turns on the outbox: every change adds its event in its own transaction. Off
@@ -67,7 +68,7 @@ func (s *Store) CreateVenue(ctx context.Context, v Venue) (Venue, error) {
 		if !ok {
 			return problem.New(problem.Conflict, "venue %q exists", v.ID)
 		}
-		return s.emitVenue(ctx, tx, v, s.now())
+		return s.emitVenue(ctx, tx, v, s.Clock.Now())
 	})
 	if err != nil {
 		return Venue{}, fmt.Errorf("create venue: %w", err)
@@ -84,7 +85,7 @@ func (s *Store) CreateEvent(ctx context.Context, e Event) (Event, error) {
 	if e.ID == "" {
 		e.ID = s.newID("evt-")
 	}
-	e.Version, e.UpdatedAt = 1, s.now()
+	e.Version, e.UpdatedAt = 1, s.Clock.Now()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		if e, err = s.placeAt(ctx, tx, e); err != nil {
@@ -126,7 +127,7 @@ func (s *Store) UpdateEvent(ctx context.Context, id string, p EventPatch) (Event
 			if next, err = s.placeAt(ctx, tx, next); err != nil {
 				return err
 			}
-			next.Version, next.UpdatedAt = cur.Version+1, s.now()
+			next.Version, next.UpdatedAt = cur.Version+1, s.Clock.Now()
 			ok, err := s.updateEvent(ctx, tx, next, cur.Version)
 			switch {
 			case err != nil:
@@ -236,7 +237,7 @@ func (s *Store) insertVenue(ctx context.Context, tx *sql.Tx, v Venue) (ok bool, 
 	res, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO venues
 		(id, name, city, city_key, country, address, capacity, sections, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
-		v.ID, v.Name, v.City, Fold(v.City), v.Country, v.Address, v.Capacity, sections, s.now().UnixMilli())
+		v.ID, v.Name, v.City, Fold(v.City), v.Country, v.Address, v.Capacity, sections, s.Clock.Now().UnixMilli())
 	return affected(res, err)
 }
 
@@ -449,13 +450,6 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		s.Committed()
 	}
 	return nil
-}
-
-func (s *Store) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
 }
 
 func (s *Store) newID(prefix string) string {

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
@@ -27,7 +28,7 @@ func newStore(t *testing.T, db *sqldb.DB) *Store {
 	if err := outbox.EnsureTable(t.Context(), db); err != nil {
 		t.Fatal(err)
 	}
-	return &Store{DB: db, Emit: true, Now: func() time.Time { return t0 }}
+	return &Store{DB: db, Emit: true, Clock: clock.Func(func() time.Time { return t0 })}
 }
 
 func mustVenue(t *testing.T, s *Store, v Venue) Venue {

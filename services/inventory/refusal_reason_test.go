@@ -24,7 +24,7 @@ func TestRefusedHoldsByReason(t *testing.T) {
 		}
 		reader := sdkmetric.NewManualReader()
 		clk := testkit.NewClock(saleStart, 0)
-		s := &Store{DB: db, Now: clk.Now, MaxTicketsPerAccount: 2, MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))}
+		s := &Store{DB: db, Clock: clk.Clock(), MaxTicketsPerAccount: 2, MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))}
 		if err := s.Init(ctx); err != nil {
 			t.Fatal(err)
 		}

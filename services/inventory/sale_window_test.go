@@ -254,7 +254,7 @@ func TestSaleWindowUpgrade(t *testing.T) {
 		if err := db.Migrate(ctx, before); err != nil {
 			t.Fatalf("migrate to 002: %v", err)
 		}
-		old := &Store{DB: db, Now: testkit.NewClock(saleStart, 0).Now}
+		old := &Store{DB: db, Clock: testkit.NewClock(saleStart, 0).Clock()}
 		if err := old.Init(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
@@ -37,8 +38,8 @@ func Migrations() fs.FS { return sqldb.Dir(migrationFiles, "migrations") }
 type Store struct {
 	// DB holds the schema of Migrations. Required.
 	DB *sqldb.DB
-	// Now is the clock deciding expiry; nil means time.Now.
-	Now func() time.Time
+	// Clock decides expiry; the zero Clock is time.Now.
+	Clock clock.Clock
 	// Rand supplies hold and event ids; nil means crypto/rand.
 	Rand io.Reader
 	// HoldTTL is how long a new hold lasts; 0 means DefaultHoldTTL.
@@ -79,13 +80,6 @@ func (s *Store) lockClause(c string) string {
 		return c
 	}
 	return ""
-}
-
-func (s *Store) now() time.Time {
-	if s.Now != nil {
-		return s.Now()
-	}
-	return time.Now()
 }
 
 func (s *Store) holdTTL() time.Duration {

@@ -115,7 +115,7 @@ func (s *Store) placeHold(ctx context.Context, req HoldRequest) (_ Hold, taken b
 	if err != nil {
 		return Hold{}, false, err
 	}
-	now := s.now().UTC().Truncate(time.Millisecond) // as stored: a hold reads back the same
+	now := s.Clock.Now().UTC().Truncate(time.Millisecond) // as stored: a hold reads back the same
 	h := Hold{ID: id, EventID: req.EventID, Account: req.Account, Status: HoldActive,
 		Class: req.Class, Quantity: req.Quantity, CreatedAt: now, ExpiresAt: now.Add(s.holdTTL())}
 	if len(req.Seats) > 0 {
@@ -328,7 +328,7 @@ func (s *Store) ConfirmHold(ctx context.Context, id, account string) (Hold, erro
 		if err := h.CheckOwner(account); err != nil {
 			return err
 		}
-		now := s.now()
+		now := s.Clock.Now()
 		if h.Due(now) {
 			answer, changed = h.CanConfirm(now), true
 			return s.endHold(ctx, tx, &h, HoldExpired, now)
@@ -384,7 +384,7 @@ func (s *Store) ReleaseHold(ctx context.Context, id, account string) (Hold, erro
 			return err
 		}
 		changed = true
-		return s.endHold(ctx, tx, &h, HoldReleased, s.now())
+		return s.endHold(ctx, tx, &h, HoldReleased, s.Clock.Now())
 	})
 	if err != nil {
 		return Hold{}, err
@@ -401,7 +401,7 @@ func (s *Store) ReleaseHold(ctx context.Context, id, account string) (Hold, erro
 // run at once: each hold is re-read under its row lock, so only one of them expires it.
 func (s *Store) ExpireDue(ctx context.Context, limit int) (int, error) {
 	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT id FROM holds
-		WHERE status = 'active' AND expires_ms <= ? ORDER BY expires_ms LIMIT ?`), s.now().UnixMilli(), limit)
+		WHERE status = 'active' AND expires_ms <= ? ORDER BY expires_ms LIMIT ?`), s.Clock.Now().UnixMilli(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("find due holds: %w", err)
 	}
@@ -426,7 +426,7 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) (int, error) {
 			if err != nil {
 				return err
 			}
-			now := s.now()
+			now := s.Clock.Now()
 			if did = h.Due(now); !did { // released, confirmed or expired by someone else meanwhile
 				return nil
 			}

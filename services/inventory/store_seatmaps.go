@@ -71,7 +71,7 @@ func (s *Store) PutSeatMap(ctx context.Context, eventID string, l Layout) (SeatM
 		if _, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO events (event_id, flash_sale, updated_ms, source, layout) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (event_id) DO UPDATE SET flash_sale = excluded.flash_sale, updated_ms = excluded.updated_ms,
 				source = excluded.source, layout = excluded.layout`),
-			eventID, l.FlashSale, s.now().UnixMilli(), sourceAdmin, string(layout)); err != nil {
+			eventID, l.FlashSale, s.Clock.Now().UnixMilli(), sourceAdmin, string(layout)); err != nil {
 			return fmt.Errorf("write event: %w", err)
 		}
 		return s.insertLayout(ctx, tx, eventID, l)
@@ -115,7 +115,7 @@ func (s *Store) ApplyCatalogLayout(ctx context.Context, eventID string, version 
 	onSale, starts := msOrNull(sale.Opens), msOrNull(sale.Starts)
 	var outcome Sync
 	err = s.DB.InTx(ctx, func(tx *sql.Tx) error {
-		now := s.now().UnixMilli()
+		now := s.Clock.Now().UnixMilli()
 		res, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO events (event_id, flash_sale, updated_ms, source, catalog_version, layout, on_sale_ms, starts_ms)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`),
 			eventID, l.FlashSale, now, sourceCatalog, version, string(layout), onSale, starts)

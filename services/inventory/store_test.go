@@ -26,7 +26,7 @@ func newStore(t *testing.T, db *sqldb.DB, clk *testkit.Clock) *Store {
 	if err := db.Migrate(ctx, Migrations()); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	s := &Store{DB: db, Now: clk.Now}
+	s := &Store{DB: db, Clock: clk.Clock()}
 	if err := s.Init(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/sqldb/keyset"
 )
@@ -24,18 +25,14 @@ var migrations = sqldb.Dir(migrationFiles, "migrations")
 // instances may share a database: the unique event id is the only guard they need.
 type Store struct {
 	DB *sqldb.DB
-	// Now stamps messages; nil means time.Now.
-	Now func() time.Time
+	// Clock stamps messages; the zero Clock is time.Now.
+	Clock clock.Clock
 	// NewID makes message ids; nil means "msg_" and 16 random hex digits.
 	NewID func() string
 }
 
-func (s *Store) now() time.Time {
-	if s.Now == nil {
-		return time.Now().UTC()
-	}
-	return s.Now().UTC()
-}
+// now is the time stamps are written in: UTC, whatever the clock's zone.
+func (s *Store) now() time.Time { return s.Clock.Now().UTC() }
 
 func (s *Store) newID() string {
 	if s.NewID != nil {

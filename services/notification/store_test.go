@@ -23,7 +23,7 @@ func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 		t.Fatalf("migrate: %v", err)
 	}
 	return &Store{DB: db,
-		Now:   testkit.NewClock(time.Date(2030, 5, 1, 10, 0, 0, 0, time.UTC), time.Millisecond).Now,
+		Clock: testkit.NewClock(time.Date(2030, 5, 1, 10, 0, 0, 0, time.UTC), time.Millisecond).Clock(),
 		NewID: func() string { return fmt.Sprintf("msg_%05d", testIDs.Add(1)) },
 	}
 }

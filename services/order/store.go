@@ -12,6 +12,7 @@ import (
 	"math"
 	"time"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
@@ -32,8 +33,8 @@ var errStale = errors.New("order changed meanwhile")
 // share a database: every write is a transaction guarded by a unique key or a version.
 type Store struct {
 	DB *sqldb.DB
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock stamps orders and events; the zero Clock is time.Now.
+	Clock clock.Clock
 	// NewID makes order ids; nil means "ord_" and 16 random hex digits.
 	NewID func() string
 	// Committed is called after a transaction that added events commits (the outbox
@@ -50,12 +51,8 @@ func randomID() string {
 	return "ord_" + hex.EncodeToString(b[:])
 }
 
-func (s *Store) now() time.Time {
-	if s.Now == nil {
-		return time.Now().UTC()
-	}
-	return s.Now().UTC()
-}
+// now is the time stamps are written in: UTC, whatever the clock's zone.
+func (s *Store) now() time.Time { return s.Clock.Now().UTC() }
 
 // NewOrder is a pending order of account for h, priced by lines and total; not yet stored.
 func (s *Store) NewOrder(account string, h Hold, lines []Line, total Money) Order {

@@ -31,7 +31,7 @@ func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 	}
 	return &Store{
 		DB:    db,
-		Now:   testkit.NewClock(t0, time.Millisecond).Now,
+		Clock: testkit.NewClock(t0, time.Millisecond).Clock(),
 		NewID: func() string { return fmt.Sprintf("ord_%04d", testIDs.Add(1)) },
 	}
 }

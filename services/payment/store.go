@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/sqldb/keyset"
@@ -26,15 +27,15 @@ var migrations = sqldb.Dir(migrationFiles, "migrations")
 // unique idempotency key, not on locks held in this process.
 type Store struct {
 	DB *sqldb.DB
-	// Now is the clock for timestamps; nil means time.Now.
-	Now func() time.Time
+	// Clock is the clock for timestamps; the zero Clock is time.Now.
+	Clock clock.Clock
 	// NewID makes charge ids; nil means "ch_" and 16 random hex digits.
 	NewID func() string
 }
 
 // NewStore returns a Store over db with the default clock and ids.
 func NewStore(db *sqldb.DB) *Store {
-	return &Store{DB: db, Now: time.Now, NewID: randomID}
+	return &Store{DB: db, NewID: randomID}
 }
 
 func randomID() string {
@@ -43,12 +44,8 @@ func randomID() string {
 	return "ch_" + hex.EncodeToString(b[:])
 }
 
-func (s *Store) now() time.Time {
-	if s.Now == nil {
-		return time.Now().UTC()
-	}
-	return s.Now().UTC()
-}
+// now is the time stamps are written in: UTC, whatever the clock's zone.
+func (s *Store) now() time.Time { return s.Clock.Now().UTC() }
 
 func (s *Store) newID() string {
 	if s.NewID == nil {

@@ -20,7 +20,7 @@ func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 		t.Fatalf("migrate: %v", err)
 	}
 	s := NewStore(db)
-	s.Now = testkit.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), time.Microsecond).Now
+	s.Clock = testkit.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), time.Microsecond).Clock()
 	return s
 }
 
