@@ -2,8 +2,13 @@
 // JSON answers, and the page size of lists (limit). The paging cursor is a store's concern
 // and lives beside the database code (platform/sqldb/keyset).
 //
-// Errors are not here: handlers answer them with problem.Write, so a bad limit or cursor
-// reads like any other invalid field.
+// It is the application side of HTTP; httpserver is the process side (timeouts, framing,
+// graceful stop, refusing bad text before any handler), which every process uses, REST API
+// or not (the gateway, the BFFs).
+//
+// Errors are not here: handlers answer them with problem.Write, so a bad limit reads like
+// any other invalid field. Request bodies are read with problem.DecodeJSON for the same
+// reason: what it returns is problems.
 package httpapi
 
 import "net/http"

@@ -6,6 +6,9 @@
 // cancelled context into a graceful drain with a deadline. Together they refuse a request
 // whose length is ambiguous and close its connection (see framing.go), which net/http alone
 // does not.
+//
+// It serves any handler; what a REST API is made of (routes, JSON answers, paging) is
+// package httpapi's.
 package httpserver
 
 import (

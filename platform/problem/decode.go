@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+
+	"boxoffice.dev/platform/textrule"
 )
 
 // DecodeJSON reads a JSON request body into v (a pointer) and returns a problem a client can
@@ -27,7 +29,7 @@ import (
 // NUL and other control characters as escapes (\u0000), which PostgreSQL would refuse as
 // an internal error, so they are refused here, naming the field ("items[2].name"). Invalid
 // UTF-8 never gets this far: encoding/json replaces it with U+FFFD. Fields named as
-// identifiers (IdentifierField: id, event_id, email...) must pass CheckText: no tab or line
+// identifiers (textrule.Identifier: id, event_id, email...) must pass CheckText: no tab or line
 // break either.
 func DecodeJSON(r *http.Request, v any) error {
 	// A length of -1 is a chunked body: one whose length is unknown, not one that is absent.
@@ -65,9 +67,9 @@ func decode(body []byte, v any) error {
 	}
 	if field, bad, ident := badString(reflect.ValueOf(v), false); bad {
 		if ident {
-			return InvalidField(field, textRule)
+			return InvalidField(field, textrule.Strict)
 		}
-		return InvalidField(field, freeTextRule)
+		return InvalidField(field, textrule.Free)
 	}
 	return nil
 }

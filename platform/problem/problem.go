@@ -5,6 +5,11 @@
 // Domain code returns *problem.Error with a Code; transports call Write or GRPC and never pick
 // a status themselves. Any other error is an internal one: the client sees a generic message
 // and a trace id, the log sees the cause. Clients never see internals.
+//
+// Reading a JSON request body (DecodeJSON) lives here too, rather than beside
+// httpapi.WriteJSON: what it makes is problems (which field, what it should hold), and the
+// gateway, which has no REST API of its own, reads bodies with it as the services do. The
+// text rule it applies is package textrule's.
 package problem
 
 import (

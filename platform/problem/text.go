@@ -6,92 +6,34 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"boxoffice.dev/platform/textrule"
 )
 
-// CheckText returns nil when s is valid UTF-8 without control characters (U+0000 to U+001F
-// and U+007F), else an Invalid error naming field. It is the rule for what a request names
+// CheckText returns nil when s follows textrule.Strict (valid UTF-8 without control
+// characters), else an Invalid error naming field. It is the rule for what a request names
 // things by: path segments, query values, ids, keys and cursors, where no one types a tab
-// or a line break.
-//
-// The rule exists for storage as much as for the client: PostgreSQL's text type refuses
-// NUL and invalid UTF-8 outright (SQLSTATE 22021), so a value holding them would reach the
-// database only to fail there as an internal error, where SQLite would store it.
+// or a line break. The package textrule says why the rule exists.
 func CheckText(field, s string) error {
-	if !validText(s, false) {
-		return InvalidField(field, textRule)
+	if !textrule.Valid(s) {
+		return InvalidField(field, textrule.Strict)
 	}
 	return nil
 }
 
-// CheckFreeText is CheckText for free text (a title, a description, a question), where tab,
-// line feed and carriage return are allowed: a pasted paragraph holds them. NUL and the
-// other C0 controls are still refused; none of them has a meaning in stored text, and NUL
-// cannot be stored in PostgreSQL at all.
+// CheckFreeText is CheckText for free text (a title, a description, a question), held to
+// textrule.Free: tab, line feed and carriage return are allowed, as a pasted paragraph
+// holds them.
 func CheckFreeText(field, s string) error {
-	if !validText(s, true) {
-		return InvalidField(field, freeTextRule)
+	if !textrule.ValidFree(s) {
+		return InvalidField(field, textrule.Free)
 	}
 	return nil
-}
-
-// IdentifierField reports whether a request field named name holds identifiers, to be
-// checked with CheckText rather than CheckFreeText: id, ids, email, key, and names ending in
-// _id, _ids, _key (JSON and proto field names here are snake_case) or Id, Ids, Key
-// (camelCase). DecodeJSON and the gRPC server's text check go by it, so that a tab or a line
-// break in an event_id is refused where it arrives, as it is in a path, without every handler
-// checking its own ids. The price of going by names is that a field named so must never be
-// prose; none is.
-func IdentifierField(name string) bool {
-	switch name {
-	case "id", "ids", "email", "key":
-		return true
-	}
-	for _, suffix := range []string{"_id", "_ids", "_key", "Id", "Ids", "Key"} {
-		if len(name) > len(suffix) && strings.HasSuffix(name, suffix) {
-			return true
-		}
-	}
-	return false
-}
-
-// CheckField is CheckText for a field IdentifierField names an identifier, else
-// CheckFreeText, reporting the problem at path (the field's full path in the request).
-func CheckField(path, name, s string) error {
-	if IdentifierField(name) {
-		return CheckText(path, s)
-	}
-	return CheckFreeText(path, s)
-}
-
-// The messages of CheckText and CheckFreeText.
-const (
-	textRule     = "want valid UTF-8 text without control characters"
-	freeTextRule = "want valid UTF-8 text without control characters other than tab and line breaks"
-)
-
-// validText reports whether s is valid UTF-8 without C0 controls or DEL, except tab, line
-// feed and carriage return when free. The byte loop is enough for the controls: every byte
-// of a multi-byte UTF-8 sequence is 0x80 or above, so a byte below 0x80 is always a whole
-// character.
-func validText(s string, free bool) bool {
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= utf8.RuneSelf:
-			ascii = false
-		case c < 0x20 || c == 0x7f:
-			if !free || c != '\t' && c != '\n' && c != '\r' {
-				return false
-			}
-		}
-	}
-	return ascii || utf8.ValidString(s)
 }
 
 // badString returns the JSON path ("title", "items[2].name", "labels.vip") of the first
-// string in v, or map key, that CheckFreeText refuses (CheckText, in a field IdentifierField
-// names, ident), whether there is one, and whether that string was an identifier's. It follows
+// string in v, or map key, that CheckFreeText refuses (CheckText, in a field
+// textrule.Identifier names, ident), whether there is one, and whether that string was an identifier's. It follows
 // what encoding/json decodes: pointers, interfaces, exported struct fields under their json
 // names (with embedded structs' fields promoted), slices, arrays and maps, and skips what
 // cannot hold text (textFields). The path is built only on the way back from a bad string,
@@ -104,7 +46,7 @@ func badString(v reflect.Value, ident bool) (path string, bad, badIdent bool) {
 		}
 		return badString(v.Elem(), ident)
 	case reflect.String:
-		return "", !validText(v.String(), !ident), ident
+		return "", !valid(v.String(), ident), ident
 	case reflect.Struct:
 		for _, f := range textFields(v.Type()) {
 			if p, bad, bi := badString(v.Field(f.index), f.ident); bad {
@@ -127,10 +69,10 @@ func badString(v reflect.Value, ident bool) (path string, bad, badIdent bool) {
 		iter := v.MapRange()
 		for iter.Next() {
 			k := iter.Key()
-			if k.Kind() == reflect.String && !validText(k.String(), true) {
+			if k.Kind() == reflect.String && !textrule.ValidFree(k.String()) {
 				return k.String(), true, false
 			}
-			valueIdent := k.Kind() == reflect.String && IdentifierField(k.String())
+			valueIdent := k.Kind() == reflect.String && textrule.Identifier(k.String())
 			if p, bad, bi := badString(iter.Value(), valueIdent); bad {
 				return joinPath(fmt.Sprint(k), p), true, bi
 			}
@@ -140,7 +82,7 @@ func badString(v reflect.Value, ident bool) (path string, bad, badIdent bool) {
 }
 
 // textField is a struct field that may hold text: its index, its JSON name, and whether
-// that name says it holds identifiers (IdentifierField).
+// that name says it holds identifiers (textrule.Identifier).
 type textField struct {
 	index int
 	name  string
@@ -161,7 +103,7 @@ func textFields(t reflect.Type) []textField {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if name, ok := jsonName(f); ok && holdsText(f.Type, map[reflect.Type]bool{}) {
-			fs = append(fs, textField{index: i, name: name, ident: IdentifierField(name)})
+			fs = append(fs, textField{index: i, name: name, ident: textrule.Identifier(name)})
 		}
 	}
 	textFieldsOf.Store(t, fs)
@@ -234,4 +176,12 @@ func joinPath(parent, child string) string {
 		return parent + child
 	}
 	return parent + "." + child
+}
+
+// valid reports whether s follows textrule.Strict when ident, else textrule.Free.
+func valid(s string, ident bool) bool {
+	if ident {
+		return textrule.Valid(s)
+	}
+	return textrule.ValidFree(s)
 }
