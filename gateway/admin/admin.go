@@ -47,6 +47,7 @@ import (
 	"strings"
 
 	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/gateway/policy/policystore"
 	"boxoffice.dev/gateway/upstream"
 	"boxoffice.dev/platform/control"
 	"boxoffice.dev/platform/httpserver"
@@ -61,16 +62,19 @@ type Upstreams interface {
 
 var _ Upstreams = (*upstream.Pools)(nil)
 
-// Tenants stores the per-tenant overrides; *policy.Table is one.
+// Tenants stores the per-tenant overrides; *policy.Table and *policystore.Store are two.
 type Tenants interface {
 	Load(ctx context.Context) ([]policy.TenantRule, error)
 	Put(ctx context.Context, r policy.TenantRule) error
 	Delete(ctx context.Context, tenant, route string) error
 }
 
-var _ Tenants = (*policy.Table)(nil)
+var (
+	_ Tenants = (*policy.Table)(nil)
+	_ Tenants = (*policystore.Store)(nil)
+)
 
-// Edits stores the admin edits; *policy.Table is one.
+// Edits stores the admin edits; *policy.Table and *policystore.Store are two.
 type Edits interface {
 	LoadEdits(ctx context.Context) ([]policy.Edit, error)
 	PutEdit(ctx context.Context, e policy.Edit) error
@@ -78,7 +82,10 @@ type Edits interface {
 	ResetEdits(ctx context.Context) error
 }
 
-var _ Edits = (*policy.Table)(nil)
+var (
+	_ Edits = (*policy.Table)(nil)
+	_ Edits = (*policystore.Store)(nil)
+)
 
 // Options are the admin API's dependencies. Live and Token are required.
 type Options struct {

@@ -2,6 +2,8 @@ package admin
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -32,5 +34,34 @@ func TestAdminTokenSpelling(t *testing.T) {
 		if resp.StatusCode != tt.want {
 			t.Errorf("Authorization %q = %d, want %d", tt.header, resp.StatusCode, tt.want)
 		}
+	}
+}
+
+func TestGenerateTokenWritesAFileOnlyItsOwnerReads(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	token, path, err := GenerateToken(dir)
+	if err != nil {
+		t.Fatalf("GenerateToken(%s) = %v, want nil", dir, err)
+	}
+	if want := filepath.Join(dir, TokenFile); path != want {
+		t.Errorf("GenerateToken path = %s, want %s", path, want)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(data); token == "" || got != token+"\n" {
+		t.Errorf("token file holds %q, want the token %q and a newline", got, token)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := info.Mode().Perm(); mode != 0o600 {
+		t.Errorf("token file mode = %v, want 0600", mode)
+	}
+	again, _, err := GenerateToken(dir)
+	if err != nil || again == token {
+		t.Errorf("second GenerateToken = %q, %v; want a new token, nil", again, err)
 	}
 }

@@ -260,12 +260,27 @@ func (s *Server) OpenDB(ctx context.Context, migrations fs.FS) (*sqldb.DB, error
 // Redis connects to REDIS_URL, or resolves a local store as the all-in-one mode does, adds a
 // readiness check and closes it with the process.
 func (s *Server) Redis(ctx context.Context) (redis.UniversalClient, error) {
-	res, err := redisconn.Resolve(ctx, redisconn.Options{URL: s.Config.RedisURL, DataDir: filepath.Join(s.Config.DataDir, "redis-"+s.Config.Name), Log: s.Log})
+	return s.redis(ctx, false)
+}
+
+// RedisAllowDown is Redis for a component that keeps serving while Redis is down (the
+// gateway's limiter falls back): a REDIS_URL that does not answer is a warning rather than
+// an error (redisconn.Options.AllowDown), and no readiness check is added, since a store
+// every replica shares would take them all out of the balancer at once.
+func (s *Server) RedisAllowDown(ctx context.Context) (redis.UniversalClient, error) {
+	return s.redis(ctx, true)
+}
+
+func (s *Server) redis(ctx context.Context, allowDown bool) (redis.UniversalClient, error) {
+	res, err := redisconn.Resolve(ctx, redisconn.Options{URL: s.Config.RedisURL, DataDir: filepath.Join(s.Config.DataDir, "redis-"+s.Config.Name),
+		Log: s.Log, AllowDown: allowDown})
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
 	s.onClose(func(context.Context) error { return res.Close() })
-	s.Health.Add("redis", func(ctx context.Context) error { return res.Client.Ping(ctx).Err() })
+	if !allowDown {
+		s.Health.Add("redis", func(ctx context.Context) error { return res.Client.Ping(ctx).Err() })
+	}
 	return res.Client, nil
 }
 

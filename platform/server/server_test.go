@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -441,5 +442,22 @@ func TestListenOnATakenAddressFailsTheBuild(t *testing.T) {
 		})
 	if err == nil || !strings.Contains(err.Error(), "listen admin") {
 		t.Errorf("Main with the internal listener's address taken = %v, want an error naming listen admin", err)
+	}
+}
+
+func TestRedisAllowDownServesReadyWithoutRedis(t *testing.T) {
+	dead := "redis://127.0.0.1:" + strconv.Itoa(testkit.FreePort(t))
+	url, _ := startMain(t, map[string]string{"REDIS_URL": dead}, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+		rd, err := s.RedisAllowDown(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if rd == nil {
+			return nil, errors.New("RedisAllowDown returned no client")
+		}
+		return nil, nil
+	})
+	if code, body := get(t, url+"/readyz"); code != http.StatusOK {
+		t.Errorf("GET /readyz with Redis down = %d %s, want 200: RedisAllowDown adds no readiness check", code, body)
 	}
 }
