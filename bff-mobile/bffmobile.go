@@ -14,8 +14,8 @@ import (
 	"net/http"
 
 	"boxoffice.dev/bff-mobile/graph"
+	"boxoffice.dev/bffkit/graphqlserver"
 	"boxoffice.dev/bffkit/loaders"
-	"boxoffice.dev/platform/graphqlserver"
 )
 
 // Path is where bff-mobile serves GraphQL, the path the gateway forwards unchanged.

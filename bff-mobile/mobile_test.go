@@ -10,12 +10,12 @@ import (
 	"google.golang.org/grpc"
 
 	"boxoffice.dev/bff-mobile/graph"
+	"boxoffice.dev/bffkit/graphqlserver"
 	"boxoffice.dev/bffkit/graphqltest"
 	"boxoffice.dev/bffkit/loaders"
 	"boxoffice.dev/bffkit/servicetest"
 	"boxoffice.dev/bffkit/upstream"
 	"boxoffice.dev/platform/config"
-	"boxoffice.dev/platform/graphqlserver"
 	"boxoffice.dev/platform/identity"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"

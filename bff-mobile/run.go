@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"boxoffice.dev/bff-mobile/graph"
+	"boxoffice.dev/bffkit/graphqlserver"
 	"boxoffice.dev/bffkit/loaders"
 	"boxoffice.dev/bffkit/upstream"
 	"boxoffice.dev/platform/config"
-	"boxoffice.dev/platform/graphqlserver"
 	"boxoffice.dev/platform/server"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"

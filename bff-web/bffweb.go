@@ -14,8 +14,8 @@ import (
 	"strconv"
 
 	"boxoffice.dev/bff-web/graph"
+	"boxoffice.dev/bffkit/graphqlserver"
 	"boxoffice.dev/bffkit/loaders"
-	"boxoffice.dev/platform/graphqlserver"
 )
 
 // Path is where bff-web serves GraphQL, the path the gateway forwards unchanged.

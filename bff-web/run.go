@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"boxoffice.dev/bff-web/graph"
+	"boxoffice.dev/bffkit/graphqlserver"
 	"boxoffice.dev/bffkit/loaders"
 	"boxoffice.dev/bffkit/upstream"
 	"boxoffice.dev/platform/config"
-	"boxoffice.dev/platform/graphqlserver"
 	"boxoffice.dev/platform/server"
 	assistantv1 "boxoffice.dev/proto/boxoffice/assistant/v1"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"

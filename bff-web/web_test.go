@@ -14,12 +14,12 @@ import (
 	"google.golang.org/grpc"
 
 	"boxoffice.dev/bff-web/graph"
+	"boxoffice.dev/bffkit/graphqlserver"
 	"boxoffice.dev/bffkit/graphqltest"
 	"boxoffice.dev/bffkit/loaders"
 	"boxoffice.dev/bffkit/servicetest"
 	"boxoffice.dev/bffkit/upstream"
 	"boxoffice.dev/platform/config"
-	"boxoffice.dev/platform/graphqlserver"
 	"boxoffice.dev/platform/identity"
 	assistantv1 "boxoffice.dev/proto/boxoffice/assistant/v1"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"

@@ -19,7 +19,7 @@ import (
 // Resolver is the root of bff-mobile's resolvers and what they depend on: a gRPC client per
 // service, each dialled with its (short) deadline and telemetry (platform/grpcclient); the
 // caller's identity rides on every call from the request's context
-// (platform/graphqlserver). It holds no request state, and is safe for concurrent use:
+// (bffkit/graphqlserver). It holds no request state, and is safe for concurrent use:
 // dataloaders live in each request's context (bffkit/loaders).
 type Resolver struct {
 	Catalog   catalogv1.CatalogClient

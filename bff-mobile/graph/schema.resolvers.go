@@ -9,9 +9,9 @@ import (
 	"context"
 
 	"boxoffice.dev/bff-mobile/graph/model"
+	"boxoffice.dev/bffkit/graphqlserver"
 	"boxoffice.dev/bffkit/protoconv"
 	"boxoffice.dev/bffkit/upstream"
-	"boxoffice.dev/platform/graphqlserver"
 	"boxoffice.dev/platform/problem"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"
