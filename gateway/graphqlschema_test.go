@@ -3,9 +3,9 @@ package gateway
 import (
 	"maps"
 	"os"
-	"strings"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"boxoffice.dev/gateway/graphqlop"
