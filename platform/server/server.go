@@ -39,12 +39,12 @@ import (
 	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/config"
 	"boxoffice.dev/platform/control"
-	"boxoffice.dev/platform/grpcserver"
 	"boxoffice.dev/platform/health"
 	"boxoffice.dev/platform/httpserver"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/natsconn"
 	"boxoffice.dev/platform/redisconn"
+	"boxoffice.dev/platform/server/internal/grpcserver"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/telemetry"
 )

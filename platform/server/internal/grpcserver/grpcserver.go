@@ -15,6 +15,9 @@
 //     naming the field, before a handler can pass it to a database that refuses it;
 //   - graceful shutdown: stop taking new calls, let the ones in flight finish, but only for
 //     as long as the drain deadline allows.
+//
+// It is internal to package server: every process built with server.New has one, and
+// services register on it through Server.GRPC.
 package grpcserver
 
 import (
