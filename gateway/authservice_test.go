@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/gateway/policy/policystore"
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/testkit"
@@ -136,7 +137,7 @@ func TestWithTheAuthService(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if err := policy.NewTable(db, nil).Put(context.Background(), policy.TenantRule{Tenant: "ten_demo_ticketsrus", Route: "partner", Capacity: 2, RefillPerSecond: 0.01}); err != nil {
+	if err := policystore.NewTable(db, nil).Put(context.Background(), policy.TenantRule{Tenant: "ten_demo_ticketsrus", Route: "partner", Capacity: 2, RefillPerSecond: 0.01}); err != nil {
 		t.Fatal(err)
 	}
 	nc, err := nats.Connect(ns.ClientURL())
@@ -144,7 +145,7 @@ func TestWithTheAuthService(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	if err := nc.Publish(policy.RulesChangedSubject, nil); err != nil {
+	if err := nc.Publish(policystore.RulesChangedSubject, nil); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 5*time.Second, "the tenant override applies", func() bool {

@@ -7,6 +7,7 @@ import (
 
 	"boxoffice.dev/gateway/authn"
 	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/gateway/policy/reload"
 	"boxoffice.dev/gateway/upstream/endpoint"
 	"boxoffice.dev/platform/config"
 )
@@ -109,7 +110,7 @@ func loadConfig(r *config.Reader) Config {
 		ReplicaID:            r.String("GATEWAY_REPLICA_ID", ""),
 		LimiterTimeout:       r.Duration("RATELIMIT_TIMEOUT", 5*time.Millisecond),
 		LimiterClosedTimeout: r.Duration("RATELIMIT_CLOSED_TIMEOUT", 50*time.Millisecond),
-		TableRefresh:         r.Duration("RATE_LIMIT_RULE_REFRESH", policy.DefaultTableRefresh),
+		TableRefresh:         r.Duration("RATE_LIMIT_RULE_REFRESH", reload.DefaultTableRefresh),
 		PlaygroundURL:        r.URL("PLAYGROUND_URL", "", "http", "https"),
 		Upstreams:            map[string][]string{},
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -17,6 +16,7 @@ import (
 	"boxoffice.dev/gateway/limits"
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/policy/policystore"
+	"boxoffice.dev/gateway/policy/reload"
 	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/gateway/upstream"
 	"boxoffice.dev/platform/server"
@@ -97,7 +97,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	// NATS events. The tables are read once before serving, so a replica that restarts never
 	// answers with the file alone while the admin edits wait in the table.
 	if cfg.PolicyFile != "" {
-		s.Go("policy-file", func(ctx context.Context) error { return policy.WatchFile(ctx, cfg.PolicyFile, live, s.Log) })
+		s.Go("policy-file", func(ctx context.Context) error { return reload.WatchFile(ctx, cfg.PolicyFile, live, s.Log) })
 	}
 	store := policystore.New(sqldb.Options{URL: s.Config.DatabaseURL, Service: Spec.Name, DataDir: s.Config.DataDir}, s.Log)
 	s.OnClose(store.Close)
@@ -107,11 +107,11 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		s.Log.WarnContext(ctx, "policy tables not read at start; starting from the policy file", "error", err)
 	}
 	s.Go("policy-tables", func(ctx context.Context) error {
-		table, err := store.Await(ctx, cmp.Or(cfg.TableRefresh, policy.DefaultTableRefresh))
+		table, err := store.Await(ctx, cmp.Or(cfg.TableRefresh, reload.DefaultTableRefresh))
 		if err != nil {
 			return err // ctx is done
 		}
-		return policy.FollowTable(ctx, table, live, s.NATS, cfg.TableRefresh, s.Log)
+		return reload.FollowTable(ctx, table, live, s.NATS, cfg.TableRefresh, s.Log)
 	})
 
 	if err := serveAdmin(ctx, s, cfg, live, pools, store); err != nil {
@@ -164,19 +164,7 @@ func serveAdmin(ctx context.Context, s *server.Server, cfg Config, live *policy.
 		}
 		s.Log.WarnContext(ctx, "ADMIN_TOKEN not set: generated an admin token", "file", path)
 	}
-	var announce func(context.Context, string) error
-	if nc := s.NATS; nc != nil {
-		announce = func(_ context.Context, subject string) error { return announceChange(nc, subject) }
-	}
 	_, err := s.Listen("admin", cfg.AdminAddr, admin.New(admin.Options{Live: live, Upstreams: pools, Tenants: store, Edits: store,
-		Announce: announce, Token: token, Log: s.Log, Metrics: s.Telemetry.MetricsHandler(), Control: s.Control.Handler()}))
+		Announce: reload.Announcer(s.NATS), Token: token, Log: s.Log, Metrics: s.Telemetry.MetricsHandler(), Control: s.Control.Handler()}))
 	return err
-}
-
-// announceChange tells every replica, this one too, to reload the table subject names.
-func announceChange(nc *nats.Conn, subject string) error {
-	if err := nc.Publish(subject, nil); err != nil {
-		return fmt.Errorf("announce %s: %w", subject, err)
-	}
-	return nc.Flush()
 }

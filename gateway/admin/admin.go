@@ -62,7 +62,8 @@ type Upstreams interface {
 
 var _ Upstreams = (*upstream.Pools)(nil)
 
-// Tenants stores the per-tenant overrides; *policy.Table and *policystore.Store are two.
+// Tenants stores the per-tenant overrides; *policystore.Table is one, and *policystore.Store
+// one whose database may be down.
 type Tenants interface {
 	Load(ctx context.Context) ([]policy.TenantRule, error)
 	Put(ctx context.Context, r policy.TenantRule) error
@@ -70,11 +71,12 @@ type Tenants interface {
 }
 
 var (
-	_ Tenants = (*policy.Table)(nil)
+	_ Tenants = (*policystore.Table)(nil)
 	_ Tenants = (*policystore.Store)(nil)
 )
 
-// Edits stores the admin edits; *policy.Table and *policystore.Store are two.
+// Edits stores the admin edits; *policystore.Table is one, and *policystore.Store one whose
+// database may be down.
 type Edits interface {
 	LoadEdits(ctx context.Context) ([]policy.Edit, error)
 	PutEdit(ctx context.Context, e policy.Edit) error
@@ -83,7 +85,7 @@ type Edits interface {
 }
 
 var (
-	_ Edits = (*policy.Table)(nil)
+	_ Edits = (*policystore.Table)(nil)
 	_ Edits = (*policystore.Store)(nil)
 )
 
@@ -98,8 +100,8 @@ type Options struct {
 	// nil keeps them in this replica alone, until it stops.
 	Edits Edits
 	// Announce tells the other replicas that a table changed: a NATS publish on subject,
-	// policy.PolicyChangedSubject or policy.RulesChangedSubject. nil means they learn it at
-	// their next refresh.
+	// policystore.PolicyChangedSubject or policystore.RulesChangedSubject. nil means they
+	// learn it at their next refresh.
 	Announce func(ctx context.Context, subject string) error
 	// Token is the bearer token every request must carry, but for GET /metrics.
 	Token string

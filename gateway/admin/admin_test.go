@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/gateway/policy/policystore"
 	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/gateway/upstream"
 	"boxoffice.dev/platform/sqldb"
@@ -33,7 +34,7 @@ func (u upstreams) Snapshot() []upstream.ServiceStatus { return u }
 type fixture struct {
 	srv   *httptest.Server
 	live  *policy.Live
-	table *policy.Table
+	table *policystore.Table
 	// announced counts the announcements by subject.
 	announced map[string]int
 }
@@ -47,10 +48,10 @@ func newFixture(t *testing.T) *fixture {
 func newFixtureOn(t *testing.T, db *sqldb.DB) *fixture {
 	t.Helper()
 	live := newLive(t, doc)
-	if err := db.Migrate(context.Background(), policy.Migrations()); err != nil {
+	if err := db.Migrate(context.Background(), policystore.Migrations()); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{live: live, table: policy.NewTable(db, nil), announced: map[string]int{}}
+	f := &fixture{live: live, table: policystore.NewTable(db, nil), announced: map[string]int{}}
 	f.srv = httptest.NewServer(New(Options{
 		Live:      live,
 		Upstreams: upstreams{{Name: "svc", Instances: []upstream.InstanceStatus{{URL: "http://127.0.0.1:1", Ready: true, InFlight: 2}}}},
@@ -155,8 +156,8 @@ func TestAdminAPI(t *testing.T) {
 	if rb := s.Policy.Services[0].RetryBudget; rb.Ratio != 0.1 || rb.Window.D().Seconds() != 5 || !rb.Unlimited {
 		t.Errorf("service svc retry_budget = %+v, want ratio 0.1, window 5s, unlimited", rb)
 	}
-	if r, ok := s.TenantOverride("ten_a", "holds"); !ok || r.Burst != 3 || f.announced[policy.RulesChangedSubject] != 1 {
-		t.Errorf("tenant override = %+v %v, announced %v; want burst 3, announced once on %s", r, ok, f.announced, policy.RulesChangedSubject)
+	if r, ok := s.TenantOverride("ten_a", "holds"); !ok || r.Burst != 3 || f.announced[policystore.RulesChangedSubject] != 1 {
+		t.Errorf("tenant override = %+v %v, announced %v; want burst 3, announced once on %s", r, ok, f.announced, policystore.RulesChangedSubject)
 	}
 	var pol struct{ Policy policy.Policy }
 	_, body := f.do(t, "GET", "/admin/policy", "s3cret", "")
@@ -233,8 +234,8 @@ func TestAdminEditsAreStored(t *testing.T) {
 					t.Errorf("stored edit %d = %s, want it to contain %s", i, lines[i], want)
 				}
 			}
-			if got := f.announced[policy.PolicyChangedSubject]; got != st.announced {
-				t.Errorf("announcements on %s = %d, want %d", policy.PolicyChangedSubject, got, st.announced)
+			if got := f.announced[policystore.PolicyChangedSubject]; got != st.announced {
+				t.Errorf("announcements on %s = %d, want %d", policystore.PolicyChangedSubject, got, st.announced)
 			}
 			if held := len(f.live.Edits()); held != len(st.wantRows) {
 				t.Errorf("edits held by the replica = %d, want the %d stored", held, len(st.wantRows))

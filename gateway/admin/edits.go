@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/gateway/policy/policystore"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -36,7 +37,7 @@ func (a *api) edit(ctx context.Context, e policy.Edit) error {
 		}
 		return errors.Join(err, back)
 	}
-	a.announce(ctx, policy.PolicyChangedSubject)
+	a.announce(ctx, policystore.PolicyChangedSubject)
 	return nil
 }
 
@@ -103,7 +104,7 @@ func (a *api) dropEdits(w http.ResponseWriter, r *http.Request, what string, dro
 		return
 	}
 	if a.Edits != nil {
-		a.announce(r.Context(), policy.PolicyChangedSubject)
+		a.announce(r.Context(), policystore.PolicyChangedSubject)
 	}
 	a.changed(r, "edits", what)
 	w.WriteHeader(http.StatusNoContent)

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/gateway/policy/policystore"
 	"boxoffice.dev/gateway/upstream"
 	"boxoffice.dev/platform/problem"
 )
@@ -264,7 +265,7 @@ func (a *api) tenantsChanged(w http.ResponseWriter, r *http.Request, id string, 
 		problem.Write(w, r, a.Log, err)
 		return
 	}
-	a.announce(r.Context(), policy.RulesChangedSubject)
+	a.announce(r.Context(), policystore.RulesChangedSubject)
 	a.changed(r, "tenant-limit", id)
 	if body == nil {
 		w.WriteHeader(status)

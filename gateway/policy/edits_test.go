@@ -9,19 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"boxoffice.dev/platform/sqldb"
-	"boxoffice.dev/platform/testkit"
 )
-
-func newEditTable(t *testing.T, db *sqldb.DB, now func() time.Time) *Table {
-	t.Helper()
-	if err := db.Migrate(context.Background(), Migrations()); err != nil {
-		t.Fatal(err)
-	}
-	return NewTable(db, now)
-}
 
 // jsonOf is v as JSON, for comparing policies and edits whole.
 func jsonOf(t *testing.T, v any) string {
@@ -31,107 +19,6 @@ func jsonOf(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func TestEditTable(t *testing.T) {
-	testkit.ForEachDB(t, "gateway", func(t *testing.T, db *sqldb.DB) {
-		ctx := context.Background()
-		now := time.UnixMilli(1_700_000_000_000).UTC()
-		tab := newEditTable(t, db, func() time.Time { return now })
-		shadow := Limit{ID: "holds-per-account", Key: "user", Rate: "2/1m", Mode: "shadow"}
-		for _, e := range []Edit{
-			ServiceEdit(Service{Name: "inventory", Instances: []string{"http://127.0.0.1:9"}, MaxInFlight: 5}),
-			LimitEdit(Limit{ID: "holds-per-account", Key: "user", Rate: "3/1m"}),
-			LimitDeletion("login-per-ip"),
-			LimitEdit(shadow), // replaces the row of the same limit
-		} {
-			if err := tab.PutEdit(ctx, e); err != nil {
-				t.Fatal(err)
-			}
-		}
-		got, err := tab.LoadEdits(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := []Edit{LimitEdit(shadow), LimitDeletion("login-per-ip"),
-			ServiceEdit(Service{Name: "inventory", Instances: []string{"http://127.0.0.1:9"}, MaxInFlight: 5})}
-		for i := range want {
-			want[i].UpdatedAt = now
-		}
-		if jsonOf(t, got) != jsonOf(t, want) {
-			t.Errorf("LoadEdits() = %s, want %s", jsonOf(t, got), jsonOf(t, want))
-		}
-
-		if err := tab.DeleteEdit(ctx, EditLimit, "login-per-ip"); err != nil {
-			t.Fatal(err)
-		}
-		if got, _ := tab.LoadEdits(ctx); len(got) != 2 || slices.ContainsFunc(got, func(e Edit) bool { return e.ID == "login-per-ip" }) {
-			t.Errorf("after DeleteEdit(limit, login-per-ip), LoadEdits() = %s, want the two other rows", jsonOf(t, got))
-		}
-		if err := tab.PutEdit(ctx, Edit{Kind: EditRoute, ID: "holds", Deleted: true}); err == nil {
-			t.Errorf("PutEdit(deleted route) = nil, want the table to refuse a deletion that is not a limit's")
-		}
-		if err := tab.ResetEdits(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := tab.LoadEdits(ctx); len(got) != 0 || err != nil {
-			t.Errorf("after ResetEdits, LoadEdits() = %s, %v; want none", jsonOf(t, got), err)
-		}
-	})
-}
-
-// TestReplaceEditsFromTheTable makes edits one by one on one Live, storing each, and shows a
-// second Live that reads them back from the table running the same policy.
-func TestReplaceEditsFromTheTable(t *testing.T) {
-	testkit.ForEachDB(t, "gateway", func(t *testing.T, db *sqldb.DB) {
-		ctx := context.Background()
-		tab := newEditTable(t, db, nil)
-		one := newLive(t, base)
-		for _, e := range []Edit{
-			LimitEdit(Limit{ID: "holds-per-account", Key: "user", Rate: "2/1m", Mode: "shadow"}),
-			ServiceEdit(Service{Name: "payment", Instances: []string{"http://127.0.0.1:9"}}),
-			LimitEdit(Limit{ID: "pay-per-user", Key: "user", Rate: "1/s"}),
-			RouteEdit(Route{ID: "pay", Match: Match{Method: "POST", Path: "/v1/pay"}, Service: "payment", Auth: AuthUser, Limits: []string{"pay-per-user", "login-per-ip"}}),
-			LimitDeletion("login-per-ip"),
-		} {
-			if err := one.Apply(e); err != nil {
-				t.Fatalf("Apply(%s %s) = %v", e.Kind, e.ID, err)
-			}
-			if err := tab.PutEdit(ctx, e); err != nil {
-				t.Fatal(err)
-			}
-		}
-
-		other := newLive(t, base)
-		var swaps int
-		other.OnChange(func(*Snapshot) error { swaps++; return nil })
-		rows, err := tab.LoadEdits(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := other.ReplaceEdits(rows); err != nil {
-			t.Fatalf("ReplaceEdits(table) = %v, want nil", err)
-		}
-		if got, want := jsonOf(t, other.Current().Policy), jsonOf(t, one.Current().Policy); got != want {
-			t.Errorf("policy from the table = %s\nwant, as edited one by one, %s", got, want)
-		}
-		if got, want := jsonOf(t, other.Edits()), jsonOf(t, one.Edits()); got != want {
-			t.Errorf("Edits() from the table = %s, want %s", got, want)
-		}
-		if r := other.Current().Route("pay"); r == nil || len(r.Limits) != 1 {
-			t.Errorf("route pay = %+v, want it with pay-per-user alone (login-per-ip deleted)", r)
-		}
-		// The periodic reload finds the same rows: nothing to swap.
-		if err := other.ReplaceEdits(rows); err != nil || swaps != 1 {
-			t.Errorf("ReplaceEdits(same rows) = %v after %d swaps, want nil after 1", err, swaps)
-		}
-		if err := other.ReplaceEdits(nil); err != nil {
-			t.Fatalf("ReplaceEdits(nil) = %v, want nil", err)
-		}
-		if got, want := jsonOf(t, other.Current().Policy), jsonOf(t, newLive(t, base).Current().Policy); got != want {
-			t.Errorf("after ReplaceEdits(nil), policy = %s, want the file's %s", got, want)
-		}
-	})
 }
 
 // TestReplaceEditsSkipsBadRows shows the choice for a row that does not apply: it is left

@@ -1,17 +1,8 @@
 package policy
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
-
-	"boxoffice.dev/platform/testkit"
 )
 
 // A policy without routes answers 404 to everything: an empty file, a comment-only file and
@@ -52,42 +43,5 @@ func TestLiveKeepsRunningPolicyOverFileWithoutRoutes(t *testing.T) {
 		if l.Current() != before {
 			t.Errorf("ReplaceFileData(%q) replaced the running policy", doc)
 		}
-	}
-}
-
-// A policy file emptied, or left with comments only, must be logged and ignored, not served.
-func TestWatchFileIgnoresEmptyFile(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(path, []byte(base), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs testkit.Buffer
-	l := newLive(t, base)
-	l.log = slog.New(slog.NewTextHandler(&logs, nil))
-	good := l.Current()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- WatchFile(ctx, path, l, l.log) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	// The watch is set up asynchronously: empty the file again until the rejection is seen,
-	// each time with a different comment so that the watcher sees a change.
-	polls := 0
-	testkit.Eventually(t, 5*time.Second, "an empty policy file is rejected", func() bool {
-		if polls%50 == 0 {
-			_ = os.WriteFile(path, fmt.Appendf(nil, "# emptied %d\n", polls), 0o644)
-		}
-		polls++
-		return l.Rejected() != nil
-	})
-	if l.Current() != good {
-		t.Errorf("an empty policy file replaced the running policy")
-	}
-	if err := l.Rejected(); !strings.Contains(err.Error(), "routes:") {
-		t.Errorf("Rejected() = %v, want it to name routes", err)
-	}
-	if got := logs.String(); !strings.Contains(got, "policy change rejected") || !strings.Contains(got, "routes:") {
-		t.Errorf("log = %q, want the rejection naming routes", got)
 	}
 }

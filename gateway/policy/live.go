@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -381,4 +382,12 @@ func (l *Live) reject(source string, err error) error {
 	l.rejected = err
 	l.log.Error("policy change rejected; the running policy stays", "source", source, "error", err)
 	return err
+}
+
+// RunsFile reports whether p is the policy file that live runs on, as the file was parsed:
+// comments and layout aside, the same document.
+func (l *Live) RunsFile(p *Policy) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return reflect.DeepEqual(l.file, p)
 }

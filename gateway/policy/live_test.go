@@ -1,18 +1,12 @@
 package policy
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"boxoffice.dev/gateway/ratelimit"
-	"boxoffice.dev/platform/testkit"
 )
 
 func newLive(t *testing.T, doc string) *Live {
@@ -107,41 +101,5 @@ func TestLiveRejectsBadChanges(t *testing.T) {
 	}
 	if l.Current().Route("r") != nil || l.Current().Limit("x") != nil {
 		t.Errorf("a rejected edit came back with a later change")
-	}
-}
-
-func TestWatchFile(t *testing.T) {
-	l, path := loadLive(t, base)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- WatchFile(ctx, path, l, l.log) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	// The watch is set up asynchronously: rewrite until the change is seen.
-	changed := strings.Replace(base, "rate: 5/1m", "rate: 7/1m", 1)
-	polls := 0
-	testkit.Eventually(t, 5*time.Second, "an edited policy file is applied", func() bool {
-		// Save as editors do: write a new file and rename it over the old one. Saving again
-		// every half second covers a watch not yet set up, without resetting its settle
-		// delay on every poll.
-		if polls%50 == 0 {
-			tmp := filepath.Join(filepath.Dir(path), ".policy.yaml.tmp")
-			_ = os.WriteFile(tmp, []byte(changed+fmt.Sprintf("# save %d\n", polls)), 0o644)
-			_ = os.Rename(tmp, path)
-		}
-		polls++
-		return l.Current().Limit("holds-per-account").Rule.Limit == 7
-	})
-
-	good := l.Current()
-	if err := os.WriteFile(path, []byte(strings.Replace(changed, "service: inventory", "service: nowhere", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, 5*time.Second, "a bad policy file is rejected", func() bool { return l.Rejected() != nil })
-	if l.Current() != good {
-		t.Errorf("a bad policy file replaced the running policy")
-	}
-	if err := l.Rejected(); !strings.Contains(err.Error(), "routes[holds].service") {
-		t.Errorf("Rejected() = %v, want it to name routes[holds].service", err)
 	}
 }

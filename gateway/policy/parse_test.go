@@ -11,30 +11,17 @@ import (
 	"boxoffice.dev/gateway/ratelimit"
 )
 
-// base is a small valid policy that the cases below break one field at a time.
-const base = `
-services:
-  - {name: inventory, instances: ["http://127.0.0.1:8104"]}
-  - {name: auth, dns: "auth:8101"}
-routes:
-  - id: holds
-    match: {method: POST, path: "/v1/events/{id}/holds"}
-    service: inventory
-    auth: user
-    limits: [holds-per-account]
-  - id: login
-    match: {method: POST, path: /v1/auth/login}
-    service: auth
-    auth: none
-    limits: [login-per-ip]
-limits:
-  - {id: holds-per-account, key: user, rate: 5/1m, burst: 5}
-  - {id: login-per-ip, key: ip, algorithm: gcra, rate: 10/1m, on_store_failure: closed}
-plans:
-  free: {api: 60/1m}
-  partner: {api: 10000/1m, quota: 1000000/30d}
-  internal: unlimited
-`
+// base is a small valid policy (testdata/base.yaml, which the stores and reloaders test
+// with too) that the cases below break one field at a time.
+var base = readBase()
+
+func readBase() string {
+	b, err := os.ReadFile("testdata/base.yaml")
+	if err != nil {
+		panic(err) // the fixture is part of the package
+	}
+	return string(b)
+}
 
 func mustCompile(t *testing.T, doc string) *Snapshot {
 	t.Helper()

@@ -1,17 +1,12 @@
 package policy
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"boxoffice.dev/gateway/ratelimit"
-	"boxoffice.dev/platform/sqldb"
-	"boxoffice.dev/platform/testkit"
 )
 
 func patchOf(kind EditKind, id, patch string) Edit {
@@ -171,51 +166,4 @@ func TestRouteNamingADeletedLimit(t *testing.T) {
 	if lim := l.Current().Limit("login-per-ip"); lim == nil || lim.Rule.Limit != 20 || len(l.Current().Route("login").Limits) != 1 {
 		t.Errorf("after the deletion is dropped, limit %+v, want the file's 20/1m back on its route", lim)
 	}
-}
-
-// TestPatchRowsInTheTable stores a patch and reads it back, and reads a row the gateway
-// wrote before patches were kept as patches, in a table migrated since, as a whole element.
-func TestPatchRowsInTheTable(t *testing.T) {
-	testkit.ForEachDB(t, "gateway", func(t *testing.T, db *sqldb.DB) {
-		ctx := context.Background()
-		before := fstest.MapFS{}
-		for _, name := range []string{"001_rate_limit_rule.sql", "002_policy_edit.sql"} {
-			b, err := fs.ReadFile(Migrations(), name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			before[name] = &fstest.MapFile{Data: b}
-		}
-		if err := db.Migrate(ctx, before); err != nil {
-			t.Fatal(err)
-		}
-		old := `{"id":"holds-per-account","key":"user","rate":"2/1m"}`
-		if _, err := db.ExecContext(ctx, db.Rebind(`INSERT INTO policy_edit (kind, id, body, deleted, updated_at) VALUES (?, ?, ?, ?, ?)`),
-			"limit", "holds-per-account", old, false, 1); err != nil {
-			t.Fatal(err)
-		}
-		tab := newEditTable(t, db, nil)
-		patch := patchOf(EditRoute, "holds", `{"response_timeout":"2s"}`)
-		if err := tab.PutEdit(ctx, patch); err != nil {
-			t.Fatal(err)
-		}
-		if err := tab.PutEdit(ctx, Edit{Kind: EditLimit, ID: "login-per-ip", Patch: true, Deleted: true}); err == nil {
-			t.Errorf("PutEdit(deleted patch) = nil, want it refused")
-		}
-		rows, err := tab.LoadEdits(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rows) != 2 || rows[0].Patch || string(rows[0].Value) != old || !rows[1].Patch || string(rows[1].Value) != string(patch.Value) {
-			t.Fatalf("LoadEdits() = %s, want the old row whole and the patch", jsonOf(t, rows))
-		}
-		l := newLive(t, base)
-		if err := l.ReplaceEdits(rows); err != nil {
-			t.Fatal(err)
-		}
-		s := l.Current()
-		if lim, r := s.Limit("holds-per-account"), s.Route("holds"); lim.Rule.Limit != 2 || r.ResponseTimeout.Seconds() != 2 || r.Service != "inventory" {
-			t.Errorf("from the table, limit %d, route %+v; want 2/1m and the file's route with a 2s timeout", lim.Rule.Limit, r.Route)
-		}
-	})
 }

@@ -10,6 +10,10 @@
 // touching the database. A change that does not validate is rejected and the running policy
 // stays.
 //
+// The package is the model alone: it reads no database, network or file watch, so it is
+// tested, and read, without any. What feeds it lives beside it: the tables in policystore,
+// the file watcher and the table follower in reload.
+//
 // The file's shape:
 //
 //	settings: {max_body_bytes: 1048576, connect_timeout: 1s, response_timeout: 30s}

@@ -1,7 +1,7 @@
-// Package policystore keeps the gateway's policy tables through a database outage: Store
-// opens the database once it answers, and until then answers every call with 503, rather
-// than keeping an edit on one replica alone.
+// Package policystore keeps the gateway's policy tables in its database: rate_limit_rule,
+// the per-tenant overrides, and policy_edit, the admin edits, with their migrations; and
+// what a database that is down means for them (Store answers 503 until it answers).
 //
-// It is apart from the gateway's wiring (gateway/run.go) so that a database that is down is
-// handled, and tested, where the tables are.
+// It is apart from package policy so that the model stays pure, read and tested without a
+// database. The loops that read these tables into the running policy are in package reload.
 package policystore

@@ -29,7 +29,7 @@ type Store struct {
 	log  *slog.Logger
 
 	opening sync.Mutex // one Open at a time
-	table   atomic.Pointer[policy.Table]
+	table   atomic.Pointer[Table]
 	db      atomic.Pointer[sqldb.DB]
 }
 
@@ -44,7 +44,7 @@ func New(opts sqldb.Options, log *slog.Logger) *Store {
 
 // Open opens the database and applies the tables' migrations, within OpenTimeout, and
 // returns the tables; once it has succeeded it returns them at once.
-func (s *Store) Open(ctx context.Context) (*policy.Table, error) {
+func (s *Store) Open(ctx context.Context) (*Table, error) {
 	s.opening.Lock()
 	defer s.opening.Unlock()
 	if t := s.table.Load(); t != nil {
@@ -56,19 +56,19 @@ func (s *Store) Open(ctx context.Context) (*policy.Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := db.Migrate(ctx, policy.Migrations()); err != nil {
+	if err := db.Migrate(ctx, Migrations()); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("policy tables: %w", err)
 	}
 	s.db.Store(db)
-	t := policy.NewTable(db, nil)
+	t := NewTable(db, nil)
 	s.table.Store(t)
 	return t, nil
 }
 
 // Await returns the tables once the database is open, trying to open it every interval
 // until it answers, or ctx's error once ctx is done.
-func (s *Store) Await(ctx context.Context, every time.Duration) (*policy.Table, error) {
+func (s *Store) Await(ctx context.Context, every time.Duration) (*Table, error) {
 	for {
 		if t := s.table.Load(); t != nil {
 			return t, nil
@@ -100,35 +100,35 @@ func (s *Store) Close() error {
 var errNotOpen = problem.New(problem.Unavailable, "the policy database is not reachable; try again later")
 
 func (s *Store) Load(ctx context.Context) ([]policy.TenantRule, error) {
-	return read(s, func(t *policy.Table) ([]policy.TenantRule, error) { return t.Load(ctx) })
+	return read(s, func(t *Table) ([]policy.TenantRule, error) { return t.Load(ctx) })
 }
 
 func (s *Store) LoadEdits(ctx context.Context) ([]policy.Edit, error) {
-	return read(s, func(t *policy.Table) ([]policy.Edit, error) { return t.LoadEdits(ctx) })
+	return read(s, func(t *Table) ([]policy.Edit, error) { return t.LoadEdits(ctx) })
 }
 
 func (s *Store) Put(ctx context.Context, r policy.TenantRule) error {
-	return s.write(func(t *policy.Table) error { return t.Put(ctx, r) })
+	return s.write(func(t *Table) error { return t.Put(ctx, r) })
 }
 
 func (s *Store) Delete(ctx context.Context, tenant, route string) error {
-	return s.write(func(t *policy.Table) error { return t.Delete(ctx, tenant, route) })
+	return s.write(func(t *Table) error { return t.Delete(ctx, tenant, route) })
 }
 
 func (s *Store) PutEdit(ctx context.Context, e policy.Edit) error {
-	return s.write(func(t *policy.Table) error { return t.PutEdit(ctx, e) })
+	return s.write(func(t *Table) error { return t.PutEdit(ctx, e) })
 }
 
 func (s *Store) DeleteEdit(ctx context.Context, kind policy.EditKind, id string) error {
-	return s.write(func(t *policy.Table) error { return t.DeleteEdit(ctx, kind, id) })
+	return s.write(func(t *Table) error { return t.DeleteEdit(ctx, kind, id) })
 }
 
 func (s *Store) ResetEdits(ctx context.Context) error {
-	return s.write(func(t *policy.Table) error { return t.ResetEdits(ctx) })
+	return s.write(func(t *Table) error { return t.ResetEdits(ctx) })
 }
 
 // read calls f with s's tables, or answers errNotOpen before they are open.
-func read[T any](s *Store, f func(*policy.Table) (T, error)) (T, error) {
+func read[T any](s *Store, f func(*Table) (T, error)) (T, error) {
 	if t := s.table.Load(); t != nil {
 		v, err := f(t)
 		return v, storeFailed(err)
@@ -138,7 +138,7 @@ func read[T any](s *Store, f func(*policy.Table) (T, error)) (T, error) {
 }
 
 // write calls f with s's tables, or answers errNotOpen before they are open.
-func (s *Store) write(f func(*policy.Table) error) error {
+func (s *Store) write(f func(*Table) error) error {
 	if t := s.table.Load(); t != nil {
 		return storeFailed(f(t))
 	}

@@ -1,4 +1,4 @@
-package policy
+package reload
 
 import (
 	"bytes"
@@ -7,24 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-)
 
-// LoadFile reads and parses a policy file.
-func LoadFile(path string) (*Policy, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read policy: %w", err)
-	}
-	p, err := Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return p, nil
-}
+	"boxoffice.dev/gateway/policy"
+)
 
 // settle is how long the watcher waits after the last event before reading the file: an
 // editor's save is often several events (truncate, write, rename), and reading in between
@@ -46,7 +34,7 @@ const (
 // reads the file, so that a change made after live was loaded but before the watch began is
 // applied too. A file that does not parse or validate is logged and ignored; the running
 // policy stays.
-func WatchFile(ctx context.Context, path string, live *Live, log *slog.Logger) error {
+func WatchFile(ctx context.Context, path string, live *policy.Live, log *slog.Logger) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch policy: %w", err)
@@ -71,7 +59,7 @@ func WatchFile(ctx context.Context, path string, live *Live, log *slog.Logger) e
 		// The first read is compared with the policy live was loaded from, not taken as it:
 		// a change between that load and the watch is still applied.
 		if first {
-			if p, err := Parse(data); err == nil && live.runsFile(p) {
+			if p, err := policy.Parse(data); err == nil && live.RunsFile(p) {
 				return
 			}
 		}
@@ -110,12 +98,4 @@ func WatchFile(ctx context.Context, path string, live *Live, log *slog.Logger) e
 			check()
 		}
 	}
-}
-
-// runsFile reports whether p is the policy file that live runs on, as the file was parsed:
-// comments and layout aside, the same document.
-func (l *Live) runsFile(p *Policy) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return reflect.DeepEqual(l.file, p)
 }
