@@ -20,7 +20,7 @@ const CodeNotPersisted = "PERSISTED_QUERY_NOT_FOUND"
 // MaxPersisted is how many persisted queries the gateway keeps, as many as a BFF does.
 const MaxPersisted = 1000
 
-// MaxPersistedBytes is the longest query kept, as the BFFs keep (platform/graphqlserver):
+// MaxPersistedBytes is the longest query kept, as the BFFs keep (bffkit/graphqlserver):
 // a longer one is sent whole every time.
 const MaxPersistedBytes = 4 << 10
 
