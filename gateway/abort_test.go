@@ -20,6 +20,7 @@ import (
 	"boxoffice.dev/gateway/limits"
 	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/testkit"
 )
@@ -177,7 +178,7 @@ limits:
 	logs := &testkit.Buffer{}
 	fw := &panickingForwarder{}
 	g := &gateway{
-		live: live, auth: &authn.Authenticator{}, enforcer: limits.NewEnforcer(ratelimit.NewMemory(nil), nil, nil),
+		live: live, auth: &authn.Authenticator{}, enforcer: limits.NewEnforcer(ratelimit.NewMemory(clock.Clock{}), nil, nil),
 		upstream: fw, log: logging.New(logs, slog.LevelInfo, "gateway"), metrics: m, now: time.Now, newTrace: randomTrace,
 	}
 	h := g.handler()

@@ -15,6 +15,7 @@ import (
 
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/policy/policystore"
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/testkit"
@@ -137,7 +138,7 @@ func TestWithTheAuthService(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if err := policystore.NewTable(db, nil).Put(context.Background(), policy.TenantRule{Tenant: "ten_demo_ticketsrus", Route: "partner", Capacity: 2, RefillPerSecond: 0.01}); err != nil {
+	if err := policystore.NewTable(db, clock.Clock{}).Put(context.Background(), policy.TenantRule{Tenant: "ten_demo_ticketsrus", Route: "partner", Capacity: 2, RefillPerSecond: 0.01}); err != nil {
 		t.Fatal(err)
 	}
 	nc, err := nats.Connect(ns.ClientURL())

@@ -16,6 +16,7 @@ import (
 	"boxoffice.dev/gateway/authn"
 	"boxoffice.dev/gateway/limits"
 	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/testkit"
 )
@@ -49,7 +50,7 @@ func indexGateway(t *testing.T, doc, playground string) (http.Handler, *forwarde
 	logs := &testkit.Buffer{}
 	last := &forwarded{}
 	g := &gateway{
-		live: liveOf(t, doc), auth: &authn.Authenticator{}, enforcer: limits.NewEnforcer(ratelimit.NewMemory(nil), nil, nil),
+		live: liveOf(t, doc), auth: &authn.Authenticator{}, enforcer: limits.NewEnforcer(ratelimit.NewMemory(clock.Clock{}), nil, nil),
 		upstream: &recordingForwarder{last: last}, log: logging.New(logs, slog.LevelInfo, "gateway"), metrics: m,
 		now: time.Now, newTrace: randomTrace, index: index{playground: playground},
 	}
@@ -261,7 +262,7 @@ routes:
 func TestIndexFollowsThePolicy(t *testing.T) {
 	live := liveOf(t, indexPolicy)
 	m, _ := newMetrics(nil)
-	g := &gateway{live: live, auth: &authn.Authenticator{}, enforcer: limits.NewEnforcer(ratelimit.NewMemory(nil), nil, nil),
+	g := &gateway{live: live, auth: &authn.Authenticator{}, enforcer: limits.NewEnforcer(ratelimit.NewMemory(clock.Clock{}), nil, nil),
 		upstream: &recordingForwarder{last: &forwarded{}}, log: logging.Discard(), metrics: m, now: time.Now, newTrace: randomTrace}
 	h := g.handler()
 	if body := serve(h, "GET", "/", "").Body.String(); strings.Contains(body, "/v1/search") {

@@ -48,19 +48,19 @@ func (c *countingLimiter) Allow(ctx context.Context, reqs []ratelimit.Request) (
 // shared limiter and before authentication, with the 429 of any limit, loopback exempt, and
 // following the policy when it changes.
 func TestLimitLocally(t *testing.T) {
-	clock := testkit.NewClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), 0)
+	fake := testkit.NewClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC), 0)
 	live := liveOf(t, preLimitPolicy)
 	reader := sdkmetric.NewManualReader()
 	m, err := newMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared := &countingLimiter{Limiter: ratelimit.NewMemory(clock.Now)}
+	shared := &countingLimiter{Limiter: ratelimit.NewMemory(fake.Clock())}
 	var last forwarded
 	g := &gateway{
 		live: live, auth: &authn.Authenticator{}, enforcer: limits.NewEnforcer(shared, nil, nil),
-		local: ratelimit.NewMemory(clock.Now), upstream: &recordingForwarder{last: &last},
-		log: logging.Discard(), metrics: m, now: clock.Now, newTrace: randomTrace,
+		local: ratelimit.NewMemory(fake.Clock()), upstream: &recordingForwarder{last: &last},
+		log: logging.Discard(), metrics: m, now: fake.Now, newTrace: randomTrace,
 	}
 	h := g.handler()
 	call := func(addr, path string, header ...string) *httptest.ResponseRecorder {
@@ -127,7 +127,7 @@ func TestLimitLocally(t *testing.T) {
 	}
 
 	// A token every 500ms.
-	clock.Advance(500 * time.Millisecond)
+	fake.Advance(500 * time.Millisecond)
 	if w := call(flood, "/v1/open"); w.Code != http.StatusNoContent {
 		t.Errorf("after 500ms = %d, want 204", w.Code)
 	}

@@ -19,6 +19,7 @@ import (
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/problem"
 )
@@ -27,7 +28,7 @@ import (
 // whatever it is, the gateway's own included (step 9).
 func (g *gateway) handler() http.Handler {
 	if g.local == nil {
-		g.local = ratelimit.NewMemory(g.now)
+		g.local = ratelimit.NewMemory(clock.Func(g.now))
 	}
 	if g.persisted == nil {
 		g.persisted = graphqlop.NewPersisted(graphqlop.MaxPersisted)

@@ -14,6 +14,7 @@ import (
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/logging"
 )
 
@@ -60,7 +61,7 @@ routes:
 	m, _ := newMetrics(nil)
 	var last forwarded
 	g := &gateway{
-		live: live, auth: &authn.Authenticator{}, enforcer: limits.NewEnforcer(ratelimit.NewMemory(nil), nil, nil),
+		live: live, auth: &authn.Authenticator{}, enforcer: limits.NewEnforcer(ratelimit.NewMemory(clock.Clock{}), nil, nil),
 		upstream: &recordingForwarder{last: &last}, log: logging.Discard(), metrics: m, now: time.Now,
 		newTrace: func() (trace.TraceID, trace.SpanID) { return trace.TraceID{1}, trace.SpanID{1} },
 	}

@@ -54,7 +54,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		return nil, err
 	}
 	limiter, err := ratelimit.New(ratelimit.Options{Client: rd, ReplicaID: cfg.ReplicaID,
-		Timeout: cfg.LimiterTimeout, ClosedTimeout: cfg.LimiterClosedTimeout, Now: time.Now, Meter: mp, Logger: s.Log})
+		Timeout: cfg.LimiterTimeout, ClosedTimeout: cfg.LimiterClosedTimeout, Meter: mp, Logger: s.Log})
 	if err != nil {
 		return nil, fmt.Errorf("rate limiter: %w", err)
 	}

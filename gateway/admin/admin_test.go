@@ -15,6 +15,7 @@ import (
 	"boxoffice.dev/gateway/policy/policystore"
 	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/testkit"
 )
@@ -51,7 +52,7 @@ func newFixtureOn(t *testing.T, db *sqldb.DB) *fixture {
 	if err := db.Migrate(context.Background(), policystore.Migrations()); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{live: live, table: policystore.NewTable(db, nil), announced: map[string]int{}}
+	f := &fixture{live: live, table: policystore.NewTable(db, clock.Clock{}), announced: map[string]int{}}
 	f.srv = httptest.NewServer(New(Options{
 		Live:      live,
 		Upstreams: upstreams{{Name: "svc", Instances: []upstream.InstanceStatus{{URL: "http://127.0.0.1:1", Ready: true, InFlight: 2}}}},

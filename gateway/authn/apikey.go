@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"boxoffice.dev/platform/clock"
 	authv1 "boxoffice.dev/proto/boxoffice/auth/v1"
 )
 
@@ -90,13 +91,13 @@ type APIKeysOptions struct {
 	NegativeTTL time.Duration
 	// MaxEntries bounds the cache; 0 means 10,000.
 	MaxEntries int
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the time source; the zero Clock is time.Now.
+	Clock clock.Clock
 }
 
 // NewAPIKeys caches r's answers.
 func NewAPIKeys(r KeyResolver, o APIKeysOptions) *APIKeys {
-	a := &APIKeys{resolver: r, ttl: o.TTL, negTTL: o.NegativeTTL, now: o.Now}
+	a := &APIKeys{resolver: r, ttl: o.TTL, negTTL: o.NegativeTTL, now: o.Clock.Now}
 	if a.ttl <= 0 {
 		a.ttl = 30 * time.Second
 	}
@@ -107,9 +108,6 @@ func NewAPIKeys(r KeyResolver, o APIKeysOptions) *APIKeys {
 		o.MaxEntries = 10_000
 	}
 	a.cache = newSecretCache[cached](o.MaxEntries)
-	if a.now == nil {
-		a.now = time.Now
-	}
 	return a
 }
 

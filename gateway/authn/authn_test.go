@@ -40,8 +40,8 @@ func (r *resolver) ResolveAPIKey(_ context.Context, key string) (Tenant, error) 
 
 func TestAPIKeysCache(t *testing.T) {
 	r := &resolver{tenants: map[string]Tenant{"bo_live_good": {ID: "ten_a", Plan: "partner"}}}
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	keys := NewAPIKeys(r, APIKeysOptions{TTL: 30 * time.Second, NegativeTTL: 10 * time.Second, Now: clk.Now})
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	keys := NewAPIKeys(r, APIKeysOptions{TTL: 30 * time.Second, NegativeTTL: 10 * time.Second, Clock: clk.Clock()})
 	ctx := context.Background()
 
 	for range 3 {

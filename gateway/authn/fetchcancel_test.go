@@ -35,8 +35,8 @@ func TestClientHangingUpDoesNotFailTheKeyFetch(t *testing.T) {
 		}
 	})
 
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	v := NewVerifier(NewJWKS(gate.URL, JWKSOptions{Now: clk.Now, MinRefetch: 10 * time.Second}), "boxoffice-auth", "boxoffice", 0)
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	v := NewVerifier(NewJWKS(gate.URL, JWKSOptions{Clock: clk.Clock(), MinRefetch: 10 * time.Second}), "boxoffice-auth", "boxoffice", 0)
 	tok := sign(t, k, "k1", "usr_1", clk.Now(), time.Minute)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/services/auth/token"
 )
@@ -61,8 +62,8 @@ type keyCache struct {
 type JWKSOptions struct {
 	// Client fetches the key set; nil means a client with a 2s timeout.
 	Client *http.Client
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the time source; the zero Clock is time.Now.
+	Clock clock.Clock
 	// MinRefetch is the least time between two fetches caused by unknown kids; 0 means 10s.
 	MinRefetch time.Duration
 	// MaxAge is how long keys are kept when the response has no max-age; 0 means 5m.
@@ -73,12 +74,9 @@ type JWKSOptions struct {
 
 // NewJWKS returns an empty cache of the key set at url; the first token fetches it.
 func NewJWKS(url string, o JWKSOptions) *JWKS {
-	j := &JWKS{url: url, client: o.Client, now: o.Now, minRefetch: o.MinRefetch, maxAge: o.MaxAge, log: o.Log}
+	j := &JWKS{url: url, client: o.Client, now: o.Clock.Now, minRefetch: o.MinRefetch, maxAge: o.MaxAge, log: o.Log}
 	if j.client == nil {
 		j.client = &http.Client{Timeout: 2 * time.Second}
-	}
-	if j.now == nil {
-		j.now = time.Now
 	}
 	if j.minRefetch <= 0 {
 		j.minRefetch = 10 * time.Second

@@ -1,6 +1,8 @@
 package authn
 
 import (
+	"boxoffice.dev/platform/clock"
+
 	"context"
 	"crypto/ed25519"
 	"crypto/hmac"
@@ -64,14 +66,17 @@ func (ks *keyServer) remove(kid string) {
 	delete(ks.keys, kid)
 }
 
-// clock is a settable test clock.
-type clock struct {
+// fakeClock is a settable test clock.
+type fakeClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
+// Clock is c as the time source the code under test takes.
+func (c *fakeClock) Clock() clock.Clock { return clock.Func(c.Now) }
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
@@ -99,8 +104,8 @@ func forge(header, claims map[string]any, secret []byte) string {
 func TestVerifier(t *testing.T) {
 	ks := newKeyServer(t)
 	k1 := ks.add("k1")
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	jwks := NewJWKS(ks.URL, JWKSOptions{Now: clk.Now, MinRefetch: 10 * time.Second})
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	jwks := NewJWKS(ks.URL, JWKSOptions{Clock: clk.Clock(), MinRefetch: 10 * time.Second})
 	v := NewVerifier(jwks, "boxoffice-auth", "boxoffice", 0)
 	ctx := context.Background()
 	now := clk.Now()
@@ -147,8 +152,8 @@ func TestVerifier(t *testing.T) {
 func TestJWKSUnknownKidRefetchIsRateLimited(t *testing.T) {
 	ks := newKeyServer(t)
 	k := ks.add("k1")
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	jwks := NewJWKS(ks.URL, JWKSOptions{Now: clk.Now, MinRefetch: 10 * time.Second})
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	jwks := NewJWKS(ks.URL, JWKSOptions{Clock: clk.Clock(), MinRefetch: 10 * time.Second})
 	v := NewVerifier(jwks, "boxoffice-auth", "boxoffice", 0)
 	ctx := context.Background()
 	if _, err := v.Verify(ctx, sign(t, k, "k1", "usr_1", clk.Now(), time.Minute)); err != nil {
@@ -178,8 +183,8 @@ func TestJWKSFirstFetchFailureRetriesSoon(t *testing.T) {
 	ks := newKeyServer(t)
 	k := ks.add("k1")
 	ks.down.Store(true)
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	jwks := NewJWKS(ks.URL, JWKSOptions{Now: clk.Now, MinRefetch: 10 * time.Second})
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	jwks := NewJWKS(ks.URL, JWKSOptions{Clock: clk.Clock(), MinRefetch: 10 * time.Second})
 	v := NewVerifier(jwks, "boxoffice-auth", "boxoffice", 0)
 	ctx := context.Background()
 	tok := sign(t, k, "k1", "usr_1", clk.Now(), time.Minute)
@@ -199,8 +204,8 @@ func TestJWKSFirstFetchFailureRetriesSoon(t *testing.T) {
 func TestJWKSKeepsKeysWhileAuthIsDown(t *testing.T) {
 	ks := newKeyServer(t)
 	k := ks.add("k1")
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	jwks := NewJWKS(ks.URL, JWKSOptions{Now: clk.Now})
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	jwks := NewJWKS(ks.URL, JWKSOptions{Clock: clk.Clock()})
 	v := NewVerifier(jwks, "boxoffice-auth", "boxoffice", 0)
 	ctx := context.Background()
 	if err := jwks.Refresh(ctx); err != nil {

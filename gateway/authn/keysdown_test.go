@@ -23,33 +23,33 @@ func TestUnknownKidWhileKeysCannotBeFetched(t *testing.T) {
 		name string
 		// setup brings the key server and the cache to the state under test and returns the
 		// key and kid to sign with.
-		setup func(t *testing.T, ks *keyServer, jwks *JWKS, clk *clock) (ed25519.PrivateKey, string)
+		setup func(t *testing.T, ks *keyServer, jwks *JWKS, clk *fakeClock) (ed25519.PrivateKey, string)
 		want  problem.Code
 	}{
-		{"cold start, auth answers 503", func(t *testing.T, ks *keyServer, _ *JWKS, _ *clock) (ed25519.PrivateKey, string) {
+		{"cold start, auth answers 503", func(t *testing.T, ks *keyServer, _ *JWKS, _ *fakeClock) (ed25519.PrivateKey, string) {
 			ks.down.Store(true)
 			return ks.add("k1"), "k1"
 		}, problem.Unavailable},
-		{"cold start, auth unreachable", func(t *testing.T, ks *keyServer, _ *JWKS, _ *clock) (ed25519.PrivateKey, string) {
+		{"cold start, auth unreachable", func(t *testing.T, ks *keyServer, _ *JWKS, _ *fakeClock) (ed25519.PrivateKey, string) {
 			k := ks.add("k1")
 			ks.Close()
 			return k, "k1"
 		}, problem.Unavailable},
-		{"cold start, within the retry wait of a failed fetch", func(t *testing.T, ks *keyServer, jwks *JWKS, _ *clock) (ed25519.PrivateKey, string) {
+		{"cold start, within the retry wait of a failed fetch", func(t *testing.T, ks *keyServer, jwks *JWKS, _ *fakeClock) (ed25519.PrivateKey, string) {
 			ks.down.Store(true)
 			if err := jwks.Refresh(context.Background()); err == nil {
 				t.Fatal("Refresh() with auth down = nil, want an error")
 			}
 			return ks.add("k1"), "k1"
 		}, problem.Unavailable},
-		{"keys known, refetch for the kid fails", func(t *testing.T, ks *keyServer, jwks *JWKS, clk *clock) (ed25519.PrivateKey, string) {
+		{"keys known, refetch for the kid fails", func(t *testing.T, ks *keyServer, jwks *JWKS, clk *fakeClock) (ed25519.PrivateKey, string) {
 			ks.add("k1")
 			refresh(t, jwks)
 			ks.down.Store(true)
 			clk.Advance(11 * time.Second) // past MinRefetch: the kid asks for a fetch
 			return ks.add("k2"), "k2"
 		}, problem.Unavailable},
-		{"keys known, last fetch failed, within MinRefetch", func(t *testing.T, ks *keyServer, jwks *JWKS, clk *clock) (ed25519.PrivateKey, string) {
+		{"keys known, last fetch failed, within MinRefetch", func(t *testing.T, ks *keyServer, jwks *JWKS, clk *fakeClock) (ed25519.PrivateKey, string) {
 			ks.add("k1")
 			refresh(t, jwks)
 			ks.down.Store(true)
@@ -59,18 +59,18 @@ func TestUnknownKidWhileKeysCannotBeFetched(t *testing.T) {
 			}
 			return ks.add("k2"), "k2"
 		}, problem.Unavailable},
-		{"keys fresh, kid not in them after a refetch", func(t *testing.T, ks *keyServer, jwks *JWKS, clk *clock) (ed25519.PrivateKey, string) {
+		{"keys fresh, kid not in them after a refetch", func(t *testing.T, ks *keyServer, jwks *JWKS, clk *fakeClock) (ed25519.PrivateKey, string) {
 			ks.add("k1")
 			refresh(t, jwks)
 			clk.Advance(11 * time.Second)
 			return other, "forged"
 		}, problem.Unauthorized},
-		{"keys fresh, kid not in them, within MinRefetch", func(t *testing.T, ks *keyServer, jwks *JWKS, _ *clock) (ed25519.PrivateKey, string) {
+		{"keys fresh, kid not in them, within MinRefetch", func(t *testing.T, ks *keyServer, jwks *JWKS, _ *fakeClock) (ed25519.PrivateKey, string) {
 			ks.add("k1")
 			refresh(t, jwks)
 			return other, "forged"
 		}, problem.Unauthorized},
-		{"keys fresh, a rotated-out kid", func(t *testing.T, ks *keyServer, jwks *JWKS, clk *clock) (ed25519.PrivateKey, string) {
+		{"keys fresh, a rotated-out kid", func(t *testing.T, ks *keyServer, jwks *JWKS, clk *fakeClock) (ed25519.PrivateKey, string) {
 			k := ks.add("k0")
 			ks.add("k1")
 			refresh(t, jwks)
@@ -83,8 +83,8 @@ func TestUnknownKidWhileKeysCannotBeFetched(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ks := newKeyServer(t)
-			clk := &clock{t: time.Unix(1_800_000_000, 0)}
-			jwks := NewJWKS(ks.URL, JWKSOptions{Now: clk.Now, MinRefetch: 10 * time.Second})
+			clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+			jwks := NewJWKS(ks.URL, JWKSOptions{Clock: clk.Clock(), MinRefetch: 10 * time.Second})
 			a := &Authenticator{Tokens: NewVerifier(jwks, "boxoffice-auth", "boxoffice", 0)}
 			k, kid := tt.setup(t, ks, jwks, clk)
 			r := httptest.NewRequest("GET", "/", nil)

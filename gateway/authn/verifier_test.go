@@ -32,24 +32,24 @@ func TestVerifierCache(t *testing.T) {
 		name string
 		// then runs after tok (signed by k1, valid for a minute) was verified once; it
 		// returns the error of the second Verify of tok.
-		then      func(ks *keyServer, jwks *JWKS, clk *clock) error
+		then      func(ks *keyServer, jwks *JWKS, clk *fakeClock) error
 		wantErr   error
 		wantCheck int64 // full checks in all, the first one included
 	}{
 		{
 			name:      "the same token again is not checked again",
-			then:      func(*keyServer, *JWKS, *clock) error { return nil },
+			then:      func(*keyServer, *JWKS, *fakeClock) error { return nil },
 			wantCheck: 1,
 		},
 		{
 			name:      "an expired token is refused although it was cached",
-			then:      func(_ *keyServer, _ *JWKS, clk *clock) error { clk.Advance(61 * time.Second); return nil },
+			then:      func(_ *keyServer, _ *JWKS, clk *fakeClock) error { clk.Advance(61 * time.Second); return nil },
 			wantErr:   token.ErrExpired,
 			wantCheck: 2,
 		},
 		{
 			name: "a token whose key was removed is refused after the JWKS refresh",
-			then: func(ks *keyServer, jwks *JWKS, _ *clock) error {
+			then: func(ks *keyServer, jwks *JWKS, _ *fakeClock) error {
 				ks.remove("k1")
 				return jwks.Refresh(ctx)
 			},
@@ -58,7 +58,7 @@ func TestVerifierCache(t *testing.T) {
 		},
 		{
 			name: "a token whose kid now names another key is refused",
-			then: func(ks *keyServer, jwks *JWKS, _ *clock) error {
+			then: func(ks *keyServer, jwks *JWKS, _ *fakeClock) error {
 				ks.add("k1") // same kid, new key pair
 				return jwks.Refresh(ctx)
 			},
@@ -70,8 +70,8 @@ func TestVerifierCache(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ks := newKeyServer(t)
 			k1 := ks.add("k1")
-			clk := &clock{t: time.Unix(1_800_000_000, 0)}
-			jwks := NewJWKS(ks.URL, JWKSOptions{Now: clk.Now, MinRefetch: 10 * time.Second})
+			clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+			jwks := NewJWKS(ks.URL, JWKSOptions{Clock: clk.Clock(), MinRefetch: 10 * time.Second})
 			v := NewVerifier(jwks, "boxoffice-auth", "boxoffice", 0)
 			if err := jwks.Refresh(ctx); err != nil {
 				t.Fatal(err)
@@ -104,8 +104,8 @@ func TestVerifierCacheLimits(t *testing.T) {
 	ctx := context.Background()
 	ks := newKeyServer(t)
 	k1 := ks.add("k1")
-	clk := &clock{t: time.Unix(1_800_000_000, 0)}
-	jwks := NewJWKS(ks.URL, JWKSOptions{Now: clk.Now})
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	jwks := NewJWKS(ks.URL, JWKSOptions{Clock: clk.Clock()})
 	v := NewVerifier(jwks, "boxoffice-auth", "boxoffice", 0)
 	if err := jwks.Refresh(ctx); err != nil {
 		t.Fatal(err)

@@ -77,3 +77,20 @@ func TestCostFromJSONVariables(t *testing.T) {
 		t.Errorf("Parse = %d, %v; want 31 (30 cards and their feed)", op.Cost, err)
 	}
 }
+
+// BenchmarkParse measures what the gateway adds to a GraphQL request: reading the body,
+// parsing the operation and weighing it (the query of make bench-gateway's GraphQL row).
+func BenchmarkParse(b *testing.B) {
+	body := []byte(`{"query":"query Event($id: ID!) { event(id: $id) { id title ticketClasses { id name price { currency minor } } } }","variables":{"id":"evt-bench"}}`)
+	m := CostModel{Lists: map[string]int{"ticketClasses": 5}}
+	b.ReportAllocs()
+	for b.Loop() {
+		req, err := FromJSON(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Parse(req, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"boxoffice.dev/gateway/authn"
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/platform/clock"
 )
 
 // collideDoc has every source of rule ids at once: limits keyed like the plan rules (by
@@ -56,7 +57,7 @@ func TestBuildNamesEachRuleAndKeyOnce(t *testing.T) {
 			callers[plan+" "+tenant] = c
 		}
 	}
-	e := NewEnforcer(ratelimit.NewMemory(nil), nil, nil)
+	e := NewEnforcer(ratelimit.NewMemory(clock.Clock{}), nil, nil)
 	for _, route := range snap.Routes() {
 		for name, c := range callers {
 			t.Run(route.ID+"/"+name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"boxoffice.dev/gateway/authn"
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/testkit"
 	"github.com/redis/go-redis/v9"
 )
@@ -120,7 +121,7 @@ func TestBuild(t *testing.T) {
 func decide(t *testing.T, reqs []ratelimit.Request, n int) ratelimit.Result {
 	t.Helper()
 	now := time.Unix(1_800_000_000, 0)
-	m := ratelimit.NewMemory(func() time.Time { return now })
+	m := ratelimit.NewMemory(clock.Func(func() time.Time { return now }))
 	var res ratelimit.Result
 	for range n {
 		var err error
@@ -228,7 +229,7 @@ func TestShadowRulesNeitherViolateNorFailClosed(t *testing.T) {
 	down := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)), MaxRetries: -1})
 	t.Cleanup(func() { _ = down.Close() })
 	now := time.Unix(1_800_000_000, 0)
-	f, err := ratelimit.NewFailsafe(ratelimit.NewRedis(down), ratelimit.FailsafeOptions{Now: func() time.Time { return now }})
+	f, err := ratelimit.NewFailsafe(ratelimit.NewRedis(down), ratelimit.FailsafeOptions{Clock: clock.Func(func() time.Time { return now })})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func TestShadowRulesNeitherViolateNorFailClosed(t *testing.T) {
 
 func TestSettleChargesResponseCost(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	m := ratelimit.NewMemory(func() time.Time { return now })
+	m := ratelimit.NewMemory(clock.Func(func() time.Time { return now }))
 	e := NewEnforcer(m, nil, nil)
 	rule := snapshot(t).Limit("tokens").Rule // 1000 per day
 	q := ratelimit.Request{Rule: rule, Key: "ip:x"}
@@ -299,7 +300,7 @@ func TestSettleChargesResponseCost(t *testing.T) {
 // int64 holds, to requests allowed before either was charged, add up past it.
 func TestSettleBoundsAHugeCost(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	m := ratelimit.NewMemory(func() time.Time { return now })
+	m := ratelimit.NewMemory(clock.Func(func() time.Time { return now }))
 	e := NewEnforcer(m, nil, nil)
 	q := ratelimit.Request{Rule: snapshot(t).Limit("tokens").Rule, Key: "ip:x"} // 1000 per day
 	ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/testkit"
 )
 
@@ -24,7 +25,9 @@ type flakyStore struct {
 	calls int
 }
 
-func newFlakyStore(now func() time.Time) *flakyStore { return &flakyStore{mem: NewMemory(now)} }
+func newFlakyStore(now func() time.Time) *flakyStore {
+	return &flakyStore{mem: NewMemory(clock.Func(now))}
+}
 
 func (s *flakyStore) Allow(_ context.Context, reqs []Request) (Result, error) {
 	s.mu.Lock()
@@ -67,7 +70,7 @@ var refused = &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 // slow.
 func newTestFailsafe(t *testing.T, store Limiter, clk *testkit.Clock, opts FailsafeOptions) *Failsafe {
 	t.Helper()
-	opts.Now = clk.Now
+	opts.Clock = clk.Clock()
 	if opts.Timeout == 0 {
 		opts.Timeout = 10 * time.Second
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/testkit"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -50,7 +51,7 @@ func BenchmarkDecision(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mem := NewMemory(nil)
+	mem := NewMemory(clock.Clock{})
 	peer := redis_rate.NewLimiter(client)
 	peerLimits := []redis_rate.Limit{
 		redis_rate.PerSecond(1_000_000),

@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
+
+	"boxoffice.dev/platform/clock"
 )
 
 // Options configures the limiter a gateway runs; New builds the whole chain from it. The
@@ -22,8 +24,8 @@ type Options struct {
 	// Timeout, QueueWait, ClosedTimeout, DenyFor and Breaker are Failsafe's (FailsafeOptions).
 	Timeout, QueueWait, ClosedTimeout, DenyFor time.Duration
 	Breaker                                    Breaker
-	// Now is the one clock of the chain; nil means time.Now.
-	Now func() time.Time
+	// Clock is the one time source of the chain; the zero Clock is time.Now.
+	Clock clock.Clock
 	// Meter receives every metric of the chain; nil means none.
 	Meter metric.MeterProvider
 	// Logger reports breaker changes; nil discards.
@@ -72,9 +74,9 @@ func New(o Options) (*Chain, error) {
 	}
 	c.failsafe, err = NewFailsafe(open, FailsafeOptions{
 		Timeout: o.Timeout, QueueWait: o.QueueWait, ClosedStore: closed, ClosedTimeout: o.ClosedTimeout,
-		DenyFor: o.DenyFor, Breaker: o.Breaker, Replicas: c.replicas, Now: o.Now, Meter: o.Meter, Logger: o.Logger})
+		DenyFor: o.DenyFor, Breaker: o.Breaker, Replicas: c.replicas, Clock: o.Clock, Meter: o.Meter, Logger: o.Logger})
 	if err == nil {
-		c.Leases, err = NewLeasesWith(NewSharded(c.failsafe, nil), LeasesOptions{Now: o.Now, Meter: o.Meter})
+		c.Leases, err = NewLeasesWith(NewSharded(c.failsafe, nil), LeasesOptions{Clock: o.Clock, Meter: o.Meter})
 	}
 	if err != nil {
 		c.Close()

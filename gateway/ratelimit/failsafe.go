@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+
+	"boxoffice.dev/platform/clock"
 )
 
 // Failsafe is the Limiter a gateway uses: it decides on the shared store and keeps deciding,
@@ -83,8 +85,8 @@ type FailsafeOptions struct {
 	Breaker Breaker
 	// Replicas gives N for the fallback's Limit/N; nil means N = 1.
 	Replicas ReplicaCount
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the time source; the zero Clock is time.Now.
+	Clock clock.Clock
 	// Meter receives the metrics; nil means none.
 	Meter metric.MeterProvider
 	// Logger reports breaker state changes; nil discards.
@@ -93,10 +95,7 @@ type FailsafeOptions struct {
 
 // NewFailsafe wraps store, usually a *Redis.
 func NewFailsafe(store Limiter, opts FailsafeOptions) (*Failsafe, error) {
-	f := &Failsafe{replicas: opts.Replicas, now: opts.Now, log: opts.Logger}
-	if f.now == nil {
-		f.now = time.Now
-	}
+	f := &Failsafe{replicas: opts.Replicas, now: opts.Clock.Now, log: opts.Logger}
 	if f.replicas == nil {
 		f.replicas = oneReplica{}
 	}
@@ -124,7 +123,7 @@ func NewFailsafe(store Limiter, opts FailsafeOptions) (*Failsafe, error) {
 	if denyFor == 0 {
 		denyFor = time.Second
 	}
-	f.local = NewMemory(f.now)
+	f.local = NewMemory(clock.Func(f.now))
 	f.answers = newAnswers(max(0, denyFor))
 	f.ledger = &ledger{}
 	var err error

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+
+	"boxoffice.dev/platform/clock"
 )
 
 // Leases relieves hot keys by spending tokens locally. For a rule with Lease > 0, a replica
@@ -60,18 +62,15 @@ func (h *inHand) decision(q Request, now time.Time, path Path) Decision {
 	return d
 }
 
-// NewLeases wraps inner, usually a Failsafe or a Redis; now nil means time.Now.
-func NewLeases(inner Limiter, now func() time.Time) *Leases {
-	if now == nil {
-		now = time.Now
-	}
-	return &Leases{inner: inner, now: now, held: make(map[string]*inHand)}
+// NewLeases wraps inner, usually a Failsafe or a Redis, reading time from c.
+func NewLeases(inner Limiter, c clock.Clock) *Leases {
+	return &Leases{inner: inner, now: c.Now, held: make(map[string]*inHand)}
 }
 
 // LeasesOptions are what NewLeasesWith adds to NewLeases.
 type LeasesOptions struct {
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock is the time source; the zero Clock is time.Now.
+	Clock clock.Clock
 	// Meter receives the decisions made on tokens in hand, in ratelimit_decisions_total with
 	// path lease, next to Failsafe's; nil means none.
 	Meter metric.MeterProvider
@@ -79,7 +78,7 @@ type LeasesOptions struct {
 
 // NewLeasesWith is NewLeases with metrics.
 func NewLeasesWith(inner Limiter, o LeasesOptions) (*Leases, error) {
-	l := NewLeases(inner, o.Now)
+	l := NewLeases(inner, o.Clock)
 	if o.Meter != nil {
 		c, err := newDecisionCounter(o.Meter.Meter(meterName))
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 
 // leasedReplicas builds n gateway replicas, each with its own Redis client on clk's virtual
 // time, behind Leases.
-func leasedReplicas(t *testing.T, srv *testkit.Redis, clk *clock, hook *countingHook, n int) []*Leases {
+func leasedReplicas(t *testing.T, srv *testkit.Redis, clk *fakeClock, hook *countingHook, n int) []*Leases {
 	t.Helper()
 	var ls []*Leases
 	for range n {
@@ -25,7 +25,7 @@ func leasedReplicas(t *testing.T, srv *testkit.Redis, clk *clock, hook *counting
 		c.AddHook(hook)
 		store := NewRedis(c)
 		store.now = clk.Now
-		ls = append(ls, NewLeases(store, clk.Now))
+		ls = append(ls, NewLeases(store, clk.Clock()))
 	}
 	return ls
 }
@@ -116,7 +116,7 @@ func TestLeasesSaveRoundTrips(t *testing.T) {
 
 func TestLeasesRefundWhenAnotherRuleDenies(t *testing.T) {
 	clk := newClock(epoch)
-	l := NewLeases(NewMemory(clk.Now), clk.Now)
+	l := NewLeases(NewMemory(clk.Clock()), clk.Clock())
 	hot := Request{Rule: Rule{ID: "hot", Algorithm: TokenBucket, Limit: 100, Window: time.Second, Lease: 10}, Key: "k"}
 	strict := Request{Rule: Rule{ID: "strict", Algorithm: FixedWindow, Limit: 1, Window: time.Minute}, Key: "k"}
 	if res := mustAllow(t, l, []Request{hot, strict}); !res.Allowed {
@@ -201,7 +201,7 @@ func TestShardedSpreadsOverClusterNodes(t *testing.T) {
 func TestLeasesCountDecisionsInHand(t *testing.T) {
 	clk := newClock(epoch)
 	reader := sdkmetric.NewManualReader()
-	l, err := NewLeasesWith(NewMemory(clk.Now), LeasesOptions{Now: clk.Now, Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	l, err := NewLeasesWith(NewMemory(clk.Clock()), LeasesOptions{Clock: clk.Clock(), Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestLeasesCountDecisionsInHand(t *testing.T) {
 // or a lease on a per-user limit would grow with every user ever seen.
 func TestLeasesSweepExpiredKeys(t *testing.T) {
 	clk := newClock(epoch)
-	l := NewLeases(NewMemory(clk.Now), clk.Now)
+	l := NewLeases(NewMemory(clk.Clock()), clk.Clock())
 	rule := Rule{ID: "per-user", Algorithm: TokenBucket, Limit: 100, Window: time.Second, Lease: 5}
 	for i := range 500 {
 		mustAllow(t, l, []Request{{Rule: rule, Key: fmt.Sprintf("user:%d", i)}})
@@ -247,8 +247,8 @@ func TestLeasesSweepExpiredKeys(t *testing.T) {
 // limiter gets the caller's own slice, with nothing copied, held or locked on the way.
 func TestHotKeyWrappersPassThrough(t *testing.T) {
 	clk := newClock(epoch)
-	inner := &passedLimiter{Limiter: NewMemory(clk.Now)}
-	wrapped := NewLeases(NewSharded(inner, nil), clk.Now)
+	inner := &passedLimiter{Limiter: NewMemory(clk.Clock())}
+	wrapped := NewLeases(NewSharded(inner, nil), clk.Clock())
 	reqs := []Request{
 		{Rule: Rule{ID: "per-user", Algorithm: TokenBucket, Limit: 100, Window: time.Second}, Key: "user:1"},
 		{Rule: Rule{ID: "per-ip", Algorithm: GCRA, Limit: 100, Window: time.Second}, Key: "ip:1"},
@@ -276,7 +276,7 @@ func TestHotKeyWrappersPassThrough(t *testing.T) {
 // store's reset counting down, whether the store or the hand decided.
 func TestLeasesReportTheBudgetAsKnown(t *testing.T) {
 	clk := newClock(epoch)
-	l := NewLeases(NewMemory(clk.Now), clk.Now)
+	l := NewLeases(NewMemory(clk.Clock()), clk.Clock())
 	rule := Rule{ID: "hot", Algorithm: TokenBucket, Limit: 100, Window: 100 * time.Second, Lease: 10} // a token a second
 	req := []Request{{Rule: rule, Key: "k"}}
 	tests := []struct {
@@ -304,7 +304,7 @@ func TestLeasesReportTheBudgetAsKnown(t *testing.T) {
 func TestShardedReportsTheWholeRule(t *testing.T) {
 	clk := newClock(epoch)
 	shardOf := 0
-	s := NewSharded(NewMemory(clk.Now), func(int) int { return shardOf })
+	s := NewSharded(NewMemory(clk.Clock()), func(int) int { return shardOf })
 	rule := Rule{ID: "hot", Algorithm: TokenBucket, Limit: 100, Window: time.Minute, Burst: 10, Shards: 4}
 	other := Request{Rule: Rule{ID: "per-ip", Algorithm: FixedWindow, Limit: 1000, Window: time.Minute}, Key: "ip:1"}
 	req := []Request{{Rule: rule, Key: "k"}, other}

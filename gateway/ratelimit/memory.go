@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"boxoffice.dev/platform/clock"
 )
 
 // Memory is an in-process Limiter: a limit local to one process, the fallback while the
@@ -30,12 +32,9 @@ type entry struct {
 	expires int64 // µs; the state decides like an empty one from then on
 }
 
-// NewMemory returns an empty in-memory limiter reading time from now; nil means time.Now.
-func NewMemory(now func() time.Time) *Memory {
-	if now == nil {
-		now = time.Now
-	}
-	return &Memory{now: now, keys: make(map[string]*entry)}
+// NewMemory returns an empty in-memory limiter reading time from c.
+func NewMemory(c clock.Clock) *Memory {
+	return &Memory{now: c.Now, keys: make(map[string]*entry)}
 }
 
 var _ Limiter = (*Memory)(nil)

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"boxoffice.dev/platform/clock"
 )
 
 // at is one request of a scenario and what the rule must answer.
@@ -52,7 +54,7 @@ func TestMemoryAlgorithms(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := newClock(epoch)
-			m := NewMemory(clk.Now)
+			m := NewMemory(clk.Clock())
 			for i, s := range tt.steps {
 				clk.Add(s.after)
 				res, err := m.Allow(context.Background(), []Request{{Rule: tt.rule, Key: "k", Cost: s.cost}})
@@ -105,13 +107,13 @@ func TestMemoryRetryAfterAndReset(t *testing.T) {
 func probe(t *testing.T, rule Rule, history []step, last step) Decision {
 	t.Helper()
 	clk := newClock(epoch)
-	ds := replay(t, NewMemory(clk.Now), clk, rule, append(append([]step(nil), history...), last))
+	ds := replay(t, NewMemory(clk.Clock()), clk, rule, append(append([]step(nil), history...), last))
 	return ds[len(ds)-1]
 }
 
 func TestMemoryDenialSpendsNothing(t *testing.T) {
 	clk := newClock(epoch)
-	m := NewMemory(clk.Now)
+	m := NewMemory(clk.Clock())
 	perUser := Rule{ID: "per-user", Algorithm: TokenBucket, Limit: 10, Window: time.Second}
 	perIP := Rule{ID: "per-ip", Algorithm: FixedWindow, Limit: 1, Window: time.Minute}
 	shadow := Rule{ID: "watch", Algorithm: FixedWindow, Limit: 1, Window: time.Minute, Mode: Shadow}
@@ -148,7 +150,7 @@ func TestMemoryDenialSpendsNothing(t *testing.T) {
 
 func TestMemoryShadowRuleNeverDenies(t *testing.T) {
 	clk := newClock(epoch)
-	m := NewMemory(clk.Now)
+	m := NewMemory(clk.Clock())
 	shadow := Rule{ID: "watch", Algorithm: FixedWindow, Limit: 1, Window: time.Minute, Mode: Shadow}
 	open := Rule{ID: "open", Algorithm: FixedWindow, Limit: 100, Window: time.Minute}
 	var res Result
@@ -168,7 +170,7 @@ func TestMemoryShadowRuleNeverDenies(t *testing.T) {
 
 func TestMemoryConcurrencyRelease(t *testing.T) {
 	clk := newClock(epoch)
-	m := NewMemory(clk.Now)
+	m := NewMemory(clk.Clock())
 	rule := Rule{ID: "inflight", Algorithm: Concurrency, Limit: 1, Window: time.Minute}
 	req := []Request{{Rule: rule, Key: "k"}}
 	first, _ := m.Allow(context.Background(), req)
@@ -188,7 +190,7 @@ func TestMemoryConcurrencyRelease(t *testing.T) {
 
 func TestMemoryForgetsIdleKeys(t *testing.T) {
 	clk := newClock(epoch)
-	m := NewMemory(clk.Now)
+	m := NewMemory(clk.Clock())
 	rule := Rule{ID: "r", Algorithm: TokenBucket, Limit: 10, Window: time.Second}
 	for i := range 100 {
 		if _, err := m.Allow(context.Background(), []Request{{Rule: rule, Key: string(rune('a' + i%26))}}); err != nil {
@@ -228,7 +230,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewMemory(nil).Allow(context.Background(), tt.reqs)
+			_, err := NewMemory(clock.Clock{}).Allow(context.Background(), tt.reqs)
 			if (err != nil) != tt.bad {
 				t.Errorf("Allow(%s) error = %v, want error %v", tt.name, err, tt.bad)
 			}
@@ -240,8 +242,8 @@ func TestValidate(t *testing.T) {
 // caller's clock reading can lag states other callers saved, and must not make it look early.
 func TestMemoryTimeNeverRunsBackwards(t *testing.T) {
 	t0 := time.Unix(100, 0)
-	clock := t0
-	m := NewMemory(func() time.Time { return clock })
+	reading := t0
+	m := NewMemory(clock.Func(func() time.Time { return reading }))
 	rule := Rule{ID: "wide", Algorithm: GCRA, Limit: 1_000_000, Window: time.Second, Burst: 1_000_000}
 	req := []Request{{Rule: rule, Key: "k"}}
 	for range 10 {
@@ -249,7 +251,7 @@ func TestMemoryTimeNeverRunsBackwards(t *testing.T) {
 			t.Fatalf("Allow at t0 = %+v, %v; want allowed", res.Decision, err)
 		}
 	}
-	clock = t0.Add(-2 * time.Second) // a stale reading
+	reading = t0.Add(-2 * time.Second) // a stale reading
 	if res, _ := m.Allow(context.Background(), req); !res.Allowed {
 		t.Fatalf("Allow with a clock 2s behind = denied (retry %v), want allowed as at t0", res.RetryAfter)
 	}

@@ -32,7 +32,7 @@ func replayBoth(t *testing.T, client *redis.Client, rule Rule, steps []step) []D
 	store := NewRedis(client)
 	store.now = clk.Now
 	got := replay(t, store, clk, rule, steps)
-	want := replay(t, NewMemory(clk.Now), clk, rule, steps)
+	want := replay(t, NewMemory(clk.Clock()), clk, rule, steps)
 	for i := range steps {
 		if diff := sameDecision(got[i], want[i]); diff != "" {
 			t.Fatalf("step %d %+v: Redis decided %s (Memory)", i, steps[i], diff)
@@ -74,7 +74,7 @@ func TestRedisMatchesMemoryMultiRule(t *testing.T) {
 			clk := newClock(epoch)
 			store := NewRedis(client)
 			store.now = clk.Now
-			mem := NewMemory(clk.Now)
+			mem := NewMemory(clk.Clock())
 			steps := randomTrace(rng, rules[0], 200)
 			for i, s := range steps {
 				clk.Set(epoch.Add(s.at))
@@ -367,7 +367,7 @@ func TestChargeOverdraws(t *testing.T) {
 	for _, l := range []struct {
 		name string
 		lim  Limiter
-	}{{"memory", NewMemory(clk.Now)}, {"redis", store}} {
+	}{{"memory", NewMemory(clk.Clock())}, {"redis", store}} {
 		t.Run(l.name, func(t *testing.T) {
 			clk.Set(epoch)
 			key := "tenant:" + l.name

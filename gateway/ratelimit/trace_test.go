@@ -1,6 +1,8 @@
 package ratelimit
 
 import (
+	"boxoffice.dev/platform/clock"
+
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -9,27 +11,30 @@ import (
 	"time"
 )
 
-// clock is a manual clock for tests, safe for concurrent use.
-type clock struct {
+// fakeClock is a manual clock for tests, safe for concurrent use.
+type fakeClock struct {
 	mu sync.Mutex
 	t  time.Time
 }
 
-func newClock(at time.Time) *clock { return &clock{t: at} }
+func newClock(at time.Time) *fakeClock { return &fakeClock{t: at} }
 
-func (c *clock) Now() time.Time {
+// Clock is c as the time source the code under test takes.
+func (c *fakeClock) Clock() clock.Clock { return clock.Func(c.Now) }
+
+func (c *fakeClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
 }
 
-func (c *clock) Set(t time.Time) {
+func (c *fakeClock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = t
 }
 
-func (c *clock) Add(d time.Duration) {
+func (c *fakeClock) Add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
@@ -73,7 +78,7 @@ func randomTrace(rng *rand.Rand, rule Rule, n int) []step {
 }
 
 // replay runs a trace through l on clk and returns each request's decision.
-func replay(t *testing.T, l Limiter, clk *clock, rule Rule, steps []step) []Decision {
+func replay(t *testing.T, l Limiter, clk *fakeClock, rule Rule, steps []step) []Decision {
 	t.Helper()
 	ds := make([]Decision, len(steps))
 	for i, s := range steps {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/testkit"
 )
@@ -20,7 +21,7 @@ func newEditTable(t *testing.T, db *sqldb.DB, now func() time.Time) *Table {
 	if err := db.Migrate(context.Background(), Migrations()); err != nil {
 		t.Fatal(err)
 	}
-	return NewTable(db, now)
+	return NewTable(db, clock.Func(now))
 }
 
 func TestEditTable(t *testing.T) {

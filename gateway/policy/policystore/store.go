@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
@@ -61,7 +62,7 @@ func (s *Store) Open(ctx context.Context) (*Table, error) {
 		return nil, fmt.Errorf("policy tables: %w", err)
 	}
 	s.db.Store(db)
-	t := NewTable(db, nil)
+	t := NewTable(db, clock.Clock{})
 	s.table.Store(t)
 	return t, nil
 }

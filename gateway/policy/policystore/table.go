@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/sqldb"
 )
 
@@ -40,13 +41,9 @@ type Table struct {
 	now func() time.Time
 }
 
-// NewTable returns the tables in db, migrated by Migrations; now (nil = time.Now) stamps
-// updated_at.
-func NewTable(db *sqldb.DB, now func() time.Time) *Table {
-	if now == nil {
-		now = time.Now
-	}
-	return &Table{db: db, now: now}
+// NewTable returns the tables in db, migrated by Migrations; c stamps updated_at.
+func NewTable(db *sqldb.DB, c clock.Clock) *Table {
+	return &Table{db: db, now: c.Now}
 }
 
 // Load returns every row, ordered by tenant and route.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"boxoffice.dev/gateway/policy"
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/testkit"
 )
@@ -17,7 +18,7 @@ func TestTable(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.UnixMilli(1_700_000_000_000).UTC()
-		tab := NewTable(db, func() time.Time { return now })
+		tab := NewTable(db, clock.Func(func() time.Time { return now }))
 		for _, r := range []policy.TenantRule{
 			{Tenant: "ten_b", Capacity: 5, RefillPerSecond: 1},
 			{Tenant: "ten_a", Route: "holds", Capacity: 3, RefillPerSecond: 0.5},

@@ -9,6 +9,7 @@ import (
 
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/policy/policystore"
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/logging"
 	"boxoffice.dev/platform/testkit"
 )
@@ -28,7 +29,7 @@ func TestFollowTableOnEvent(t *testing.T) {
 	}
 	t.Cleanup(nc.Close)
 	live, _ := loadLive(t, base, nil)
-	tab := policystore.NewTable(db, nil)
+	tab := policystore.NewTable(db, clock.Clock{})
 	done := make(chan error, 1)
 	go func() { done <- FollowTable(ctx, tab, live, nc, time.Hour, logging.Discard()) }()
 	t.Cleanup(func() {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"boxoffice.dev/gateway/ratelimit"
+	"boxoffice.dev/platform/clock"
 )
 
 // Request is one line of a trace.
@@ -129,7 +130,7 @@ func Replay(trace []Request, cfg Config) ([]Result, error) {
 			return nil, err
 		}
 		var now time.Time
-		mem := ratelimit.NewMemory(func() time.Time { return now })
+		mem := ratelimit.NewMemory(clock.Func(func() time.Time { return now }))
 		res := Result{Algorithm: a, Decisions: make([]bool, len(trace)), Remaining: make([]int, len(trace))}
 		for i, q := range trace {
 			if a == ratelimit.Concurrency && q.Cost > 1 {
