@@ -8,10 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
-	"boxoffice.dev/gateway/admin"
 	"boxoffice.dev/gateway/authn"
 	"boxoffice.dev/gateway/limits"
 	"boxoffice.dev/gateway/policy"
@@ -21,7 +17,6 @@ import (
 	"boxoffice.dev/gateway/upstream"
 	"boxoffice.dev/platform/server"
 	"boxoffice.dev/platform/sqldb"
-	authv1 "boxoffice.dev/proto/boxoffice/auth/v1"
 )
 
 // Spec names the process and its default listen addresses.
@@ -132,39 +127,4 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		index: index{playground: cfg.PlaygroundURL},
 	}
 	return g.handler(), nil
-}
-
-// authenticator verifies JWTs against the auth service's JWKS (refreshed in the background)
-// and resolves API keys over its gRPC API. The connection is made lazily: the gateway may
-// start before the auth service, as it does in `boxoffice up`.
-func authenticator(s *server.Server, cfg Config) (*authn.Authenticator, error) {
-	jwks := authn.NewJWKS(cfg.AuthURL+"/.well-known/jwks.json", authn.JWKSOptions{
-		Client: &http.Client{Timeout: 2 * time.Second, Transport: s.Telemetry.HTTPTransport(nil)}, Log: s.Log})
-	s.Go("jwks", func(ctx context.Context) error { jwks.Run(ctx); return nil })
-	conn, err := grpc.NewClient(cfg.AuthGRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()), s.Telemetry.GRPCDialOption())
-	if err != nil {
-		return nil, fmt.Errorf("auth grpc %s: %w", cfg.AuthGRPCAddr, err)
-	}
-	s.OnClose(conn.Close)
-	return &authn.Authenticator{
-		Tokens: authn.NewVerifier(jwks, cfg.Issuer, cfg.Audience, cfg.TokenLeeway),
-		Keys:   authn.NewAPIKeys(&authn.GRPCResolver{Client: authv1.NewAuthClient(conn)}, authn.APIKeysOptions{}),
-	}, nil
-}
-
-// serveAdmin serves the admin API on its own listener (ADMIN_ADDR), with a generated token
-// when ADMIN_TOKEN is not set (admin.GenerateToken).
-func serveAdmin(ctx context.Context, s *server.Server, cfg Config, live *policy.Live, pools *upstream.Pools, store *policystore.Store) error {
-	token := cfg.AdminToken
-	if token == "" {
-		var path string
-		var err error
-		if token, path, err = admin.GenerateToken(s.Config.DataDir); err != nil {
-			return err
-		}
-		s.Log.WarnContext(ctx, "ADMIN_TOKEN not set: generated an admin token", "file", path)
-	}
-	_, err := s.Listen("admin", cfg.AdminAddr, admin.New(admin.Options{Live: live, Upstreams: pools, Tenants: store, Edits: store,
-		Announce: reload.Announcer(s.NATS), Token: token, Log: s.Log, Metrics: s.Telemetry.MetricsHandler(), Control: s.Control.Handler()}))
-	return err
 }
