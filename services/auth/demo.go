@@ -56,11 +56,7 @@ func (s *Service) SeedDemo(ctx context.Context) (bool, error) {
 	now := s.Clock.Now().UTC()
 	users := make([]User, DemoUsers)
 	for i := range users {
-		id, err := newID(s.Random, "usr")
-		if err != nil {
-			return false, fmt.Errorf("seed demo: %w", err)
-		}
-		users[i] = User{ID: id, Email: DemoEmail(i + 1), Name: fmt.Sprintf("Fan %04d", i+1), CreatedAt: now}
+		users[i] = User{ID: s.IDs.New("usr_"), Email: DemoEmail(i + 1), Name: fmt.Sprintf("Fan %04d", i+1), CreatedAt: now}
 	}
 	err = s.Store.db.InTx(ctx, func(tx *sql.Tx) error {
 		for start := 0; start < len(users); start += demoBatch {

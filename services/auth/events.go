@@ -3,7 +3,6 @@ package auth
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	"boxoffice.dev/platform/outbox"
@@ -29,12 +28,8 @@ type UserRegistered struct {
 	Name       string    `json:"name"`
 }
 
-// userRegistered returns the outbox event announcing u.
-func userRegistered(random io.Reader, u User) (*outbox.Event, error) {
-	id, err := newID(random, "evt")
-	if err != nil {
-		return nil, fmt.Errorf("event id: %w", err)
-	}
+// userRegistered returns the outbox event announcing u, with id as its id.
+func userRegistered(id string, u User) (*outbox.Event, error) {
 	body, err := json.Marshal(UserRegistered{ID: id, Type: typeUserRegistered, OccurredAt: u.CreatedAt,
 		UserID: u.ID, Email: u.Email, Name: u.Name})
 	if err != nil {

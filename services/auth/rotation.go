@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"boxoffice.dev/platform/ids"
 	"boxoffice.dev/services/auth/token"
 )
 
@@ -88,12 +89,8 @@ func (s *Service) newSigningKey(gen int64, now, activates time.Time) (SigningKey
 	if _, err := io.ReadFull(s.Random, seed); err != nil {
 		return SigningKey{}, fmt.Errorf("read random: %w", err)
 	}
-	suffix, err := newID(s.Random, "")
-	if err != nil {
-		return SigningKey{}, err
-	}
 	return SigningKey{
-		ID:          fmt.Sprintf("k%d%s", gen, suffix[:9]), // "_" + 8 hex digits
+		ID:          fmt.Sprintf("k%d_%s", gen, ids.New("")[:8]),
 		Generation:  gen,
 		Private:     ed25519.NewKeyFromSeed(seed),
 		CreatedAt:   now.UTC(),

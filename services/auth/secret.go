@@ -67,12 +67,3 @@ func DemoAPIKey(secret, tenant string) string {
 	m.Write([]byte("boxoffice demo api key\x00" + tenant))
 	return APIKeyPrefix + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
-
-// newID returns prefix_ + 16 random bytes in hex: unguessable, URL-safe, sortable by nothing.
-func newID(random io.Reader, prefix string) (string, error) {
-	var b [16]byte
-	if _, err := io.ReadFull(random, b[:]); err != nil {
-		return "", fmt.Errorf("read random: %w", err)
-	}
-	return prefix + "_" + hex.EncodeToString(b[:]), nil
-}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"boxoffice.dev/platform/clock"
+	"boxoffice.dev/platform/ids"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/services/auth/token"
@@ -57,8 +58,10 @@ type Service struct {
 	Config Config
 	// Clock dates tokens, keys and rows; the zero Clock is time.Now. Tests move it by hand.
 	Clock clock.Clock
-	// Random feeds ids, secrets and keys; NewService sets crypto/rand.Reader.
+	// Random feeds secrets and keys; NewService sets crypto/rand.Reader.
 	Random io.Reader
+	// IDs makes the ids of users, tenants, sessions, tokens and events; nil means ids.New.
+	IDs ids.Func
 	// Log receives what operators need to know (key rotation, refresh token reuse).
 	Log *slog.Logger
 	// Events, when true, writes a boxoffice.auth.user.registered event to the outbox with
@@ -102,18 +105,14 @@ func (s *Service) Signup(ctx context.Context, email, password, name string) (Use
 	if err != nil {
 		return User{}, err
 	}
-	id, err := newID(s.Random, "usr")
-	if err != nil {
-		return User{}, fmt.Errorf("signup: %w", err)
-	}
 	hash, err := s.passwords.Hash(a.Password)
 	if err != nil {
 		return User{}, fmt.Errorf("signup: %w", err)
 	}
-	u := User{ID: id, Email: a.Email, Name: a.Name, CreatedAt: s.Clock.Now().UTC()}
+	u := User{ID: s.IDs.New("usr_"), Email: a.Email, Name: a.Name, CreatedAt: s.Clock.Now().UTC()}
 	var ev *outbox.Event
 	if s.Events {
-		if ev, err = userRegistered(s.Random, u); err != nil {
+		if ev, err = userRegistered(s.IDs.New("evt_"), u); err != nil {
 			return User{}, fmt.Errorf("signup: %w", err)
 		}
 	}
@@ -157,10 +156,7 @@ func (s *Service) Login(ctx context.Context, email, password string) (TokenPair,
 	if err != nil {
 		return TokenPair{}, err
 	}
-	if first.FamilyID, err = newID(s.Random, "fam"); err != nil {
-		return TokenPair{}, fmt.Errorf("login: %w", err)
-	}
-	first.UserID = u.ID
+	first.FamilyID, first.UserID = s.IDs.New("fam_"), u.ID
 	if err := s.Store.StartSession(ctx, first); err != nil {
 		return TokenPair{}, fmt.Errorf("login: %w", err)
 	}
@@ -213,15 +209,11 @@ func (s *Service) CreateTenant(ctx context.Context, name, plan string) (Tenant, 
 	if err != nil {
 		return Tenant{}, "", err
 	}
-	id, err := newID(s.Random, "ten")
-	if err != nil {
-		return Tenant{}, "", fmt.Errorf("create tenant: %w", err)
-	}
 	key, err := newSecret(s.Random, APIKeyPrefix)
 	if err != nil {
 		return Tenant{}, "", fmt.Errorf("create tenant: %w", err)
 	}
-	t := Tenant{ID: id, Name: name, Plan: p, CreatedAt: s.Clock.Now().UTC()}
+	t := Tenant{ID: s.IDs.New("ten_"), Name: name, Plan: p, CreatedAt: s.Clock.Now().UTC()}
 	if err := s.Store.CreateTenant(ctx, t, HashSecret(key)); err != nil {
 		return Tenant{}, "", err
 	}
@@ -246,15 +238,11 @@ func (s *Service) issueAccess(userID string, now time.Time) (string, error) {
 	if !ok {
 		return "", problem.New(problem.Unavailable, "no signing key is active yet")
 	}
-	jti, err := newID(s.Random, "at")
-	if err != nil {
-		return "", fmt.Errorf("issue token: %w", err)
-	}
 	return token.Sign(key.Private, key.ID, token.Claims{
 		Subject:   userID,
 		Issuer:    s.Config.Issuer,
 		Audience:  s.Config.Audience,
-		ID:        jti,
+		ID:        s.IDs.New("at_"),
 		IssuedAt:  now,
 		NotBefore: now,
 		ExpiresAt: now.Add(s.Config.AccessTTL),

@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"embed"
 	"encoding/json"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"boxoffice.dev/platform/clock"
+	"boxoffice.dev/platform/ids"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 )
@@ -30,8 +30,8 @@ type Store struct {
 	DB *sqldb.DB
 	// Clock stamps changes; the zero Clock is time.Now.
 	Clock clock.Clock
-	// NewID makes ids for venues and events created without one; nil means a random one.
-	NewID func() string
+	// IDs makes ids for venues and events created without one; nil means ids.New.
+	IDs ids.Func
 	// Emit turns on the outbox: every change adds its event in its own transaction. Off
 	// when there is no NATS to relay them to (NATS_URL unset), so rows do not pile up; read
 	// models then rebuild from the catalog when they start.
@@ -58,7 +58,7 @@ func (s *Store) CreateVenue(ctx context.Context, v Venue) (Venue, error) {
 		return Venue{}, err
 	}
 	if v.ID == "" {
-		v.ID = s.newID("ven-")
+		v.ID = s.IDs.New("ven-")
 	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		ok, err := s.insertVenue(ctx, tx, v)
@@ -83,7 +83,7 @@ func (s *Store) CreateEvent(ctx context.Context, e Event) (Event, error) {
 		return Event{}, err
 	}
 	if e.ID == "" {
-		e.ID = s.newID("evt-")
+		e.ID = s.IDs.New("evt-")
 	}
 	e.Version, e.UpdatedAt = 1, s.Clock.Now()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -450,11 +450,4 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		s.Committed()
 	}
 	return nil
-}
-
-func (s *Store) newID(prefix string) string {
-	if s.NewID != nil {
-		return prefix + s.NewID()
-	}
-	return prefix + strings.ToLower(rand.Text()[:12])
 }

@@ -3,13 +3,10 @@ package inventory
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"database/sql"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"strings"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"boxoffice.dev/platform/clock"
+	"boxoffice.dev/platform/ids"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
@@ -40,8 +38,8 @@ type Store struct {
 	DB *sqldb.DB
 	// Clock decides expiry; the zero Clock is time.Now.
 	Clock clock.Clock
-	// Rand supplies hold and event ids; nil means crypto/rand.
-	Rand io.Reader
+	// IDs makes hold ids; nil means ids.New.
+	IDs ids.Func
 	// HoldTTL is how long a new hold lasts; 0 means DefaultHoldTTL.
 	HoldTTL time.Duration
 	// MaxTicketsPerAccount is how many tickets of one event one account may hold at a time,
@@ -110,20 +108,6 @@ func timeOrZero(ms sql.NullInt64) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms.Int64).UTC()
-}
-
-// newID returns prefix + 24 hex digits of randomness: 96 bits, unguessable, so a hold id
-// in a URL grants nothing by being known.
-func (s *Store) newID(prefix string) (string, error) {
-	r := s.Rand
-	if r == nil {
-		r = rand.Reader
-	}
-	var b [12]byte
-	if _, err := io.ReadFull(r, b[:]); err != nil {
-		return "", fmt.Errorf("new id: %w", err)
-	}
-	return prefix + hex.EncodeToString(b[:]), nil
 }
 
 // placeholders returns "?, ?, …" for n values.

@@ -111,10 +111,7 @@ func (s *Store) replayHold(ctx context.Context, req HoldRequest) (h Hold, found 
 // placeHold places req's hold; taken reports that req's idempotency key was recorded by
 // another request meanwhile, in which case nothing was placed.
 func (s *Store) placeHold(ctx context.Context, req HoldRequest) (_ Hold, taken bool, _ error) {
-	id, err := s.newID("hold-")
-	if err != nil {
-		return Hold{}, false, err
-	}
+	id := s.IDs.New("hold-")
 	now := s.Clock.Now().UTC().Truncate(time.Millisecond) // as stored: a hold reads back the same
 	h := Hold{ID: id, EventID: req.EventID, Account: req.Account, Status: HoldActive,
 		Class: req.Class, Quantity: req.Quantity, CreatedAt: now, ExpiresAt: now.Add(s.holdTTL())}
@@ -122,6 +119,7 @@ func (s *Store) placeHold(ctx context.Context, req HoldRequest) (_ Hold, taken b
 		h.Seats = slices.SortedFunc(slices.Values(req.Seats), CompareSeatIDs)
 		h.Quantity = len(h.Seats)
 	}
+	var err error
 	err = s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		if taken, err = s.recordKey(ctx, tx, req, h); err != nil || taken {
 			return err

@@ -2,15 +2,14 @@ package notification
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"time"
 
 	"boxoffice.dev/platform/clock"
+	"boxoffice.dev/platform/ids"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/sqldb/keyset"
 )
@@ -27,26 +26,17 @@ type Store struct {
 	DB *sqldb.DB
 	// Clock stamps messages; the zero Clock is time.Now.
 	Clock clock.Clock
-	// NewID makes message ids; nil means "msg_" and 16 random hex digits.
-	NewID func() string
+	// IDs makes message ids; nil means ids.New.
+	IDs ids.Func
 }
 
 // now is the time stamps are written in: UTC, whatever the clock's zone.
 func (s *Store) now() time.Time { return s.Clock.Now().UTC() }
 
-func (s *Store) newID() string {
-	if s.NewID != nil {
-		return s.NewID()
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails: it crashes the program rather than return an error
-	return "msg_" + hex.EncodeToString(b[:])
-}
-
 // Add stores m unless a message for its event exists, and reports whether it did. A repeat
 // of an event is therefore harmless: it adds nothing and the caller acknowledges it.
 func (s *Store) Add(ctx context.Context, m Message) (Message, bool, error) {
-	m.ID, m.CreatedAt = s.newID(), s.now()
+	m.ID, m.CreatedAt = s.IDs.New("msg_"), s.now()
 	res, err := s.DB.ExecContext(ctx, s.DB.Rebind(`INSERT INTO messages (id, event_id, account, kind, subject, body, push, created_us)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`),
 		m.ID, m.EventID, m.Account, m.Kind, m.Subject, m.Body, m.Push, m.CreatedAt.UnixMicro())

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"boxoffice.dev/platform/ids"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/testkit"
 )
 
-var testIDs atomic.Int64
+var testIDs = ids.Sequence()
 
 // newTestStore migrates db and returns a Store with a clock that advances a millisecond a
 // call and counting ids.
@@ -24,7 +25,7 @@ func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 	}
 	return &Store{DB: db,
 		Clock: testkit.NewClock(time.Date(2030, 5, 1, 10, 0, 0, 0, time.UTC), time.Millisecond).Clock(),
-		NewID: func() string { return fmt.Sprintf("msg_%05d", testIDs.Add(1)) },
+		IDs:   testIDs,
 	}
 }
 

@@ -2,10 +2,8 @@ package order
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"boxoffice.dev/platform/clock"
+	"boxoffice.dev/platform/ids"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
@@ -35,8 +34,8 @@ type Store struct {
 	DB *sqldb.DB
 	// Clock stamps orders and events; the zero Clock is time.Now.
 	Clock clock.Clock
-	// NewID makes order ids; nil means "ord_" and 16 random hex digits.
-	NewID func() string
+	// IDs makes order ids; nil means ids.New.
+	IDs ids.Func
 	// Committed is called after a transaction that added events commits (the outbox
 	// relay's Notify); nil means nothing to wake.
 	Committed func()
@@ -45,23 +44,13 @@ type Store struct {
 // NewStore returns a Store over db with the default clock and ids.
 func NewStore(db *sqldb.DB) *Store { return &Store{DB: db} }
 
-func randomID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails: it crashes the program rather than return an error
-	return "ord_" + hex.EncodeToString(b[:])
-}
-
 // now is the time stamps are written in: UTC, whatever the clock's zone.
 func (s *Store) now() time.Time { return s.Clock.Now().UTC() }
 
 // NewOrder is a pending order of account for h, priced by lines and total; not yet stored.
 func (s *Store) NewOrder(account string, h Hold, lines []Line, total Money) Order {
-	id := randomID()
-	if s.NewID != nil {
-		id = s.NewID()
-	}
 	now := s.now()
-	return Order{ID: id, Account: account, HoldID: h.ID, EventID: h.EventID, Lines: lines, Amount: total,
+	return Order{ID: s.IDs.New("ord_"), Account: account, HoldID: h.ID, EventID: h.EventID, Lines: lines, Amount: total,
 		State: Pending, CreatedAt: now, UpdatedAt: now}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"boxoffice.dev/platform/ids"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
@@ -16,7 +17,7 @@ import (
 )
 
 // testIDs numbers the orders of every test store, so stores sharing a database never clash.
-var testIDs atomic.Int64
+var testIDs = ids.Sequence()
 
 // newTestStore migrates db and returns a Store whose clock advances a millisecond a call
 // from t0 and whose ids count up.
@@ -32,7 +33,7 @@ func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 	return &Store{
 		DB:    db,
 		Clock: testkit.NewClock(t0, time.Millisecond).Clock(),
-		NewID: func() string { return fmt.Sprintf("ord_%04d", testIDs.Add(1)) },
+		IDs:   testIDs,
 	}
 }
 

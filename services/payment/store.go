@@ -2,15 +2,14 @@ package payment
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
 
 	"boxoffice.dev/platform/clock"
+	"boxoffice.dev/platform/ids"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/sqldb/keyset"
@@ -29,30 +28,17 @@ type Store struct {
 	DB *sqldb.DB
 	// Clock is the clock for timestamps; the zero Clock is time.Now.
 	Clock clock.Clock
-	// NewID makes charge ids; nil means "ch_" and 16 random hex digits.
-	NewID func() string
+	// IDs makes charge ids; nil means ids.New.
+	IDs ids.Func
 }
 
 // NewStore returns a Store over db with the default clock and ids.
 func NewStore(db *sqldb.DB) *Store {
-	return &Store{DB: db, NewID: randomID}
-}
-
-func randomID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails: it crashes the program rather than return an error
-	return "ch_" + hex.EncodeToString(b[:])
+	return &Store{DB: db}
 }
 
 // now is the time stamps are written in: UTC, whatever the clock's zone.
 func (s *Store) now() time.Time { return s.Clock.Now().UTC() }
-
-func (s *Store) newID() string {
-	if s.NewID == nil {
-		return randomID()
-	}
-	return s.NewID()
-}
 
 const chargeColumns = `id, idempotency_key, order_id, account, currency, amount_minor, status, decline_reason, created_us, updated_us`
 
@@ -72,7 +58,7 @@ func (s *Store) Charge(ctx context.Context, req ChargeRequest) (c Charge, create
 	now := s.now()
 	status, reason := Decide(req)
 	c = Charge{
-		ID: s.newID(), IdempotencyKey: req.IdempotencyKey, OrderID: req.OrderID, Account: req.Account,
+		ID: s.IDs.New("ch_"), IdempotencyKey: req.IdempotencyKey, OrderID: req.OrderID, Account: req.Account,
 		Amount: req.Amount, Status: status, DeclineReason: reason, CreatedAt: now, UpdatedAt: now,
 	}
 	err = s.DB.InTx(ctx, func(tx *sql.Tx) error {
@@ -108,7 +94,7 @@ func (s *Store) Refund(ctx context.Context, req RefundRequest) (Charge, error) {
 		column, value := "id", req.ChargeID
 		if req.IdempotencyKey != "" {
 			column, value = "idempotency_key", req.IdempotencyKey
-			void := Charge{ID: s.newID(), IdempotencyKey: value, OrderID: req.OrderID, Status: Voided,
+			void := Charge{ID: s.IDs.New("ch_"), IdempotencyKey: value, OrderID: req.OrderID, Status: Voided,
 				DeclineReason: req.Reason, CreatedAt: now, UpdatedAt: now}
 			voided, err := s.insert(ctx, tx, void)
 			if err != nil || voided {
