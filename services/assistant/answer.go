@@ -5,28 +5,20 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"boxoffice.dev/platform/money"
 )
-
-// Money is an amount in minor units of an ISO 4217 currency.
-type Money struct {
-	Currency string `json:"currency"`
-	Minor    int64  `json:"minor"`
-}
-
-func (m Money) String() string {
-	return fmt.Sprintf("%s %d.%02d", m.Currency, m.Minor/100, m.Minor%100)
-}
 
 // Match is an event an answer lists.
 type Match struct {
-	ID        string    `json:"id"`
-	Title     string    `json:"title"`
-	StartsAt  time.Time `json:"starts_at"`
-	VenueID   string    `json:"venue_id"`
-	VenueName string    `json:"venue_name"`
-	City      string    `json:"city"`
-	Country   string    `json:"country"`
-	MinPrice  Money     `json:"min_price"`
+	ID        string      `json:"id"`
+	Title     string      `json:"title"`
+	StartsAt  time.Time   `json:"starts_at"`
+	VenueID   string      `json:"venue_id"`
+	VenueName string      `json:"venue_name"`
+	City      string      `json:"city"`
+	Country   string      `json:"country"`
+	MinPrice  money.Money `json:"min_price"`
 }
 
 // MaxListed is how many events an answer lists; the rest are counted.

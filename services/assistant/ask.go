@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
@@ -164,11 +165,11 @@ func within[T any](ctx context.Context, timeout time.Duration, fn func(context.C
 	return res, problem.FromGRPC(err)
 }
 
-func minPrice(e *catalogv1.Event) Money {
-	var m Money
+func minPrice(e *catalogv1.Event) money.Money {
+	var m money.Money
 	for i, c := range e.GetTicketClasses() {
 		if p := c.GetPrice(); i == 0 || p.GetMinor() < m.Minor {
-			m = Money{Currency: p.GetCurrency(), Minor: p.GetMinor()}
+			m = money.Money{Currency: p.GetCurrency(), Minor: p.GetMinor()}
 		}
 	}
 	return m

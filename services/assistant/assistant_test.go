@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"boxoffice.dev/platform/money"
 )
 
 func TestParse(t *testing.T) {
@@ -96,7 +98,7 @@ func TestTokens(t *testing.T) {
 func TestCompose(t *testing.T) {
 	in := Intent{City: "São Paulo", Period: "this weekend", MaxPrice: 20000, Tags: []string{"jazz"}}
 	bossa := Match{Title: "Noite de Bossa Nova", StartsAt: time.Date(2030, 6, 15, 23, 0, 0, 0, time.UTC),
-		VenueName: "Teatro da Consolação", City: "São Paulo", Country: "BR", MinPrice: Money{"BRL", 12000}}
+		VenueName: "Teatro da Consolação", City: "São Paulo", Country: "BR", MinPrice: money.Money{Currency: "BRL", Minor: 12000}}
 	tests := []struct {
 		name    string
 		matches []Match

@@ -18,22 +18,17 @@ import (
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 )
 
-// Money is an amount in minor units (cents) of an ISO 4217 currency.
-type Money struct {
-	Currency string `json:"currency"`
-	Minor    int64  `json:"minor"`
-}
-
 // TicketClass is one kind of ticket of an event and its price.
 type TicketClass struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	Price    Money  `json:"price"`
-	Seated   bool   `json:"seated"`   // picked on a seat map; otherwise general admission
-	Capacity int    `json:"capacity"` // how many tickets of this class exist
+	ID       string      `json:"id"`
+	Name     string      `json:"name"`
+	Price    money.Money `json:"price"`
+	Seated   bool        `json:"seated"`   // picked on a seat map; otherwise general admission
+	Capacity int         `json:"capacity"` // how many tickets of this class exist
 }
 
 // Event is something fans buy tickets for. City and Country are the venue's, copied when the
@@ -180,9 +175,9 @@ func (v Venue) Validate() error {
 }
 
 // MinPrice is the price of the event's cheapest ticket class; zero Money without classes.
-func (e Event) MinPrice() Money {
+func (e Event) MinPrice() money.Money {
 	if len(e.TicketClasses) == 0 {
-		return Money{}
+		return money.Money{}
 	}
 	return slices.MinFunc(e.TicketClasses, func(a, b TicketClass) int {
 		return int(a.Price.Minor - b.Price.Minor)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -16,7 +17,7 @@ func validEvent() Event {
 	return Event{
 		ID: "evt-x", Title: "Show", VenueID: "ven-1",
 		StartsAt: t0.Add(48 * time.Hour), OnSaleAt: t0,
-		TicketClasses: []TicketClass{{ID: "ga", Name: "Pista", Price: Money{"BRL", 12000}, Capacity: 100}},
+		TicketClasses: []TicketClass{{ID: "ga", Name: "Pista", Price: money.Money{Currency: "BRL", Minor: 12000}, Capacity: 100}},
 	}
 }
 
@@ -52,7 +53,7 @@ func TestEventValidate(t *testing.T) {
 		{"duplicate class", func(e *Event) { e.TicketClasses = append(e.TicketClasses, e.TicketClasses[0]) }, "ticket_classes.id"},
 		{"lower-case currency", func(e *Event) { e.TicketClasses[0].Price.Currency = "brl" }, "ticket_classes.price.currency"},
 		{"mixed currencies", func(e *Event) {
-			e.TicketClasses = append(e.TicketClasses, TicketClass{ID: "vip", Name: "VIP", Price: Money{"EUR", 1}, Capacity: 1})
+			e.TicketClasses = append(e.TicketClasses, TicketClass{ID: "vip", Name: "VIP", Price: money.Money{Currency: "EUR", Minor: 1}, Capacity: 1})
 		}, "ticket_classes.price.currency"},
 		{"negative price", func(e *Event) { e.TicketClasses[0].Price.Minor = -1 }, "ticket_classes.price.minor"},
 		{"zero capacity", func(e *Event) { e.TicketClasses[0].Capacity = 0 }, "ticket_classes.capacity"},
@@ -133,7 +134,7 @@ func names(prefix string, n int) []string {
 func ticketClasses(n int) []TicketClass {
 	out := make([]TicketClass, n)
 	for i := range out {
-		out[i] = TicketClass{ID: fmt.Sprintf("c%d", i), Name: fmt.Sprintf("Class %d", i), Price: Money{"BRL", 1000}, Capacity: 10}
+		out[i] = TicketClass{ID: fmt.Sprintf("c%d", i), Name: fmt.Sprintf("Class %d", i), Price: money.Money{Currency: "BRL", Minor: 1000}, Capacity: 10}
 	}
 	return out
 }
@@ -194,12 +195,12 @@ func TestFold(t *testing.T) {
 func TestMinPrice(t *testing.T) {
 	e := validEvent()
 	e.TicketClasses = []TicketClass{
-		{ID: "a", Price: Money{"EUR", 5000}}, {ID: "b", Price: Money{"EUR", 2500}}, {ID: "c", Price: Money{"EUR", 9000}},
+		{ID: "a", Price: money.Money{Currency: "EUR", Minor: 5000}}, {ID: "b", Price: money.Money{Currency: "EUR", Minor: 2500}}, {ID: "c", Price: money.Money{Currency: "EUR", Minor: 9000}},
 	}
-	if got := e.MinPrice(); got != (Money{"EUR", 2500}) {
+	if got := e.MinPrice(); got != (money.Money{Currency: "EUR", Minor: 2500}) {
 		t.Errorf("MinPrice() = %v, want EUR 2500", got)
 	}
-	if got := (Event{}).MinPrice(); got != (Money{}) {
+	if got := (Event{}).MinPrice(); got != (money.Money{}) {
 		t.Errorf("MinPrice() without classes = %v, want zero", got)
 	}
 }

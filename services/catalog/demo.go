@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 	_ "time/tzdata" // venue time zones, even on a machine without a zoneinfo database
+
+	"boxoffice.dev/platform/money"
 )
 
 // DemoFlashSaleID is the demo's one flash-sale event: a few hundred seats that the
@@ -124,8 +126,8 @@ func DemoCatalog(today time.Time) Demo {
 		Country:     sp.Country,
 		Tags:        []string{"pop", "flash sale"},
 		TicketClasses: []TicketClass{
-			{ID: "plateia", Name: "Plateia", Price: Money{"BRL", 45000}, Seated: true, Capacity: 200},
-			{ID: "balcao", Name: "Balcão", Price: Money{"BRL", 30000}, Seated: true, Capacity: 100},
+			{ID: "plateia", Name: "Plateia", Price: money.Money{Currency: "BRL", Minor: 45000}, Seated: true, Capacity: 200},
+			{ID: "balcao", Name: "Balcão", Price: money.Money{Currency: "BRL", Minor: 30000}, Seated: true, Capacity: 100},
 		},
 	})
 	return d
@@ -139,7 +141,7 @@ func demoClasses(v Venue, price int64) []TicketClass {
 		classes[i] = TicketClass{
 			ID:       fmt.Sprintf("class-%d", i+1),
 			Name:     s.Name,
-			Price:    Money{Currency: currency, Minor: price * int64(2+i) / 2},
+			Price:    money.Money{Currency: currency, Minor: price * int64(2+i) / 2},
 			Seated:   s.Seated,
 			Capacity: s.Capacity,
 		}

@@ -16,6 +16,7 @@ import (
 	"text/template"
 	"time"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -54,11 +55,11 @@ type Event struct {
 
 // Order is what a message says about an order (boxoffice.order.order.* payloads).
 type Order struct {
-	ID            string `json:"id"`
-	Account       string `json:"account"`
-	EventID       string `json:"event_id"`
-	Amount        Money  `json:"amount"`
-	FailureReason string `json:"failure_reason"`
+	ID            string      `json:"id"`
+	Account       string      `json:"account"`
+	EventID       string      `json:"event_id"`
+	Amount        money.Money `json:"amount"`
+	FailureReason string      `json:"failure_reason"`
 	Lines         []struct {
 		Class    string `json:"class"`
 		Quantity int    `json:"quantity"`
@@ -72,23 +73,6 @@ type Hold struct {
 	Account   string    `json:"account"`
 	Quantity  int       `json:"quantity"`
 	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// Money is an amount in minor units of a currency.
-type Money struct {
-	Currency string `json:"currency"`
-	Minor    int64  `json:"minor"`
-}
-
-// String writes m with two decimals ("BRL 125.50"), the exponent of every currency BoxOffice
-// sells in.
-func (m Money) String() string {
-	sign := ""
-	minor := m.Minor
-	if minor < 0 {
-		sign, minor = "-", -minor
-	}
-	return fmt.Sprintf("%s %s%d.%02d", m.Currency, sign, minor/100, minor%100)
 }
 
 // Decode parses an event payload. A payload that is not JSON or lacks an id is Invalid: it

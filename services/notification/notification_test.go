@@ -75,23 +75,6 @@ func TestRender(t *testing.T) {
 	}
 }
 
-func TestMoneyString(t *testing.T) {
-	tests := []struct {
-		in   Money
-		want string
-	}{
-		{Money{"BRL", 12550}, "BRL 125.50"},
-		{Money{"EUR", 5}, "EUR 0.05"},
-		{Money{"USD", 100}, "USD 1.00"},
-		{Money{"BRL", -250}, "BRL -2.50"},
-	}
-	for _, tt := range tests {
-		if got := tt.in.String(); got != tt.want {
-			t.Errorf("Money%v.String() = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestDecodeKeepsTheEnvelope(t *testing.T) {
 	ev, err := Decode([]byte(confirmedPayload))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"
 	paymentv1 "boxoffice.dev/proto/boxoffice/payment/v1"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -118,14 +119,14 @@ func newCatalogPrices(conn grpc.ClientConnInterface) catalogPrices {
 	return catalogPrices{catalogv1.NewCatalogClient(conn)}
 }
 
-func (c catalogPrices) Prices(ctx context.Context, eventID string) (map[string]Money, error) {
+func (c catalogPrices) Prices(ctx context.Context, eventID string) (map[string]money.Money, error) {
 	ev, err := c.client.GetEvent(ctx, &catalogv1.GetEventRequest{Id: eventID})
 	if err != nil {
 		return nil, problem.FromGRPC(err)
 	}
-	prices := map[string]Money{}
+	prices := map[string]money.Money{}
 	for _, tc := range ev.GetTicketClasses() {
-		prices[tc.GetId()] = Money{Currency: tc.GetPrice().GetCurrency(), Minor: tc.GetPrice().GetMinor()}
+		prices[tc.GetId()] = money.Money{Currency: tc.GetPrice().GetCurrency(), Minor: tc.GetPrice().GetMinor()}
 	}
 	return prices, nil
 }

@@ -15,6 +15,7 @@ import (
 	orderv1 "boxoffice.dev/proto/boxoffice/order/v1"
 
 	"boxoffice.dev/platform/identity"
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/testkit"
 )
 
@@ -26,7 +27,7 @@ func TestEndToEnd(t *testing.T) {
 		holdID := s.hold(t, eventID, "acc_1", classOK)
 		var o Order
 		code, hdr, raw := s.order.send(t, http.MethodPost, "/v1/orders", "acc_1", map[string]string{IdempotencyKeyHeader: "k-1"}, map[string]string{"hold_id": holdID})
-		if code != http.StatusCreated || json.Unmarshal(raw, &o) != nil || o.Amount != (Money{"BRL", 12550}) || hdr.Get("Location") != "/v1/orders/"+o.ID {
+		if code != http.StatusCreated || json.Unmarshal(raw, &o) != nil || o.Amount != (money.Money{Currency: "BRL", Minor: 12550}) || hdr.Get("Location") != "/v1/orders/"+o.ID {
 			t.Fatalf("POST /v1/orders = %d %s, want 201 with an order of BRL 125.50", code, raw)
 		}
 		testkit.Eventually(t, 10*time.Second, "the order is confirmed", func() bool { return s.orderOf(t, "acc_1", o.ID).State == Confirmed })

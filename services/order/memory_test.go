@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -226,7 +227,7 @@ func TestMemHoldsFollowInventoryRules(t *testing.T) {
 func TestMemPaymentsFollowPaymentRules(t *testing.T) {
 	ctx := context.Background()
 	m := newMemPayments()
-	order := func(minor int64) Order { return Order{Amount: Money{Currency: "EUR", Minor: minor}} }
+	order := func(minor int64) Order { return Order{Amount: money.Money{Currency: "EUR", Minor: minor}} }
 
 	first, err := m.Charge(ctx, "k1", order(5000))
 	if err != nil || first.Status != ChargeSucceeded {

@@ -29,14 +29,9 @@ import (
 	"regexp"
 	"time"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 )
-
-// Money is an amount in minor units (cents) of an ISO 4217 currency.
-type Money struct {
-	Currency string `json:"currency"`
-	Minor    int64  `json:"minor"`
-}
 
 // State is where an order is in its saga.
 type State string
@@ -79,26 +74,26 @@ func CanMove(from, to State) bool {
 
 // Order is a fan's purchase of the tickets of one hold.
 type Order struct {
-	ID            string    `json:"id"`
-	Account       string    `json:"account"`
-	HoldID        string    `json:"hold_id"`
-	EventID       string    `json:"event_id"`
-	Lines         []Line    `json:"lines"`
-	Amount        Money     `json:"amount"`
-	State         State     `json:"state"`
-	FailureReason string    `json:"failure_reason,omitempty"`
-	ChargeID      string    `json:"charge_id,omitempty"`
-	Attempts      int       `json:"-"` // payment attempts whose outcome was unknown
-	Version       int       `json:"-"` // bumped by every write; see Store.Save
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	ID            string      `json:"id"`
+	Account       string      `json:"account"`
+	HoldID        string      `json:"hold_id"`
+	EventID       string      `json:"event_id"`
+	Lines         []Line      `json:"lines"`
+	Amount        money.Money `json:"amount"`
+	State         State       `json:"state"`
+	FailureReason string      `json:"failure_reason,omitempty"`
+	ChargeID      string      `json:"charge_id,omitempty"`
+	Attempts      int         `json:"-"` // payment attempts whose outcome was unknown
+	Version       int         `json:"-"` // bumped by every write; see Store.Save
+	CreatedAt     time.Time   `json:"created_at"`
+	UpdatedAt     time.Time   `json:"updated_at"`
 }
 
 // Line is one ticket class of an order: how many and at what price.
 type Line struct {
-	Class     string `json:"class"`
-	Quantity  int    `json:"quantity"`
-	UnitPrice Money  `json:"unit_price"`
+	Class     string      `json:"class"`
+	Quantity  int         `json:"quantity"`
+	UnitPrice money.Money `json:"unit_price"`
 }
 
 // Move returns o in state to at now, with reason kept when the move is towards failure.
@@ -171,25 +166,25 @@ func (h Hold) CheckOrderable(account string, now time.Time) error {
 // Price builds the lines of an order for h from the event's prices by ticket class. Every
 // class must have a price and all prices one currency. Free classes (a price of zero, which
 // the catalog accepts) make a free order: its total may be zero.
-func Price(h Hold, prices map[string]Money) (lines []Line, total Money, err error) {
+func Price(h Hold, prices map[string]money.Money) (lines []Line, total money.Money, err error) {
 	for _, t := range h.Tickets {
 		p, ok := prices[t.Class]
 		switch {
 		case !ok:
-			return nil, Money{}, problem.New(problem.Unprocessable, "ticket class %q of event %s has no price", t.Class, h.EventID)
+			return nil, money.Money{}, problem.New(problem.Unprocessable, "ticket class %q of event %s has no price", t.Class, h.EventID)
 		case p.Minor < 0:
-			return nil, Money{}, problem.New(problem.Unprocessable, "ticket class %q of event %s has a negative price", t.Class, h.EventID)
+			return nil, money.Money{}, problem.New(problem.Unprocessable, "ticket class %q of event %s has a negative price", t.Class, h.EventID)
 		case t.Quantity < 1:
-			return nil, Money{}, problem.New(problem.Unprocessable, "hold %s has %d tickets of class %q", h.ID, t.Quantity, t.Class)
+			return nil, money.Money{}, problem.New(problem.Unprocessable, "hold %s has %d tickets of class %q", h.ID, t.Quantity, t.Class)
 		case total.Currency != "" && p.Currency != total.Currency:
-			return nil, Money{}, problem.New(problem.Unprocessable, "event %s mixes currencies %s and %s", h.EventID, total.Currency, p.Currency)
+			return nil, money.Money{}, problem.New(problem.Unprocessable, "event %s mixes currencies %s and %s", h.EventID, total.Currency, p.Currency)
 		}
 		total.Currency = p.Currency
 		total.Minor += p.Minor * int64(t.Quantity)
 		lines = append(lines, Line{Class: t.Class, Quantity: t.Quantity, UnitPrice: p})
 	}
 	if len(lines) == 0 {
-		return nil, Money{}, problem.New(problem.Unprocessable, "hold %s has no tickets", h.ID)
+		return nil, money.Money{}, problem.New(problem.Unprocessable, "hold %s has no tickets", h.ID)
 	}
 	return lines, total, nil
 }

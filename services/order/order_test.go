@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -95,22 +96,22 @@ func codeOrEmpty(err error) problem.Code {
 }
 
 func TestPrice(t *testing.T) {
-	prices := map[string]Money{"cat-1": {"BRL", 12000}, "cat-2": {"BRL", 8050}, "eur": {"EUR", 1000}, "free": {"BRL", 0}, "bad": {"BRL", -100}}
+	prices := map[string]money.Money{"cat-1": {Currency: "BRL", Minor: 12000}, "cat-2": {Currency: "BRL", Minor: 8050}, "eur": {Currency: "EUR", Minor: 1000}, "free": {Currency: "BRL", Minor: 0}, "bad": {Currency: "BRL", Minor: -100}}
 	tests := []struct {
 		name    string
 		tickets []Tickets
-		want    Money
+		want    money.Money
 		wantErr bool
 	}{
-		{"one class", []Tickets{{"cat-1", 2}}, Money{"BRL", 24000}, false},
-		{"two classes", []Tickets{{"cat-1", 1}, {"cat-2", 3}}, Money{"BRL", 36150}, false},
-		{"unpriced class", []Tickets{{"vip", 1}}, Money{}, true},
-		{"mixed currencies", []Tickets{{"cat-1", 1}, {"eur", 1}}, Money{}, true},
-		{"zero quantity", []Tickets{{"cat-1", 0}}, Money{}, true},
-		{"no tickets", nil, Money{}, true},
-		{"free class only: a free order", []Tickets{{"free", 2}}, Money{"BRL", 0}, false},
-		{"free and paid classes", []Tickets{{"free", 2}, {"cat-1", 1}}, Money{"BRL", 12000}, false},
-		{"negative price", []Tickets{{"bad", 1}}, Money{}, true},
+		{"one class", []Tickets{{"cat-1", 2}}, money.Money{Currency: "BRL", Minor: 24000}, false},
+		{"two classes", []Tickets{{"cat-1", 1}, {"cat-2", 3}}, money.Money{Currency: "BRL", Minor: 36150}, false},
+		{"unpriced class", []Tickets{{"vip", 1}}, money.Money{}, true},
+		{"mixed currencies", []Tickets{{"cat-1", 1}, {"eur", 1}}, money.Money{}, true},
+		{"zero quantity", []Tickets{{"cat-1", 0}}, money.Money{}, true},
+		{"no tickets", nil, money.Money{}, true},
+		{"free class only: a free order", []Tickets{{"free", 2}}, money.Money{Currency: "BRL", Minor: 0}, false},
+		{"free and paid classes", []Tickets{{"free", 2}, {"cat-1", 1}}, money.Money{Currency: "BRL", Minor: 12000}, false},
+		{"negative price", []Tickets{{"bad", 1}}, money.Money{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,13 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 )
 
 // Prices is what placing an order needs from the catalog: the price of each ticket class of
 // an event.
 type Prices interface {
-	Prices(ctx context.Context, eventID string) (map[string]Money, error)
+	Prices(ctx context.Context, eventID string) (map[string]money.Money, error)
 }
 
 // Orders is what both transports serve: placing, reading and listing a fan's orders. It is
@@ -48,7 +49,7 @@ func (s *Orders) Place(ctx context.Context, req CreateRequest) (o Order, created
 		}
 		return Order{}, false, err
 	}
-	prices, err := call(ctx, s.Saga.callTimeout(), func(ctx context.Context) (map[string]Money, error) { return s.Prices.Prices(ctx, h.EventID) })
+	prices, err := call(ctx, s.Saga.callTimeout(), func(ctx context.Context) (map[string]money.Money, error) { return s.Prices.Prices(ctx, h.EventID) })
 	if err != nil {
 		return Order{}, false, fmt.Errorf("read prices of event %s: %w", h.EventID, err)
 	}

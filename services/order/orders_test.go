@@ -5,14 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/testkit"
 )
 
 // fixedPrices is a catalog with one price list for every event.
-type fixedPrices map[string]Money
+type fixedPrices map[string]money.Money
 
-func (p fixedPrices) Prices(context.Context, string) (map[string]Money, error) { return p, nil }
+func (p fixedPrices) Prices(context.Context, string) (map[string]money.Money, error) { return p, nil }
 
 // Two requests with one idempotency key race: the second misses the key, then its twin
 // orders the hold and the saga sells it before the second reads the hold. The second must
@@ -24,7 +25,7 @@ func TestPlaceAnswersATwinThatWonMeanwhile(t *testing.T) {
 		h := Hold{ID: "hold-1", EventID: "evt-1", Account: "acc_1", Status: HoldActive,
 			ExpiresAt: f.store.now().Add(time.Hour), Tickets: []Tickets{{"cat-1", 1}}}
 		f.holds.add(h)
-		prices := fixedPrices{"cat-1": {"BRL", 5000}}
+		prices := fixedPrices{"cat-1": {Currency: "BRL", Minor: 5000}}
 		req := CreateRequest{Account: "acc_1", IdempotencyKey: "same-key", HoldID: h.ID}
 
 		var twin Order

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"boxoffice.dev/platform/clock"
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/testkit"
@@ -39,7 +40,7 @@ func (f *sagaFixture) order(t *testing.T, holdID string, minor int64, expires ti
 	t.Helper()
 	h := Hold{ID: holdID, EventID: "evt-1", Account: "acc_1", Status: HoldActive, ExpiresAt: expires, Tickets: []Tickets{{"cat-1", 1}}}
 	f.holds.add(h)
-	lines, total, err := Price(h, map[string]Money{"cat-1": {"BRL", minor}})
+	lines, total, err := Price(h, map[string]money.Money{"cat-1": {Currency: "BRL", Minor: minor}})
 	if err != nil {
 		t.Fatal(err)
 	}

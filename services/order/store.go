@@ -12,6 +12,7 @@ import (
 
 	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/ids"
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
@@ -48,7 +49,7 @@ func NewStore(db *sqldb.DB) *Store { return &Store{DB: db} }
 func (s *Store) now() time.Time { return s.Clock.Now().UTC() }
 
 // NewOrder is a pending order of account for h, priced by lines and total; not yet stored.
-func (s *Store) NewOrder(account string, h Hold, lines []Line, total Money) Order {
+func (s *Store) NewOrder(account string, h Hold, lines []Line, total money.Money) Order {
 	now := s.now()
 	return Order{ID: s.IDs.New("ord_"), Account: account, HoldID: h.ID, EventID: h.EventID, Lines: lines, Amount: total,
 		State: Pending, CreatedAt: now, UpdatedAt: now}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"boxoffice.dev/platform/ids"
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
@@ -45,7 +46,7 @@ func testHold(id, account string) Hold {
 func place(t *testing.T, s *Store, req CreateRequest) (Order, bool, error) {
 	t.Helper()
 	h := testHold(req.HoldID, req.Account)
-	lines, total, err := Price(h, map[string]Money{"cat-1": {"BRL", 10000}})
+	lines, total, err := Price(h, map[string]money.Money{"cat-1": {Currency: "BRL", Minor: 10000}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestStoreCreateIsIdempotent(t *testing.T) {
 		s, ctx := newTestStore(t, db), context.Background()
 		req := CreateRequest{Account: "acc_1", IdempotencyKey: "k1", HoldID: "h1"}
 		first, created, err := place(t, s, req)
-		if err != nil || !created || first.State != Pending || first.Amount != (Money{"BRL", 20000}) {
+		if err != nil || !created || first.State != Pending || first.Amount != (money.Money{Currency: "BRL", Minor: 20000}) {
 			t.Fatalf("Create = %+v, %v, %v; want a new pending order of BRL 200.00", first, created, err)
 		}
 		again, created, err := place(t, s, req)

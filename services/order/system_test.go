@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"boxoffice.dev/platform/identity"
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/server"
 	"boxoffice.dev/platform/testkit"
 	"boxoffice.dev/services/catalog"
@@ -79,8 +80,8 @@ func (s *system) addEvent(t *testing.T, seats int) string {
 		"title": "Order saga test", "venue_id": venue.ID,
 		"starts_at": starts.Format(time.RFC3339), "on_sale_at": starts.Add(-60 * 24 * time.Hour).Format(time.RFC3339),
 		"ticket_classes": []map[string]any{
-			{"id": classOK, "name": "Pista", "price": Money{"BRL", 12550}, "capacity": seats},
-			{"id": classDecline, "name": "Pista (declined)", "price": Money{"BRL", 9913}, "capacity": seats},
+			{"id": classOK, "name": "Pista", "price": money.Money{Currency: "BRL", Minor: 12550}, "capacity": seats},
+			{"id": classDecline, "name": "Pista (declined)", "price": money.Money{Currency: "BRL", Minor: 9913}, "capacity": seats},
 		},
 	}, http.StatusCreated, &event)
 	s.inventory.do(t, http.MethodPut, "/v1/admin/events/"+event.ID+"/seatmap", "", map[string]any{

@@ -11,6 +11,7 @@ import (
 	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
 	paymentv1 "boxoffice.dev/proto/boxoffice/payment/v1"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -27,7 +28,7 @@ var _ paymentv1.PaymentServer = (*grpcServer)(nil)
 func (g *grpcServer) Charge(ctx context.Context, req *paymentv1.ChargeRequest) (*paymentv1.ChargeResponse, error) {
 	c, created, err := g.store.Charge(ctx, ChargeRequest{
 		IdempotencyKey: req.GetIdempotencyKey(), OrderID: req.GetOrderId(), Account: req.GetAccount(),
-		Amount: Money{Currency: req.GetAmount().GetCurrency(), Minor: req.GetAmount().GetMinor()},
+		Amount: money.Money{Currency: req.GetAmount().GetCurrency(), Minor: req.GetAmount().GetMinor()},
 	})
 	if err != nil {
 		return nil, problem.GRPC(err)

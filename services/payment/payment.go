@@ -13,14 +13,9 @@ import (
 	"regexp"
 	"time"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 )
-
-// Money is an amount in minor units (cents) of an ISO 4217 currency.
-type Money struct {
-	Currency string `json:"currency"`
-	Minor    int64  `json:"minor"`
-}
 
 // Status is where a charge stands.
 type Status string
@@ -35,15 +30,15 @@ const (
 
 // Charge is one attempt to take money, identified by the caller's idempotency key.
 type Charge struct {
-	ID             string    `json:"id"`
-	IdempotencyKey string    `json:"idempotency_key"`
-	OrderID        string    `json:"order_id"`
-	Account        string    `json:"account"`
-	Amount         Money     `json:"amount"`
-	Status         Status    `json:"status"`
-	DeclineReason  string    `json:"decline_reason,omitempty"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
+	ID             string      `json:"id"`
+	IdempotencyKey string      `json:"idempotency_key"`
+	OrderID        string      `json:"order_id"`
+	Account        string      `json:"account"`
+	Amount         money.Money `json:"amount"`
+	Status         Status      `json:"status"`
+	DeclineReason  string      `json:"decline_reason,omitempty"`
+	CreatedAt      time.Time   `json:"created_at"`
+	UpdatedAt      time.Time   `json:"updated_at"`
 }
 
 // ChargeRequest asks to take Amount from Account for OrderID, once per IdempotencyKey.
@@ -51,7 +46,7 @@ type ChargeRequest struct {
 	IdempotencyKey string
 	OrderID        string
 	Account        string
-	Amount         Money
+	Amount         money.Money
 }
 
 // MaxKeyLen bounds idempotency keys and ids so a client cannot store arbitrary blobs.

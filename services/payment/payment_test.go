@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 )
 
 func validCharge() ChargeRequest {
-	return ChargeRequest{IdempotencyKey: "k1", OrderID: "ord_1", Account: "acc_1", Amount: Money{Currency: "BRL", Minor: 12550}}
+	return ChargeRequest{IdempotencyKey: "k1", OrderID: "ord_1", Account: "acc_1", Amount: money.Money{Currency: "BRL", Minor: 12550}}
 }
 
 func TestChargeRequestValidate(t *testing.T) {
@@ -123,7 +124,7 @@ func TestChargeRefund(t *testing.T) {
 }
 
 func TestMatches(t *testing.T) {
-	c := Charge{OrderID: "ord_1", Account: "acc_1", Amount: Money{Currency: "BRL", Minor: 12550}}
+	c := Charge{OrderID: "ord_1", Account: "acc_1", Amount: money.Money{Currency: "BRL", Minor: 12550}}
 	tests := []struct {
 		name   string
 		change func(r *ChargeRequest)

@@ -3,6 +3,7 @@ package search
 import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"boxoffice.dev/platform/money"
 	catalogv1 "boxoffice.dev/proto/boxoffice/catalog/v1"
 	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
 	searchv1 "boxoffice.dev/proto/boxoffice/search/v1"
@@ -17,7 +18,7 @@ func DocFrom(e *catalogv1.Event) Doc {
 	}
 	for i, c := range e.GetTicketClasses() {
 		if p := c.GetPrice(); i == 0 || p.GetMinor() < d.MinPrice.Minor {
-			d.MinPrice = Money{Currency: p.GetCurrency(), Minor: p.GetMinor()}
+			d.MinPrice = money.Money{Currency: p.GetCurrency(), Minor: p.GetMinor()}
 		}
 	}
 	return d

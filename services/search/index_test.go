@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"boxoffice.dev/platform/money"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -34,11 +35,11 @@ func TestTokenize(t *testing.T) {
 func testIndex() *Index {
 	ix := NewIndex()
 	for _, d := range []Doc{
-		{ID: "a", Title: "Jazz na Vila", City: "São Paulo", StartsAt: day, MinPrice: Money{"BRL", 12000}, Version: 1},
-		{ID: "b", Title: "Noite de Samba", Description: "Samba, choro e um pouco de jazz", City: "Sao Paulo", StartsAt: day.Add(time.Hour), MinPrice: Money{"BRL", 4000}, Version: 1},
-		{ID: "c", Title: "The Lumineers Tribute", Performers: []string{"Lumen Band"}, City: "Lisboa", StartsAt: day.AddDate(0, 1, 0), MinPrice: Money{"EUR", 2500}, Version: 1},
-		{ID: "d", Title: "Techno Nacht", Tags: []string{"electronic"}, City: "Berlin", StartsAt: day.AddDate(0, 0, 2), MinPrice: Money{"EUR", 30000}, Version: 1},
-		{ID: "e", Title: "Jazz an der Spree", Performers: []string{"Jürgen Größ Trio"}, City: "Berlin", StartsAt: day.AddDate(0, 0, 1), MinPrice: Money{"EUR", 9000}, Version: 1},
+		{ID: "a", Title: "Jazz na Vila", City: "São Paulo", StartsAt: day, MinPrice: money.Money{Currency: "BRL", Minor: 12000}, Version: 1},
+		{ID: "b", Title: "Noite de Samba", Description: "Samba, choro e um pouco de jazz", City: "Sao Paulo", StartsAt: day.Add(time.Hour), MinPrice: money.Money{Currency: "BRL", Minor: 4000}, Version: 1},
+		{ID: "c", Title: "The Lumineers Tribute", Performers: []string{"Lumen Band"}, City: "Lisboa", StartsAt: day.AddDate(0, 1, 0), MinPrice: money.Money{Currency: "EUR", Minor: 2500}, Version: 1},
+		{ID: "d", Title: "Techno Nacht", Tags: []string{"electronic"}, City: "Berlin", StartsAt: day.AddDate(0, 0, 2), MinPrice: money.Money{Currency: "EUR", Minor: 30000}, Version: 1},
+		{ID: "e", Title: "Jazz an der Spree", Performers: []string{"Jürgen Größ Trio"}, City: "Berlin", StartsAt: day.AddDate(0, 0, 1), MinPrice: money.Money{Currency: "EUR", Minor: 9000}, Version: 1},
 	} {
 		ix.Put(d)
 	}

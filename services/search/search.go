@@ -16,28 +16,24 @@ import (
 	"golang.org/x/text/runes"
 	"golang.org/x/text/transform"
 	"golang.org/x/text/unicode/norm"
-)
 
-// Money is an amount in minor units of an ISO 4217 currency.
-type Money struct {
-	Currency string `json:"currency"`
-	Minor    int64  `json:"minor"`
-}
+	"boxoffice.dev/platform/money"
+)
 
 // Doc is an event as the index keeps it: what a result card shows and what queries match.
 type Doc struct {
-	ID          string    `json:"id"`
-	Title       string    `json:"title"`
-	Description string    `json:"-"` // matched, not shown
-	Performers  []string  `json:"performers"`
-	VenueID     string    `json:"venue_id"`
-	City        string    `json:"city"`
-	Country     string    `json:"country"`
-	StartsAt    time.Time `json:"starts_at"`
-	MinPrice    Money     `json:"min_price"`
-	ImageURL    string    `json:"image_url"`
-	FlashSale   bool      `json:"flash_sale"`
-	Tags        []string  `json:"tags"`
+	ID          string      `json:"id"`
+	Title       string      `json:"title"`
+	Description string      `json:"-"` // matched, not shown
+	Performers  []string    `json:"performers"`
+	VenueID     string      `json:"venue_id"`
+	City        string      `json:"city"`
+	Country     string      `json:"country"`
+	StartsAt    time.Time   `json:"starts_at"`
+	MinPrice    money.Money `json:"min_price"`
+	ImageURL    string      `json:"image_url"`
+	FlashSale   bool        `json:"flash_sale"`
+	Tags        []string    `json:"tags"`
 	// Version is the catalog's; the index keeps the highest it has seen of each event.
 	Version int64 `json:"-"`
 }
@@ -122,7 +118,7 @@ func Tokenize(s string) []string {
 
 // priceBand names the facet band of a price in major units; bands are the same in every
 // currency, a simplification a single-currency deployment would not notice.
-func priceBand(m Money) string {
+func priceBand(m money.Money) string {
 	switch major := m.Minor / 100; {
 	case major < 50:
 		return "0-50"
