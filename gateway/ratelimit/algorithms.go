@@ -2,14 +2,10 @@ package ratelimit
 
 import "maps"
 
-// This file holds the in-memory algorithms. scripts/decide.lua holds the same algorithms for
-// Redis, function for function; a change to one is a change to both, and the equivalence
-// tests fail until they agree again.
-//
-// Every algorithm keeps its state for one key in a small struct whose zero value means "this
-// key was never seen" and decides in whole microseconds. A state that has outlived its TTL
-// decides exactly like the zero value, which is what lets Redis expire idle keys: memory use
-// follows the clients that are active, not every client ever seen.
+// This file holds the in-memory algorithms, function for function the same as scripts/*.lua;
+// the equivalence tests fail until a change to one is made to both. Each keeps one key's
+// state in a small struct whose zero value means "never seen"; a state past its TTL decides
+// like the zero value, which lets Redis expire idle keys (docs/lessons/algorithms.md).
 
 // state is one key's state under one algorithm.
 type state interface {

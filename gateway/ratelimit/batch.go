@@ -25,17 +25,11 @@ const maxBatch = 128
 // saves. At least 2, so that a request never waits behind a single slow round trip alone.
 func defaultSlots() int { return max(2, runtime.GOMAXPROCS(0)) }
 
-// batcher groups the script calls of concurrent decisions into pipelines: group commit.
-// It holds no goroutine while idle. A request that finds fewer than slots round trips in
-// flight takes a slot and sends its calls at once, on its own goroutine and context, as if
-// there were no batching. The others queue. When a round trip ends and requests are queued,
-// the slot is not freed but handed to a goroutine (drain) that sends everything queued, up to
-// maxBatch requests, in one pipeline, then again while requests keep queuing, and frees the
-// slot when the queue is empty. So while the queue is not empty all slots are taken.
-//
-// Each queued request waits on its own channel and its own context, so it returns when its
-// context ends even while its batch is in flight (Failsafe counts on that, see
-// boundByDeadline); the batch's reply for it is then dropped. The zero value sends every
+// batcher groups the script calls of concurrent decisions into pipelines (group commit,
+// docs/lessons/distributed.md). A request that finds a free slot sends at once, alone; the
+// others queue, and a round trip that ends hands its slot to drain, which sends the queue in
+// pipelines of up to maxBatch. A queued request returns when its own context ends, even
+// mid-batch (Failsafe counts on that, see boundByDeadline). The zero value sends every
 // request alone. Safe for concurrent use.
 type batcher struct {
 	// slots is K, the most round trips in flight; 0 means no batching.
@@ -60,12 +54,9 @@ type waiter struct {
 }
 
 // send sends one request's script calls, at once if a slot is free, else with the next
-// batch, and leaves their replies in them. It returns the first error of the calls, or
-// ctx's error if ctx ends first.
-//
-// A budget in ctx (withBudget) bounds each round trip from the moment it is written, and
-// the wait for a slot apart: a request still queued when its wait ends returns ErrNoSlot,
-// so that time spent waiting for a slot, or for a CPU, is not taken for the store's.
+// batch, and leaves their replies in them. It returns the first error of the calls, ctx's
+// error if ctx ends first, or ErrNoSlot if the budget in ctx (withBudget) for the wait for a
+// slot runs out: waiting is not taken for the store's time.
 func (r *Redis) send(ctx context.Context, calls []scriptCall) error {
 	b := &r.batch
 	if b.slots == 0 {

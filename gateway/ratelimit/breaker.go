@@ -6,14 +6,10 @@ import (
 )
 
 // Breaker configures the circuit breaker around the store; the zero value gives the defaults.
-//
-// It judges the store's own round trips, never the gateway's queue: a call that waited too
-// long for a slot and never reached the store is not counted. It opens on a failure ratio
-// over a rolling window with a minimum volume (as Envoy's outlier detection does), so a few
-// slow answers under load do not open it, and at once after a few consecutive calls that
-// found the store unreachable: a dead store answers nothing, a slow one still answers most.
-// After OpenFor it lets Probes calls through (half-open) and closes when they all succeed.
-// docs/lessons/failure-modes.md walks through the states.
+// It judges only the store's own round trips, never the gateway's queue, and opens on a
+// failure ratio over a rolling window (so a few slow answers under load do not open it), or
+// at once after a few calls in a row found the store unreachable. docs/lessons/failure-modes.md,
+// "A circuit breaker that judges Redis by a ratio, not by a streak", walks through the states.
 type Breaker struct {
 	// Ratio is the share of failed calls over Window that opens the breaker; 0 means 0.5.
 	Ratio float64

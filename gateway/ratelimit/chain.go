@@ -37,12 +37,9 @@ type Options struct {
 //	Leases → Sharded → Failsafe → Redis (open lane)
 //	                            → Redis on connections of its own (fail-closed lane)
 //
-// Leases is outermost, so a replica holds one batch per rule and key whatever its shards,
-// and its overshoot stays replicas × lease; both wrap the failsafe, whose fallback then
-// decides a shard at its share (docs/lessons/hot-keys.md). Each Redis runs on a copy of
-// Client that ends its calls at their context's deadline, so Failsafe's budgets hold by
-// themselves. A request is validated once, by Leases; the layers below pass it on as it is.
-// Run announces the replica; Close closes the copies.
+// Leases is outermost, so a replica's lease overshoot stays replicas × lease whatever the
+// shards (docs/lessons/hot-keys.md). Each Redis ends its calls at their context's deadline,
+// so Failsafe's budgets hold by themselves. Run announces the replica; Close closes them.
 type Chain struct {
 	*Leases
 	failsafe *Failsafe

@@ -16,25 +16,12 @@ import (
 )
 
 // Failsafe is the Limiter a gateway uses: it decides on the shared store and keeps deciding,
-// without an error, when the store is slow or down. docs/lessons/failure-modes.md tells the
-// whole story and states each overshoot bound; in short:
-//
-//   - Each round trip gets a short budget (5 ms by default: a slow limiter is worse than
-//     none) counted from the moment it is written, and a circuit breaker judges the store by
-//     those round trips alone (see Breaker).
-//   - A key the store denied until a reset is denied locally until then (at most DenyFor),
-//     so a flood's 429s cost no store call.
-//   - Requests with a fail-closed rule go through a lane of their own (ClosedStore, its own
-//     breaker and a longer budget), so a flood elsewhere cannot starve them.
-//   - While the store is unavailable, FailOpen rules decide on a local limiter at Limit/N
-//     (N live replicas) that starts from the store's last answer for the key, and what they
-//     spend there is charged back to the store when it returns; FailClosed rules deny.
-//
-// Give the Redis client ContextTimeoutEnabled: its calls then end at the deadline by
-// themselves and Failsafe makes them directly. Otherwise each call runs on a goroutine of its
-// own so that the timeout holds anyway. A call abandoned at the timeout may still complete in
-// Redis; that request is then counted twice, erring on the side of limiting.
-// Safe for concurrent use.
+// without an error, when the store is slow or down. Each round trip has a short budget (5 ms
+// by default: a slow limiter is worse than none) and a Breaker judges the store; while it is
+// unavailable, FailOpen rules decide locally at Limit/N and FailClosed rules deny. Give the
+// Redis client ContextTimeoutEnabled, or each call runs on a goroutine of its own so the
+// budget holds. Safe for concurrent use. docs/lessons/failure-modes.md, "The limiter's store
+// (Redis) is slow or down", tells the whole story and states each overshoot bound.
 type Failsafe struct {
 	open, closed *lane
 	local        *Memory

@@ -13,24 +13,12 @@ import (
 	"boxoffice.dev/platform/clock"
 )
 
-// Leases relieves hot keys by spending tokens locally. For a rule with Lease > 0, a replica
-// that has no tokens in hand asks the store for a batch of Lease tokens (in the same round
-// trip as the request's other rules) and spends the rest of the batch on later requests
-// without calling the store. A hot key then costs one store call per Lease requests.
-//
-// The price, stated and tested (TestLeasesOvershootBound):
-//
-//   - Overshoot ≤ replicas × Lease per rule and key. A replica holds at most Lease tokens of
-//     a rule and key at a time, for at most one Window; tokens taken from one window may be
-//     spent in the next, so over any period the requests allowed exceed what the store
-//     alone would allow by at most the tokens in hand: replicas × Lease.
-//   - Undershoot: a batch is taken whole or not at all, so near exhaustion a request may be
-//     denied while fewer than Lease tokens remain in the store.
-//
-// Concurrency rules are never leased: a slot must be released where it was taken. A request
-// with no leased rule goes to the inner limiter as it is, at no cost. Tokens in hand expire
-// with their window and are swept, so memory tracks the keys leased lately, not every key
-// ever leased. Leases is safe for concurrent use.
+// Leases relieves hot keys by spending tokens locally: for a rule with Lease > 0, a replica
+// takes a batch of Lease tokens from the store (in the request's round trip) and spends it on
+// later requests, so a hot key costs one store call per Lease requests. The price: an
+// overshoot of at most replicas × Lease per rule and key (TestLeasesOvershootBound), and an
+// undershoot near exhaustion. A request with no leased rule goes to the inner limiter as it
+// is. Safe for concurrent use. See docs/lessons/hot-keys.md, "Token leases: fewer round trips".
 type Leases struct {
 	inner     Limiter
 	now       func() time.Time

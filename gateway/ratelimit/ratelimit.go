@@ -1,20 +1,12 @@
 // Package ratelimit decides whether a request may pass its rate limits and quotas.
 //
-// Every algorithm exists twice with the same semantics: a Redis Lua script (Redis), shared by
-// every gateway replica, and an in-memory implementation (Memory) for local limits, the
-// fallback used while Redis is down, and the algorithm lab. Tests hold the two to the same
-// decisions on the same traces.
-//
-// A request is checked against several rules at once (per user, per IP, per route, a monthly
-// quota…). All of them are decided in one call and, against Redis, in one round trip. The
-// decision is two-pass: every rule is checked first and budgets are spent only when every
-// enforced rule allows, so a request denied by one rule does not spend the others' budgets.
-//
-// Failsafe wraps the Redis limiter with a per-call timeout, a circuit breaker and a local
-// fallback at limit/N (N live gateway replicas). Leases and Sharded relieve hot keys.
-//
-// Time is counted in whole microseconds by both implementations, so integer arithmetic gives
-// the script and the Go code the very same answers.
+// Every algorithm exists twice with the same semantics, held to the same decisions by tests:
+// a Redis Lua script (Redis), shared by every gateway replica, and an in-memory Memory for
+// local limits, the fallback while Redis is down, and the algorithm lab. All the rules of a
+// request are decided in one call, two-pass: budgets are spent only when every enforced rule
+// allows. Failsafe keeps deciding when Redis is slow or down; Leases and Sharded relieve hot
+// keys. Time is whole microseconds in both, so the script and the Go code agree exactly.
+// See docs/lessons/distributed.md.
 package ratelimit
 
 import (

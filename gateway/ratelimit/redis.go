@@ -11,45 +11,13 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 )
 
-// Redis is a Limiter whose state lives in Redis, shared by every gateway replica: the limits
-// are global, not per replica. Each decision is one Lua script run, so the read-modify-write
-// is atomic across replicas, and the time is the server's TIME, so replicas with skewed
-// clocks agree. Every key carries a TTL and vanishes once idle.
-//
-// The script is composed for the call: scripts/decide.lua is the frame (the clock, helpers,
-// the two passes) and each algorithm is a file of its own, scripts/<algorithm>.lua; a call
-// sends the frame with only the files of the algorithms its rules use. Redis runs a script's
-// whole body at every call, so six algorithms defined where one is used would cost every
-// decision their setup. Each set of algorithms gets its script and SHA1 once per process;
-// calls go by EVALSHA, and a server that does not know the script (restarted, flushed)
-// answers NOSCRIPT, upon which the source is sent again with EVAL. A policy combines a few
-// sets, so Redis caches a few scripts, never more than the 63 sets of six algorithms.
-// testdata/decide_gcra.lua is the whole script of a request of one GCRA rule.
-//
-// All rules of a request go in one round trip: one script call on a single server, or on a
-// Cluster when their keys share a hash slot (give them one {tag}); otherwise one script call
-// per slot, all sent in one pipeline. Within a call, a request denied by one rule spends
-// nothing from the others. Across slots there is no such atomicity: a call may spend its
-// budgets while another slot's call denies the request. The overshoot is bounded: each
-// denied request may spend its cost once from each rule outside the slot of the rule that
-// denied it (TestRedisClusterSplitSlotsOvershoot measures it).
-//
-// Concurrent requests share round trips (group commit, see batcher). Under load many
-// requests decide at the same moment, and a round trip per request costs the client a write,
-// a read and a goroutine wake-up each, and Redis its per-command I/O, more than the script
-// itself; one pipeline of all the waiting requests' calls pays those once. A request goes out
-// at once, alone, while fewer than K round trips are in flight (K = GOMAXPROCS, at least 2);
-// the others queue and leave together, up to 128, in the next round trip a slot frees. There
-// is no timer and no lingering: at low load every request goes alone, as without batching.
-// The trade-off: under load a request may wait for one round trip of an earlier batch before
-// its own leaves. Budgets are untouched: each request is still one script run of its own,
-// atomic, and a NOSCRIPT or error in one request's call fails none of the others. A request
-// whose context ends while it waits returns at once with the context's error; the pipeline
-// itself runs until the latest deadline of its requests. Concurrency leases are released
-// without batching.
-//
-// Redis returns store errors as they are; Failsafe turns them into fallback decisions.
-// Redis is safe for concurrent use.
+// Redis is a Limiter whose state lives in Redis, shared by every gateway replica, so limits
+// are global. Each decision is one Lua script run (atomic across replicas, timed by Redis's
+// TIME, every key with a TTL) holding only the algorithms its rules use; all rules of a
+// request go in one round trip, and concurrent requests share round trips (batcher). The
+// trade-off: on a Cluster, rules in different hash slots are not atomic together, with a
+// bounded overshoot. Store errors are returned as they are; Failsafe turns them into fallback
+// decisions. Safe for concurrent use. See docs/lessons/distributed.md.
 type Redis struct {
 	client  redis.UniversalClient
 	cluster bool

@@ -8,20 +8,13 @@ import (
 	"strings"
 )
 
-// Sharded splits the budget of a very hot key over Rule.Shards sub-keys, each with its own
-// hash tag, so that a Redis Cluster spreads one client's load over its nodes instead of one
-// slot. Each request goes to one shard picked at random, against Limit/Shards (the remainder
-// going to the first shards, so the sub-limits add up to Limit exactly).
-//
-// The price: never overshoot, since the shards' budgets add up to the limit, but undershoot
-// when traffic falls unevenly: a request may be denied by its shard while another shard
-// still has budget. With random picks and many requests the shards drain evenly.
-//
-// The decision a sharded rule returns speaks of the whole rule, as a client reads its
-// headers: Limit is the rule's, Remaining its shard's remaining times the shards (what is
-// left overall if the shards drained evenly, as random picks make them), at most the
-// capacity; Reset and RetryAfter are the shard's. Sharded is safe for concurrent use if pick
-// is.
+// Sharded splits the budget of a very hot key over Rule.Shards sub-keys with their own hash
+// tags, so a Redis Cluster spreads it over its nodes. Each request goes to one shard picked at
+// random, against Limit/Shards (the remainder to the first shards: the sub-limits add up to
+// Limit). The price: never overshoot, but undershoot when traffic falls unevenly. A decision
+// speaks of the whole rule: Limit is the rule's, Remaining the shard's times the shards (at
+// most the capacity), Reset and RetryAfter the shard's. Safe for concurrent use if pick is.
+// See docs/lessons/hot-keys.md, "Sharded buckets: more nodes".
 type Sharded struct {
 	inner Limiter
 	pick  func(n int) int

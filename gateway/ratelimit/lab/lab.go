@@ -108,16 +108,11 @@ type Result struct {
 // one slot whatever its cost (ratelimit.Rule.Cost).
 const NoteConcurrencyCost = "the cost column is ignored: each request takes one slot"
 
-// Replay runs trace through each algorithm on its own in-memory limiter and virtual clock.
-// Windows are aligned on the trace start. Requests never finish early in a trace, so under
-// concurrency each allowed request holds its slot for a whole Window, and takes one slot
-// whatever its cost.
-//
-// The answers are the limiter's, arithmetic included: time is counted in whole microseconds,
-// and sliding_counter rounds the previous window's weighted count down to a whole unit, so a
-// request of cost c passes while current + ⌊previous × overlap⌋ + c ≤ Limit, where overlap is
-// the share of the previous window still inside the sliding one. That lets through a request
-// the unrounded estimate would refuse (4.95 + 1 > 5, yet 4 + 1 ≤ 5).
+// Replay runs trace through each algorithm on its own in-memory limiter and virtual clock,
+// windows aligned on the trace start. Under concurrency each allowed request holds one slot
+// for a whole Window, whatever its cost. The answers are the limiter's, arithmetic included
+// (whole microseconds, sliding_counter's rounding down: docs/lessons/algorithms.md,
+// "Sliding-window counter").
 func Replay(trace []Request, cfg Config) ([]Result, error) {
 	algs := cfg.Algorithms
 	if len(algs) == 0 {
