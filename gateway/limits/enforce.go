@@ -73,14 +73,11 @@ func (e *Enforcer) Decide(ctx context.Context, reqs []ratelimit.Request) (rateli
 // settleTimeout bounds the work done after a response: releasing slots and charging costs.
 const settleTimeout = time.Second
 
-// Settle finishes an allowed request once its response header is known: it releases the
-// concurrency slots res holds and charges each Charge the cost its header reports, beyond
-// what the request already spent. It runs in the background, so the response is not held
-// up; done (may be nil) is called when it has finished, for tests.
-//
-// A cost charged after the fact cannot be refused: when less budget is left than the answer
-// cost, the rest of the budget is spent and the overshoot — at most one answer's cost per
-// request in flight — is forgiven. The next request is denied until the budget refills.
+// Settle finishes an allowed request once its response header is known, in the background:
+// it releases res's concurrency slots and charges each Charge the cost its header reports
+// beyond what was already spent; done (may be nil) is called when it has finished, for tests.
+// A charge cannot be refused: it may overdraw the budget by at most one answer's cost per
+// request in flight (docs/lessons/rate-limiting.md, "Rate limits, plans and quotas together").
 func (e *Enforcer) Settle(ctx context.Context, res ratelimit.Result, charges []Charge, header http.Header, done func()) {
 	leases := res.Leases()
 	var costs []ratelimit.Request

@@ -15,25 +15,13 @@ import (
 // QuotaExceeded is the problem type of a 429, from the IETF RateLimit header fields draft.
 const QuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
-// SetHeaders writes the rate limit fields of res onto h, in the syntax of the IETF HTTPAPI
-// draft "RateLimit header fields for HTTP" (draft-10/11):
-//
-//	RateLimit-Policy: "holds-per-account";q=5;w=60, "api-per-ip";q=200;w=2
-//	RateLimit: "holds-per-account";r=0;t=9, "api-per-ip";r=199;t=1
-//	X-RateLimit-Limit: 5
-//	X-RateLimit-Remaining: 0
-//	X-RateLimit-Reset: 9
-//
-// RateLimit-Policy and RateLimit list every enforced rule of the request, as Structured
-// Fields lists of strings with parameters: q the quota, w the window in whole seconds (none
-// for a concurrency limit, whose unit qu is "concurrent-requests"), r what remains and t the
-// seconds until more is available (until this request would pass, for a rule that denied
-// it). q and w are the rule's limit and window, except for a bucket that holds more than its
-// rate (see quota). r never exceeds q. The legacy X-RateLimit-* fields describe the effective
-// rule alone, X-RateLimit-Limit being its q: the one that denied with the longest wait, or,
-// when allowed, the one closest to exhaustion. Shadow rules are never shown: they do not
-// bind the client. Nothing is written when no enforced rule applies. reqs are the requests
-// res decided, in the same order.
+// SetHeaders writes the rate limit fields of res onto h (reqs are the requests res decided,
+// in order): RateLimit-Policy and RateLimit, in the syntax of the IETF HTTPAPI draft
+// "RateLimit header fields for HTTP" (draft-10/11), for every enforced rule, and the legacy
+// X-RateLimit-* fields for the effective rule alone (the one that denied with the longest
+// wait, or else the one closest to exhaustion). Shadow rules never show; nothing is written
+// when no enforced rule applies. See docs/lessons/client-contract.md, "What a client gets
+// when a limit is hit".
 func SetHeaders(h http.Header, reqs []ratelimit.Request, res ratelimit.Result) {
 	// Every request that passes a limit writes these fields, so they are built by hand, on
 	// the stack, rather than through fmt and a string per policy.
@@ -97,12 +85,9 @@ const (
 )
 
 // quota is the q and w that d, decided under rule, advertises: the decision's limit and
-// window, or, for a token bucket or GCRA whose burst is larger than its limit, the burst and
-// the time the bucket takes to refill it (burst × window / limit). A bucket counts its
-// remaining in tokens up to the burst, so a quota of the rate alone would show r above q —
-// "wide";q=100;w=1 beside "wide";r=199 — which a client reads as a budget it cannot have.
-// A burst smaller than the limit keeps the rate: r stays under q, and the rate is what the
-// client can sustain.
+// window, or, for a token bucket or GCRA whose burst exceeds its limit, the burst and the time
+// to refill it (burst × window / limit): the bucket counts remaining up to the burst, and an r
+// above q reads as a budget the client cannot have. A smaller burst keeps the rate.
 func quota(d ratelimit.Decision, rule ratelimit.Rule) (int, time.Duration) {
 	bucket := rule.Algorithm == ratelimit.TokenBucket || rule.Algorithm == ratelimit.GCRA
 	if !bucket || rule.Burst <= rule.Limit || rule.Limit < 1 {

@@ -51,22 +51,13 @@ type Built struct {
 	Cost int
 }
 
-// Build returns what s spends under snapshot:
-//
-//   - each of the route's limits, keyed by the parts of its key (a limit whose key needs
-//     something the request lacks — a user on an anonymous request — does not apply);
-//   - on a GraphQL route (policy.GraphQL), for each root field the policy maps, instead, the
-//     limits of the REST route it maps to, keyed as that route keys them: a field spends the
-//     budget the same call spends through REST, and two calls on one budget spend it twice
-//     (one request of twice the cost). The route's own limits apply to a query's other
-//     fields, and to an operation that maps none;
-//   - on a GraphQL route with a cost, the operation's cost in points from the cost's limit;
-//   - for a caller with an API key, its plan's rules keyed by tenant, the api rate replaced
-//     by the tenant's override from the rate_limit_rule table when there is one.
-//
-// A caller on an unlimited plan gets no requests at all. The error is a *problem.Error (400)
-// for a mutation field the policy does not map. Build does no I/O beyond reading the request
-// body for json:<field> keys.
+// Build returns what s spends under snap: the route's limits whose keys the request can fill;
+// on a GraphQL route, for each mapped root field the limits of its REST route, keyed as that
+// route keys them (the route's own limits for the rest), and the operation's cost; for an API
+// key, its plan's rules keyed by tenant, with the tenant's override of the api rate. An
+// unlimited plan gets none. The error is a *problem.Error (400) for an unmapped mutation
+// field. No I/O beyond reading the body for json:<field> keys. See docs/lessons/bff.md,
+// "One budget for a write, whichever door".
 func Build(snap *policy.Snapshot, s Subject) (Built, error) {
 	out := Built{Cost: -1}
 	body := lazyBody{r: s.Request}
@@ -340,19 +331,10 @@ func topLevel(data []byte) []member {
 }
 
 // stringField returns what encoding/json (v1, which the services decode with) leaves in a
-// string struct field tagged name after decoding an object of members into it:
-//
-//   - a member matches when its name equals name exactly or under encoding/json's case
-//     folding, which is strings.EqualFold's: "Email" and "EMAIL" match "email", and so do
-//     non-ASCII folds such as the Kelvin sign K for k and the long s ſ for s;
-//   - every matching member is decoded in order, so the last string wins;
-//   - null leaves the field as it was, and so does any other non-string value (a number, a
-//     bool, an object, an array): encoding/json reports a type error and goes on.
-//
-// A body that names the field only with values that are not strings therefore builds no key:
-// the service's field is empty, no account or other subject is named, and the route's other
-// limits (per IP) still apply. The key never differs from what the service reads, whatever
-// mix of spellings and duplicates a client sends.
+// string field tagged name after decoding members into it: names match under its case
+// folding, the last string wins, null and other non-strings leave the field as it was. So the
+// key never differs from what the service reads, whatever spellings and duplicates a client
+// sends. See docs/lessons/rate-limiting.md, "Login: limit the guesser, not the owner".
 func stringField(members []member, name string) string {
 	var v string
 	for _, m := range members {
