@@ -7,26 +7,13 @@ import (
 	"time"
 )
 
-// AdaptiveConcurrency lets a service's concurrency limit find itself below MaxInFlight
-// instead of being set by hand. A fixed limit is a guess: too high and an overloaded
-// service queues every request until all of them are slow; too low and a healthy one is
-// shed for nothing. The adaptive limit starts at MaxInFlight and follows the service's
-// answers, as TCP's window follows a network's: additive increase, multiplicative decrease
-// (Netflix's concurrency-limits calls it AIMDLimit; Envoy's adaptive concurrency filter does
-// the same job with a latency gradient).
-//
-//   - An answer slower than LatencyTarget, a response timeout, or a 503 from the service is
-//     a sign of overload: the limit drops by a tenth. Only an answer to a request sent after
-//     the last cut can cut again, as TCP cuts its window once per round trip: the requests
-//     admitted under the old limit answer slowly for a while, and that is one episode, not
-//     many.
-//   - An answer within the target while the service is busy (at least half the limit in
-//     flight) adds 1/limit: the limit grows by one for each limit's worth of good answers.
-//     An idle service gains nothing, since its limit is not what holds it back.
-//
-// The trade-off: the limit reacts only to what the answers say, so it lags a sudden change
-// by a few round trips, and a target set below the service's healthy latency keeps the
-// limit at MinInFlight. The zero value (LatencyTarget 0) is a fixed MaxInFlight.
+// AdaptiveConcurrency lets a service's concurrency limit find itself below MaxInFlight, by
+// additive increase and multiplicative decrease as TCP's window does: an answer slower than
+// LatencyTarget, a response timeout or a 503 cuts it by a tenth (once per round trip); an
+// answer within the target while busy adds 1/limit. The trade-off: it lags a sudden change by
+// a few round trips, and a target below the service's healthy latency pins it at MinInFlight.
+// The zero value (LatencyTarget 0) is a fixed MaxInFlight. See docs/lessons/failure-modes.md,
+// "A limit that finds itself: adaptive concurrency".
 type AdaptiveConcurrency struct {
 	// LatencyTarget is the slowest answer (time to the response headers) that still counts
 	// as healthy; 0 turns adaptation off. It needs MaxInFlight, the ceiling.

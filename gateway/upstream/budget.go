@@ -8,18 +8,11 @@ import (
 // budgetSlots is how many slices a budget window is counted in: the window slides by a tenth.
 const budgetSlots = 10
 
-// retryBudget counts one service's requests and retries over a sliding window and allows a
-// retry only while retries stay within Ratio × requests + MinPerSecond × Window.
-//
-// Why a budget rather than "retry once": during an outage every request fails, and one retry
-// each doubles the load on a service that is already down, and can keep it down after it
-// recovers (a retry storm). A budget lets retries mask the odd failure in normal times and
-// caps the amplification at 1 + Ratio when everything fails. The floor lets a quiet service,
-// with too few requests to earn a retry, still retry now and then.
-//
-// Counts live in budgetSlots slices of the window, so old requests stop counting a slice at a
-// time. Safe for concurrent use; a request costs one short critical section, and set changes
-// the limits under the same lock.
+// retryBudget counts one service's requests and retries over a sliding window (budgetSlots
+// slices) and allows a retry only while retries stay within Ratio × requests + MinPerSecond ×
+// Window: retries mask the odd failure, and when everything fails they add at most Ratio to
+// the load (docs/lessons/client-contract.md, "Retry storms"). Safe for concurrent use; set
+// changes the limits under the same lock.
 type retryBudget struct {
 	mu        sync.Mutex
 	ratio     float64

@@ -17,14 +17,10 @@ import (
 const outcomeClientBody = "client_body"
 
 // clientBody is the client's request body as an attempt streams it to an instance. It
-// records why reading it failed, so that a failure the client caused is answered as the
-// client's (413, 408, 499 or 400) and is never held against the instance (ejection), the
-// service's load (the adaptive limit) or the retry budget. Without it, anyone could take
-// instances out of rotation by sending bodies over the cap, or by starting a body and never
-// finishing it: the transport reports those as a broken connection or a response timeout.
-//
-// The transport reads it on its own goroutine while the attempt's timer may call stall;
-// the attempt reads failure once the round trip is over. Safe for that concurrent use.
+// records why reading it failed, so a failure the client caused is answered as the client's
+// and never held against the instance, the adaptive limit or the retry budget: the transport
+// would report a body over the cap or never finished as a broken connection or a timeout.
+// Safe for the transport's reads while the attempt's timer calls stall.
 type clientBody struct {
 	body    io.ReadCloser
 	ctx     context.Context // the attempt's: once it is done, nobody waits for the body
@@ -85,24 +81,18 @@ func (b *clientBody) failure() error {
 // aLongTimeAgo is a read deadline that has passed: it makes a blocked Read return at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// unblock ends a Read of r's body that waits on the client, by setting the connection's read
-// deadline in the past. The connection is not reused afterwards, which suits a client that
-// stopped sending. Where the ResponseWriter cannot set deadlines, the Read ends when the
-// client sends, leaves or the server's read timeout fires, and the attempt waits for it.
-// A body whose last bytes arrive in the very instant the deadline is set loses its
-// connection too, and the request ends as canceled (499): rare, and still not held
-// against the instance.
+// unblock ends a Read of r's body that waits on the client by setting the connection's read
+// deadline in the past; the connection is then not reused. Where the ResponseWriter cannot
+// set deadlines, the Read ends when the client sends, leaves or the read timeout fires. A
+// body completing in that very instant ends as canceled (499), still not the instance's.
 func unblock(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(aLongTimeAgo)
 }
 
 // clientBodyAnswer is how the gateway answers a request whose body could not be read: 413
-// when it is over the cap (as the gateway answers a declared length over it), 408 when the
-// client was too slow to send it (RFC 9110: the server did not receive a complete request
-// in the time it was prepared to wait; the client may send it again), 499 when the client
-// went away mid-body (nobody reads the answer, the access log does), and 400 for a body
-// the server could not decode (a malformed chunk). stalled says the response timeout fired
-// while the gateway was waiting for the body.
+// over the cap, 408 when the client was too slow (RFC 9110; it may send it again), 499 when
+// it went away mid-body (only the access log reads that answer), 400 for a body the server
+// could not decode. stalled says the response timeout fired while it waited for the body.
 func clientBodyAnswer(client context.Context, err error, stalled bool) (status int, detail string) {
 	var ne net.Error
 	switch maxErr, tooLarge := errors.AsType[*http.MaxBytesError](err); {

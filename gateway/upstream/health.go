@@ -12,57 +12,13 @@ import (
 	"time"
 )
 
-// An instance leaves the balancer two ways, and comes back the same ways:
-//
-//   - Active probes (GET /readyz) decide readiness. An instance the probes have not seen yet
-//     is pending and gets no traffic: the first probe decides it, later ones need
-//     HealthyAfter or UnhealthyAfter results in a row to change it, so one slow probe does
-//     not flap it.
-//   - Passive ejection: EjectAfter consecutive failed requests (connection refused or
-//     reset, timeouts) take it out for EjectFor, doubled for each consecutive ejection up to
-//     32 times, back to the first length after a request succeeds. It catches a dead
-//     instance between two probes, or when probes are disabled. Statuses from the upstream,
-//     5xx included, are not failures: a broken endpoint or an injected error rate must not
-//     eject healthy instances, and an overloaded service sheds with 503 on purpose. Nor is
-//     a failure of the client's own body (over the cap, stalled, cut off): otherwise any
-//     client could eject instances at will (clientbody.go).
-//
-// A failed probe also says why, and the reasons are not worth the same:
-//
-//   - not_ready: the instance answered, with a status outside 2xx and 3xx. It said itself it
-//     cannot serve (draining on shutdown, a dependency down): it never gets traffic.
-//   - probe_unreachable: the connection was refused, reset or broken off. The instance is
-//     dead or cut off, and a request would fail the same way: it never gets traffic.
-//   - probe_timeout: no answer within Probe.Timeout. That says the instance is slow, often
-//     because it is overloaded, not that it cannot serve.
-//
-// Panic mode (Envoy's "panic threshold") exists for the last kind. When every instance of an
-// overloaded service answers its probes late, treating them as down turns an overload into an
-// outage the gateway makes itself: it would answer 503 to everything. So when the routable
-// instances (ready, not ejected) fall below PanicThreshold of the probed ones, the balancer
-// also sends to the instances that are out only because their probes time out and that are
-// not ejected. The others stay out, panic or not; when none qualifies, the answer is 503 as
-// without panic.
-//
-// The choices, and what they cost:
-//
-//   - A timed-out instance does not count as ready for the threshold. If it did, one slow
-//     instance in three would be routed like a ready one, without panic: the threshold would
-//     no longer say "too few are known good". The cost: while a service is above the
-//     threshold, its slow instances get nothing and the ready ones take their share.
-//   - Pending instances (not probed yet) count neither way: they say nothing about the
-//     service, and a scale-out must not tip it into panic for one probe round.
-//   - A refused probe connection is probe_unreachable, not probe_timeout: "dead", not "slow".
-//     A connect that times out is probe_timeout, since a full accept queue under overload
-//     looks like that; if the instance is really gone, its requests fail and passive
-//     ejection takes it out, and an ejected instance is never routed in panic.
-//   - A reason that keeps traffic away applies at once; probe_timeout replaces not_ready or
-//     probe_unreachable only after UnhealthyAfter timeouts in a row, so that one late probe
-//     of an instance that said it is not ready does not open it to traffic. The first probe
-//     of a pending instance decides, as for readiness: a gateway restarted during an overload
-//     must not refuse a service it could reach.
-//   - The service is in panic only while panic sends somewhere new: below the threshold with
-//     no probe_timeout instance to add, nothing changes and nothing is reported.
+// An instance leaves the balancer two ways: active probes (GET /readyz) decide readiness,
+// and passive ejection takes out an instance whose requests fail (5xx answers and failures
+// of the client's own body are not failures). A failed probe carries its reason:
+// not_ready and probe_unreachable keep traffic away; probe_timeout says only "slow", and
+// below PanicThreshold the balancer routes to such instances anyway. See
+// docs/lessons/failure-modes.md, "An instance of a service is down, slow or not ready", and
+// docs/adr/0007-panic-routing-over-slow-instances.md for the choices and their costs.
 
 // probeState is what the probes last concluded about an instance.
 type probeState uint8

@@ -42,25 +42,14 @@ var errResponseTimeout = errors.New("upstream response timeout")
 // every BoxOffice hop reads (W3C traceparent and baggage).
 var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
-// Forward sends r to an instance of service and streams the response to w.
-//
-// It sheds first (503 + Retry-After when the service has as many requests in flight as its
-// concurrency limit, MaxInFlight or the adaptive limit below it), then picks a ready
-// instance, or in panic one whose probes only time out (503 + Retry-After when there is
-// none), proxies, and on a connection failure or a timeout retries once on another instance
-// when ro.Retry is set and the retry budget has room. A failure that is not retried answers
-// 502 (or 504 for a timeout), as application/problem+json.
-//
-// A failure of the client's own body is the client's: 413 over its cap (r.Body an
-// http.MaxBytesReader), 408 when the client stopped sending until the response timeout, 499
-// when it went away, 400 when malformed. It is not retried, and counts neither toward
-// ejecting the instance nor in the adaptive limit.
-//
-// Once the upstream's response headers have arrived, Forward never writes anything of its
-// own: an upstream that breaks off its body aborts the client's connection
-// (http.ErrAbortHandler, as httputil.ReverseProxy does).
-//
-// The response carries HeaderUpstream. Forward reads r's body at most twice and closes it.
+// Forward sends r to an instance of service and streams the response to w: it sheds (503 at
+// the concurrency limit), picks an instance (503 when none), proxies, and on a connection
+// failure or a timeout retries once elsewhere when ro.Retry is set and the budget has room;
+// a failure not retried answers 502, or 504 for a timeout. A failure of the client's own body
+// is the client's (see clientBody). Once the upstream's headers have arrived, Forward writes
+// nothing of its own: a body cut off aborts the client's connection (http.ErrAbortHandler, as
+// httputil.ReverseProxy does). The response carries HeaderUpstream; r's body is read at most
+// twice and closed. See docs/lessons/failure-modes.md.
 func (p *Pools) Forward(w http.ResponseWriter, r *http.Request, service string, ro RouteOptions) {
 	pl := (*p.pools.Load())[service]
 	if pl == nil {

@@ -2,16 +2,10 @@ package upstream
 
 import "time"
 
-// pick returns the instance to try: of two candidates other than skip, chosen at random,
-// the one with fewer requests in flight (power of two choices). The candidates are the
-// routable instances, and while the service is in panic (health.go) those out only because
-// their probes time out. It returns nil when there is no candidate, and whether the service
-// is in panic.
-//
-// Why two choices: the least-loaded of all instances needs every counter at once and sends
-// every gateway replica to the same instance at the same moment (herding); one at random
-// ignores load. Two random candidates keep almost all the benefit of least-loaded without
-// either problem (Mitzenmacher, "The Power of Two Choices in Randomized Load Balancing").
+// pick returns the instance to try: of two random candidates other than skip, the one with
+// fewer requests in flight (power of two choices: docs/adr/0003-power-of-two-choices.md says
+// why). Candidates are the routable instances, and in panic those out only because their
+// probes time out. It returns nil when there is none, and whether the service is in panic.
 func (pl *pool) pick(now int64, skip *instance, intn func(int) int) (*instance, bool) {
 	var buf [16]*instance // no allocation for the usual handful of instances
 	cands, panicking := pl.candidates(now, skip, buf[:0])

@@ -4,18 +4,12 @@
 // (re-resolved, so compose replicas and Kubernetes headless services work). For each request
 // Forward, in the order a reader of the blueprint expects:
 //
-//  1. sheds the request when the service already has as many requests in flight as its
-//     concurrency limit, MaxInFlight or an adaptive limit below it (503 + Retry-After,
-//     counted apart from a client's 429s);
-//  2. picks an instance: only ready ones (active /readyz probes) that are not ejected
-//     (passive ejection after consecutive failures, with back-off), the less busy of two
-//     chosen at random (power of two choices on in-flight requests); when too few are ready
-//     (panic), also those whose probes only time out, so that an overloaded service is not
-//     cut off whole;
+//  1. sheds the request at the service's concurrency limit, fixed or adaptive (503);
+//  2. picks the less busy of two random instances that are ready and not ejected (in panic,
+//     also those whose probes only time out);
 //  3. proxies with httputil.ReverseProxy, streaming, with a connect and a response timeout;
 //  4. on a connection failure or a timeout, retries once on another instance when the route
-//     allows it and the service's retry budget has room; never once the upstream has started
-//     responding.
+//     allows it and the retry budget has room; never once the upstream has started responding.
 //
 // The files follow those concerns: instances.go (static and DNS discovery), health.go (probes
 // and ejection), select.go, shed.go and adaptive.go, budget.go, proxy.go (with
