@@ -244,17 +244,6 @@ func (f Filter) Validate() error {
 	return nil
 }
 
-// PageSize returns n bounded to [1, 100], with 0 meaning the default of 20.
-func PageSize(n int) (int, error) {
-	switch {
-	case n == 0:
-		return defaultPageSize, nil
-	case n < 0 || n > maxPageSize:
-		return 0, problem.InvalidField("limit", "want 1 to %d", maxPageSize)
-	}
-	return n, nil
-}
-
 // Fold returns s lower-cased, without accents and with runs of space made one, the form
 // in which text is stored for matching: "  São  Paulo" and "sao paulo" fold alike.
 func Fold(s string) string {

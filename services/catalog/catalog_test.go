@@ -205,19 +205,6 @@ func TestMinPrice(t *testing.T) {
 	}
 }
 
-func TestPageSize(t *testing.T) {
-	tests := []struct {
-		in, want int
-		bad      bool
-	}{{0, 20, false}, {1, 1, false}, {100, 100, false}, {101, 0, true}, {-1, 0, true}}
-	for _, tt := range tests {
-		got, err := PageSize(tt.in)
-		if got != tt.want || (err != nil) != tt.bad {
-			t.Errorf("PageSize(%d) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.bad)
-		}
-	}
-}
-
 func TestDemoCatalog(t *testing.T) {
 	d := DemoCatalog(t0)
 	if again := DemoCatalog(t0.Add(3 * time.Hour)); len(again.Events) != len(d.Events) || !again.Events[7].StartsAt.Equal(d.Events[7].StartsAt) {

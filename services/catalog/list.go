@@ -15,7 +15,7 @@ func (s *Store) ListEvents(ctx context.Context, f Filter, limit int, cursor stri
 	if err := f.Validate(); err != nil {
 		return nil, "", err
 	}
-	limit, err := PageSize(limit)
+	limit, err := keyset.Size(limit, defaultPageSize, maxPageSize)
 	if err != nil {
 		return nil, "", err
 	}
@@ -43,12 +43,9 @@ func (s *Store) ListEvents(ctx context.Context, f Filter, limit int, cursor stri
 	if err != nil {
 		return nil, "", fmt.Errorf("list events: %w", err)
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		last := out[limit-1]
-		next = keyset.Cursor{Key: last.StartsAt.UnixMilli(), ID: last.ID}.String()
-	}
+	out, next := keyset.Trim(out, limit, func(e Event) keyset.Cursor {
+		return keyset.Cursor{Key: e.StartsAt.UnixMilli(), ID: e.ID}
+	})
 	return out, next, nil
 }
 

@@ -36,11 +36,8 @@ const (
 // ListHolds returns account's holds, newest first, one page at a time. cursor is "" for the
 // first page, else a next cursor ListHolds returned; next is "" on the last page.
 func (s *Store) ListHolds(ctx context.Context, account string, limit int, cursor string) (holds []Hold, next string, err error) {
-	if limit == 0 {
-		limit = DefaultHoldsPage
-	}
-	if limit < 1 || limit > MaxHoldsPage {
-		return nil, "", problem.InvalidField("limit", "want 1 to %d", MaxHoldsPage)
+	if limit, err = keyset.Size(limit, DefaultHoldsPage, MaxHoldsPage); err != nil {
+		return nil, "", err
 	}
 	where, args := `WHERE account = ?`, []any{account}
 	if cursor != "" {
@@ -56,11 +53,9 @@ func (s *Store) ListHolds(ctx context.Context, account string, limit int, cursor
 	if err != nil {
 		return nil, "", err
 	}
-	if len(holds) > limit {
-		holds = holds[:limit]
-		last := holds[limit-1]
-		next = keyset.Cursor{Key: last.CreatedAt.UnixMilli(), ID: last.ID}.String()
-	}
+	holds, next = keyset.Trim(holds, limit, func(h Hold) keyset.Cursor {
+		return keyset.Cursor{Key: h.CreatedAt.UnixMilli(), ID: h.ID}
+	})
 	return holds, next, nil
 }
 

@@ -25,11 +25,7 @@ func (g *grpcServer) ListNotifications(ctx context.Context, req *notificationv1.
 	if account == "" {
 		return nil, problem.GRPC(errSignIn)
 	}
-	size := int(req.GetPage().GetPageSize())
-	if size <= 0 {
-		size = DefaultPageSize
-	}
-	page, err := g.store.List(ctx, account, size, req.GetPage().GetPageToken())
+	page, err := g.store.List(ctx, account, int(req.GetPage().GetPageSize()), req.GetPage().GetPageToken())
 	if err != nil {
 		return nil, problem.GRPC(err)
 	}

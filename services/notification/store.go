@@ -56,10 +56,13 @@ type Page struct {
 	Next     string    `json:"next_cursor,omitempty"`
 }
 
-// List returns account's messages newest first, limit at a time (clamped to 1..MaxPageSize), from
+// List returns account's messages newest first, limit at a time (0 = DefaultPageSize, at most MaxPageSize), from
 // cursor ("" = the newest).
 func (s *Store) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
-	limit = min(max(limit, 1), MaxPageSize)
+	limit, err := keyset.Size(limit, DefaultPageSize, MaxPageSize)
+	if err != nil {
+		return Page{}, err
+	}
 	before, err := keyset.Parse(cursor, keyset.Cursor{Key: math.MaxInt64})
 	if err != nil {
 		return Page{}, err
@@ -74,11 +77,9 @@ func (s *Store) List(ctx context.Context, account string, limit int, cursor stri
 	if page.Messages, err = collect(rows, page.Messages); err != nil {
 		return Page{}, fmt.Errorf("list messages: %w", err)
 	}
-	if len(page.Messages) > limit {
-		page.Messages = page.Messages[:limit]
-		last := page.Messages[limit-1]
-		page.Next = keyset.Cursor{Key: last.CreatedAt.UnixMicro(), ID: last.ID}.String()
-	}
+	page.Messages, page.Next = keyset.Trim(page.Messages, limit, func(m Message) keyset.Cursor {
+		return keyset.Cursor{Key: m.CreatedAt.UnixMicro(), ID: m.ID}
+	})
 	return page, nil
 }
 

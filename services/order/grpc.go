@@ -39,7 +39,7 @@ func (g *grpcServer) GetOrder(ctx context.Context, req *orderv1.GetOrderRequest)
 }
 
 func (g *grpcServer) ListOrders(ctx context.Context, req *orderv1.ListOrdersRequest) (*orderv1.ListOrdersResponse, error) {
-	page, err := g.orders.List(ctx, identity.FromIncomingContext(ctx).User, pageSize(req.GetPage().GetPageSize()), req.GetPage().GetPageToken())
+	page, err := g.orders.List(ctx, identity.FromIncomingContext(ctx).User, int(req.GetPage().GetPageSize()), req.GetPage().GetPageToken())
 	if err != nil {
 		return nil, problem.GRPC(err)
 	}
@@ -48,14 +48,6 @@ func (g *grpcServer) ListOrders(ctx context.Context, req *orderv1.ListOrdersRequ
 		res.Orders = append(res.Orders, orderToProto(o))
 	}
 	return res, nil
-}
-
-// pageSize is the list size a request asks for, or DefaultPageSize when it asks for none.
-func pageSize(n int32) int {
-	if n <= 0 {
-		return DefaultPageSize
-	}
-	return int(n)
 }
 
 var stateToProto = map[State]orderv1.OrderState{

@@ -160,10 +160,13 @@ type Page struct {
 	Next   string  `json:"next_cursor,omitempty"`
 }
 
-// List returns account's orders newest first, limit at a time (clamped to 1..MaxPageSize), from
+// List returns account's orders newest first, limit at a time (0 = DefaultPageSize, at most MaxPageSize), from
 // cursor ("" = the newest).
 func (s *Store) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
-	limit = min(max(limit, 1), MaxPageSize)
+	limit, err := keyset.Size(limit, DefaultPageSize, MaxPageSize)
+	if err != nil {
+		return Page{}, err
+	}
 	before, err := keyset.Parse(cursor, keyset.Cursor{Key: math.MaxInt64})
 	if err != nil {
 		return Page{}, err
@@ -178,11 +181,9 @@ func (s *Store) List(ctx context.Context, account string, limit int, cursor stri
 	if page.Orders, err = collect(rows, page.Orders); err != nil {
 		return Page{}, fmt.Errorf("list orders: %w", err)
 	}
-	if len(page.Orders) > limit {
-		page.Orders = page.Orders[:limit]
-		last := page.Orders[limit-1]
-		page.Next = keyset.Cursor{Key: last.CreatedAt.UnixMicro(), ID: last.ID}.String()
-	}
+	page.Orders, page.Next = keyset.Trim(page.Orders, limit, func(o Order) keyset.Cursor {
+		return keyset.Cursor{Key: o.CreatedAt.UnixMicro(), ID: o.ID}
+	})
 	return page, nil
 }
 

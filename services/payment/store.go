@@ -143,9 +143,12 @@ type Page struct {
 }
 
 // List returns charges oldest first, only those of orderID when it is not "", limit at a
-// time (clamped to 1..MaxPageSize) from cursor ("" = the first page).
+// time (0 = DefaultPageSize, at most MaxPageSize) from cursor ("" = the first page).
 func (s *Store) List(ctx context.Context, orderID string, limit int, cursor string) (Page, error) {
-	limit = min(max(limit, 1), MaxPageSize)
+	limit, err := keyset.Size(limit, DefaultPageSize, MaxPageSize)
+	if err != nil {
+		return Page{}, err
+	}
 	after, err := keyset.Parse(cursor, keyset.Cursor{Key: -1})
 	if err != nil {
 		return Page{}, err
@@ -174,11 +177,9 @@ func (s *Store) List(ctx context.Context, orderID string, limit int, cursor stri
 	if err := rows.Err(); err != nil {
 		return Page{}, fmt.Errorf("list charges: %w", err)
 	}
-	if len(page.Charges) > limit {
-		page.Charges = page.Charges[:limit]
-		last := page.Charges[limit-1]
-		page.Next = keyset.Cursor{Key: last.CreatedAt.UnixMicro(), ID: last.ID}.String()
-	}
+	page.Charges, page.Next = keyset.Trim(page.Charges, limit, func(c Charge) keyset.Cursor {
+		return keyset.Cursor{Key: c.CreatedAt.UnixMicro(), ID: c.ID}
+	})
 	return page, nil
 }
 
