@@ -9,13 +9,10 @@ import (
 	"boxoffice.dev/gateway/ratelimit"
 )
 
-// GraphQL marks a route as a GraphQL endpoint. A GraphQL request is one HTTP request
-// whatever it does, so counting requests would let one request place any number of holds
-// or fetch any number of objects. Instead the gateway reads the operation (package
-// graphqlop): a root field mapped here spends the limits of the REST route doing the same
-// thing, keyed as that route keys them, so one account's holds share one budget through
-// every door; and the whole operation spends its calculated cost from a budget in points.
-// Fields not mapped spend the GraphQL route's own limits (docs/lessons/bff.md).
+// GraphQL marks a route as a GraphQL endpoint, whose requests are counted by what they do:
+// a root field mapped here spends the limits of the REST route doing the same thing, keyed as
+// that route keys them, and the whole operation its cost in points; fields not mapped spend
+// the route's own limits. See docs/lessons/bff.md, "One budget for a write, whichever door".
 type GraphQL struct {
 	// Mutations maps a root mutation field to the id of the REST route whose limits it
 	// spends, e.g. placeHold: holds. A mutation field not listed is refused with 400 (fail

@@ -12,19 +12,11 @@ import (
 	"boxoffice.dev/platform/logging"
 )
 
-// Live is the running policy. Three sources change it, each building a whole new Snapshot
-// that is swapped in atomically:
-//
-//   - the policy file (ReplaceFile), the baseline;
-//   - the admin edits (Apply one; ReplaceEdits with the policy_edit table's), layered on the
-//     file: they survive a file reload, re-applied over the new file, and the table makes
-//     them every replica's and outlives a restart;
-//   - the rate_limit_rule table (ReplaceTenants), per-tenant overrides.
-//
-// A change whose result does not validate is rejected with the error and the running
-// snapshot stays. Current never locks: the request path reads the pointer and nothing else.
-// Writers are serialised by a mutex, and OnChange callbacks run in the order of the swaps.
-// Live is safe for concurrent use.
+// Live is the running policy. The file (ReplaceFile), the admin edits layered over it (Apply,
+// ReplaceEdits) and the per-tenant overrides (ReplaceTenants) each change it by building a
+// whole new Snapshot swapped in atomically; a change that does not validate is rejected and
+// the running one stays. Current never locks; writers are serialised, and OnChange callbacks
+// run in the order of the swaps. Safe for concurrent use. See docs/lessons/gateway.md.
 type Live struct {
 	log *slog.Logger
 	cur atomic.Pointer[Snapshot]
@@ -109,12 +101,10 @@ func (l *Live) ReplaceTenants(ts []TenantRule) error {
 }
 
 // Check reports whether e, an edit an admin is making (a row Merge made), would apply over
-// the running policy, without applying it: the error Apply would return, from the policy
-// alone. It is stricter than Apply in two ways, for an edit that would apply nothing its
-// author asked for: a patch of an element the file does not have, and a route that lists a
-// limit an edit deleted, which Apply would take off the route. The OnChange hooks do not
-// run, so Apply may still refuse what Check accepts. A refusal is recorded (Rejected) and
-// logged like any rejected change.
+// the running policy, without applying it or running the OnChange hooks (so Apply may still
+// refuse it). It also refuses what Apply would apply as nothing its author asked for: a patch
+// of an element the file lacks, a route listing a limit an edit deleted. A refusal is
+// recorded (Rejected) and logged like any rejected change.
 func (l *Live) Check(e Edit) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -239,14 +229,11 @@ func (l *Live) SkippedEdits() []string {
 	return slices.Concat(l.skipped, l.unlaid)
 }
 
-// ReplaceEdits makes es, the policy_edit table's rows, the admin edits in place of every one
-// held, so that a replica's edits are exactly the table's. An edit that does not apply (it
-// no longer fits the file, or is a row this gateway cannot read) is left out with its reason
-// logged (when the reasons change) and kept in SkippedEdits, and the others apply: one bad
-// row must not hold every replica on stale edits. It is tried again at every call, so it
-// applies once the file it needs arrives. The result goes through the OnChange hooks like any
-// change. When it equals the edits in force nothing is swapped, so a periodic reload that
-// finds nothing new costs a compile and no log line.
+// ReplaceEdits makes es, the policy_edit table's rows, this replica's admin edits. An edit
+// that does not apply is left out, kept in SkippedEdits and tried again at every call, and
+// the others apply: one bad row must not hold every replica on stale edits. When es equals
+// the edits in force nothing is swapped, so a periodic reload that finds nothing new costs a
+// compile and no log line.
 func (l *Live) ReplaceEdits(es []Edit) error {
 	return l.change("policy_edit", func() (func(), error) { return l.replaceEdits(es) })
 }

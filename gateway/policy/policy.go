@@ -1,18 +1,12 @@
 // Package policy is the gateway's policy as data: the routes it serves, the services behind
 // them, the limits and quotas it enforces and the plans partners are on.
 //
-// A policy is read from a YAML file (Parse), given its defaults and validated with errors that
-// name the field at fault ("routes[holds].match.path: …"), then compiled into a Snapshot, the
-// read-only form the request path uses. Live holds the current Snapshot behind an
-// atomic.Pointer: the file watcher, the admin API's edits (kept in the policy_edit table, so
-// that every replica applies them) and the rate_limit_rule table each build a new Snapshot
-// and swap it in, and a request reads whichever one is current without a lock and without
-// touching the database. A change that does not validate is rejected and the running policy
-// stays.
-//
-// The package is the model alone: it reads no database, network or file watch, so it is
-// tested, and read, without any. What feeds it lives beside it: the tables in policystore,
-// the file watcher and the table follower in reload.
+// A policy is read from YAML (Parse), given its defaults, validated with errors that name the
+// field at fault ("routes[holds].match.path: …") and compiled into a Snapshot, the read-only
+// form the request path uses without a lock or the database. Live holds the current one; a
+// change that does not validate leaves it running (docs/lessons/gateway.md, "Policy is
+// data"). The package is the model alone, tested and read without a database, network or file
+// watch: the tables live in policystore, the file watcher and the table follower in reload.
 //
 // The file's shape:
 //
@@ -242,24 +236,17 @@ type Limit struct {
 	OnStoreFailure string `yaml:"on_store_failure" json:"on_store_failure"`
 	// Mode is enforce (the default) or shadow (decide and report, never deny).
 	Mode string `yaml:"mode" json:"mode"`
-	// Lease, for a very hot key, lets each gateway replica take this many units from Redis
-	// in one call and spend them locally: one round trip per Lease units instead of one per
-	// request. The price is an overshoot of at most replicas × Lease per key, units taken in
-	// one window and spent in the next (docs/lessons/hot-keys.md). 0, the default, asks Redis
-	// on every request. It must be above the cost of a request (a smaller batch saves no
-	// round trip) and at most the limit, the burst for token_bucket and gcra, per shard when
-	// sharded (a batch is taken whole: a larger one never passes). For the counting
-	// algorithms only: not concurrency, whose slot is released where it was taken, nor
-	// sliding_log, chosen for an exact count that a lease gives up.
+	// Lease, for a very hot key, lets each replica take this many units from Redis in one
+	// call and spend them locally, at the price of an overshoot of at most replicas × Lease
+	// per key (docs/lessons/hot-keys.md). 0, the default, asks Redis every time. It must be
+	// above a request's cost and at most the limit (the burst for token_bucket and gcra, per
+	// shard when sharded); not for concurrency or sliding_log.
 	Lease int `yaml:"lease" json:"lease,omitempty"`
-	// Shards, when above 1, splits the budget over this many Redis keys, each its own hash
-	// tag, so that a Redis Cluster spreads a key too hot for one node over its nodes; each
-	// request spends from one shard picked at random. The limit is never exceeded, but a
-	// request may be denied by its shard while another has budget left; the RateLimit
-	// headers show the whole limit, and the shard's remaining scaled to all shards. At most
-	// the limit (and the burst): every shard needs a budget of one. 0 or 1, the default,
-	// keeps one key. Switching shards on or off starts from fresh keys: the budget already
-	// spent is forgotten once.
+	// Shards, above 1, splits the budget over this many Redis keys with their own hash tags,
+	// so a Redis Cluster spreads a key too hot for one node (docs/lessons/hot-keys.md). At
+	// most the limit (and the burst): every shard needs a budget of one. 0 or 1, the default,
+	// keeps one key; switching shards on or off starts from fresh keys, forgetting once the
+	// budget already spent.
 	Shards int `yaml:"shards" json:"shards,omitempty"`
 }
 

@@ -14,26 +14,20 @@ import (
 	"boxoffice.dev/gateway/policy"
 )
 
-// settle is how long the watcher waits after the last event before reading the file: an
-// editor's save is often several events (truncate, write, rename), and reading in between
-// would see half a file. settleAtMost bounds that wait from the first event of a burst, so
-// that a directory that never falls quiet (another file written there all the time) cannot
-// hold a change back for ever, and a churning directory costs a read of the file a second.
-// The price: a save of the policy file itself still going on a second after it began would
-// be read half done (most likely refused as invalid) and read again at its next event;
-// saves take milliseconds.
+// settle is how long the watcher waits after the last event before reading the file: a save
+// is often several events (truncate, write, rename), and reading in between would see half a
+// file. settleAtMost bounds the wait from a burst's first event, so a directory that never
+// falls quiet costs a read a second instead of holding a change back for ever. The price: a
+// save still going on after a second is read half done (likely refused), then read again.
 const (
 	settle       = 100 * time.Millisecond
 	settleAtMost = time.Second
 )
 
 // WatchFile reloads the policy file into live whenever it changes, until ctx is done. It
-// watches the file's directory rather than the file: editors save by writing a new file and
-// renaming it over the old one, and Kubernetes swaps a ConfigMap's files by a symlink in the
-// directory, and a watch on the old file would see neither. Once the watch is set up it also
-// reads the file, so that a change made after live was loaded but before the watch began is
-// applied too. A file that does not parse or validate is logged and ignored; the running
-// policy stays.
+// watches the directory, since editors rename a new file over the old one and Kubernetes swaps
+// a ConfigMap's files by a symlink, and reads the file once the watch is set, catching a
+// change made before it. A file that does not parse or validate is logged and ignored.
 func WatchFile(ctx context.Context, path string, live *policy.Live, log *slog.Logger) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
