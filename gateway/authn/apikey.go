@@ -59,16 +59,10 @@ func (g *GRPCResolver) ResolveAPIKey(ctx context.Context, key string) (Tenant, e
 	return Tenant{}, fmt.Errorf("resolve api key: %w", err)
 }
 
-// APIKeys caches a KeyResolver's answers, known and unknown keys alike, for a short TTL.
-//
-// Why cache unknown keys too: a client retrying with a revoked key, or a scanner trying
-// keys, would otherwise cost an auth call per request. The cache is keyed by the key's
-// SHA-256, so no key is held in memory in the clear, and bounded in size (see secretCache),
-// so a flood of random keys costs auth calls but never unbounded memory. Concurrent lookups
-// of one key share one call. A revoked key keeps working for at most TTL. Errors other than
-// ErrUnknownAPIKey are not cached.
-//
-// Safe for concurrent use.
+// APIKeys caches a KeyResolver's answers for a short TTL, unknown keys too: a revoked key
+// retried, or a scanner, would otherwise cost an auth call per request. A revoked key keeps
+// working for at most TTL. Concurrent lookups of one key share one call; errors other than
+// ErrUnknownAPIKey are not cached; memory is bounded (secretCache). Safe for concurrent use.
 type APIKeys struct {
 	resolver    KeyResolver
 	ttl, negTTL time.Duration

@@ -7,15 +7,11 @@ import (
 )
 
 // secretCache maps credentials (API keys, bearer tokens) to what checking them found, each
-// answer kept until its own expiry. It is what APIKeys and Verifier share.
-//
-// Entries are keyed by the credential's SHA-256, so no credential is held in memory in the
-// clear, and the cache is bounded: when full, expired entries go first, then arbitrary ones
-// (Go's map order is random, so no access pattern can keep an attacker's entries in), down
-// to seven eighths of the bound so that a cache full of live entries does not sweep at every
-// insertion. A flood of distinct credentials costs checks, never unbounded memory.
-//
-// Lookups share a read lock. Safe for concurrent use.
+// answer kept until its own expiry; APIKeys and Verifier share it. Entries are keyed by the
+// credential's SHA-256, never held in the clear. When full it drops expired entries, then
+// arbitrary ones (Go's map order is random: no access pattern keeps an attacker's in), down
+// to seven eighths of the bound, so a full cache does not sweep at every insertion. Safe for
+// concurrent use.
 type secretCache[V any] struct {
 	max int
 	mu  sync.RWMutex

@@ -9,22 +9,13 @@ import (
 	"strings"
 )
 
-// ClientIP finds the address of the client a request comes from.
-//
-// It is the connection's peer unless that peer is a trusted proxy (the edge nginx, a load
-// balancer), in which case X-Forwarded-For is read from the right, skipping trusted hops,
-// and the first untrusted address is the client. Addresses further left were written by the
-// client itself and prove nothing: trusting the leftmost one would let anyone pick the IP
-// their per-IP limit counts. With no trusted proxies the header is ignored entirely.
-//
-// Every header line counts, in order, as one list. A hop may be an address, an address with
-// a port ("203.0.113.7:5555", "[2001:db8::7]:443") or a bracketed IPv6 address; spaces
-// and empty elements are ignored, zones dropped and IPv4-mapped IPv6 addresses read as
-// IPv4, in peers and in Trusted alike. A hop that is none of these ("unknown", an
-// obfuscated name, garbage) ends the walk: a trusted proxy wrote it, so the client is one
-// the proxy could not name, and the answer is Unknown.
-//
-// The zero value trusts nobody. Read-only after construction, so safe for concurrent use.
+// ClientIP finds the address of the client a request comes from: the connection's peer,
+// unless that is a trusted proxy; then X-Forwarded-For (all its lines, as one list) is read
+// from the right, skipping trusted hops, since addresses further left prove nothing. A hop
+// may carry a port or brackets; empty ones are skipped, zones dropped, IPv4-mapped addresses
+// read as IPv4. A hop that is no address ("unknown") ends the walk with Unknown. The zero
+// value trusts nobody; read-only after construction, so safe for concurrent use. See
+// docs/lessons/gateway.md, "What it does, step by step".
 type ClientIP struct {
 	Trusted []netip.Prefix
 }

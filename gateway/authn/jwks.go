@@ -19,16 +19,11 @@ import (
 	"boxoffice.dev/services/auth/token"
 )
 
-// JWKS is the auth service's key set as the gateway caches it. It implements token.Keys.
-//
-// Keys are fetched from URL (auth's /.well-known/jwks.json) and kept for the max-age the
-// response names, refreshed in the background by Run. A token whose kid is not in the cache
-// triggers a fetch at once — that is how a freshly rotated key is learnt — but at most once
-// per MinRefetch: forged tokens with random kids must not turn the gateway into a load
-// generator against the auth service. When a fetch fails, the keys already known stay in
-// use, and a token by a kid not among them is ErrKeysUnavailable, not invalid: an auth
-// outage should not log everyone out.
-//
+// JWKS is the auth service's key set as the gateway caches it; it implements token.Keys. Keys
+// come from URL (auth's /.well-known/jwks.json), kept for the response's max-age and refreshed
+// by Run; an unknown kid (a freshly rotated key) triggers a fetch at once, at most once per
+// MinRefetch so forged kids cannot flood auth. When a fetch fails the known keys stay, and an
+// unknown kid is ErrKeysUnavailable, not invalid: an auth outage should not log everyone out.
 // Safe for concurrent use; PublicKey never blocks.
 type JWKS struct {
 	url        string

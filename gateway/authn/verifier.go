@@ -13,20 +13,11 @@ import (
 )
 
 // Verifier checks access tokens against the JWKS, learning rotated keys on the way, and
-// remembers the tokens it has verified.
-//
-// Why a cache: an Ed25519 signature check costs tens of microseconds, the largest part of
-// the gateway's own work on a request, and a client sends the same token with every request
-// until it expires. A verified token is kept, keyed by its SHA-256, with its claims and the
-// key that signed it, until the earliest of its exp (plus leeway) and CacheTTL after it was
-// verified. A cached token is accepted only while the key that signed it is still published
-// with the same bytes: a key rotated out of the JWKS stops working at the refresh that drops
-// it, as it would without the cache. What the cache adds is that a token is not looked at
-// again for up to CacheTTL: nbf and the signature are not re-checked within that time (they
-// cannot change), and exp is (it is the entry's expiry). Tokens that fail are never cached,
-// so forged tokens cannot fill it; it holds at most CacheSize tokens (see secretCache).
-//
-// Safe for concurrent use.
+// caches verified tokens until the earliest of exp (plus leeway) and CacheTTL: an Ed25519
+// check costs tens of microseconds, the largest part of the gateway's own work, and a client
+// sends one token until it expires. A cached token passes only while its key is still
+// published with the same bytes. Failed tokens are never cached, and at most CacheSize are
+// (secretCache). Safe for concurrent use.
 type Verifier struct {
 	keys   *JWKS
 	v      token.Verifier
