@@ -13,14 +13,11 @@ import (
 	"boxoffice.dev/platform/problem"
 )
 
-// readOperation reads the GraphQL operation of a request to rt, a GraphQL route, so that the
-// limits step spends what each of its fields spends and what it costs (docs/lessons/bff.md).
-// It reads what the BFF will run: the operation a POST's JSON body or a GET's URL names, a
-// persisted query's hash resolved through the gateway's own cache. Answered here: a request
-// that is no GraphQL operation (400), an operation costing more than its budget can ever hold
-// (400), and a hash the gateway does not know (PERSISTED_QUERY_NOT_FOUND, which tells the
-// client to send the query). Nil for any other route, and for other methods: they carry no
-// operation and keep the route's limits.
+// readOperation reads the GraphQL operation the BFF will run (a POST's body, a GET's URL, a
+// persisted query's hash through the gateway's cache), so the limits step spends what its
+// fields spend and what it costs (docs/lessons/bff.md). It answers 400 for no operation or one
+// costing more than its budget can hold, and PERSISTED_QUERY_NOT_FOUND for an unknown hash.
+// Nil for other routes and methods: they keep the route's limits.
 func (g *gateway) readOperation(w http.ResponseWriter, r *http.Request, rt *policy.CompiledRoute) (*graphqlop.Operation, outcome) {
 	if rt.GraphQL == nil {
 		return nil, proceed

@@ -15,16 +15,11 @@ import (
 	"boxoffice.dev/gateway/policy"
 )
 
-// serveIndex answers GET and HEAD of exactly "/" with the index: the public routes of snap,
-// the policy in force (method, path, auth, limits), the GraphQL endpoints, where the
-// playground and the docs are. A browser (Accept: text/html) gets a page, anything else JSON.
-// Every other request goes on untouched, and so does "/" itself when the policy routes it:
-// the index never answers where a route would.
-//
-// It comes after the pre-limit, and its answer is recorded by observe, so it is counted
-// (outcome index, route none) and logged like any answer of the gateway's own, and a flood of
-// it is cut as cheaply as one of any other path. It needs no authentication: it tells
-// nothing that a 401, 404 or 429 would not.
+// serveIndex answers GET and HEAD of exactly "/", unless the policy routes it, with the index:
+// snap's public routes and their policy, the GraphQL endpoints, where the playground and the
+// docs are; a page for a browser (Accept: text/html), else JSON. It comes after the pre-limit
+// and is recorded by observe (outcome index, route none) like any answer of the gateway's own.
+// It needs no authentication: it tells nothing that a 401, 404 or 429 would not.
 func (g *gateway) serveIndex(w http.ResponseWriter, r *http.Request, snap *policy.Snapshot) outcome {
 	if r.URL.Path != "/" || r.URL.RawPath != "" || r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return proceed

@@ -79,16 +79,11 @@ func (m *metrics) locallyDecided(ctx context.Context, res ratelimit.Result) {
 }
 
 // observe records a request once its response is done: the RED metrics and one JSON access
-// log line with the route, status, duration, upstream instance, the rule that decided and
-// the trace id (the logger adds trace_id from the context). rec is the response as the
-// client got it, ex what the pipeline learnt. Credentials never reach the log: only ids
-// (user, tenant, API key id).
-//
-// It is deferred around the pipeline, so a request that panics is recorded too, then the
-// panic goes on to net/http. The usual one is http.ErrAbortHandler, from the reverse proxy
-// when the client hangs up mid-body (outcome client_closed) or the upstream breaks its body
-// off (upstream_aborted); any other is outcome panic. The status logged is the one the
-// client already got, else 499 for a client that left and 500 for the rest.
+// log line (route, status, duration, upstream, deciding rule, trace id; ids, never
+// credentials). rec is the response as the client got it, ex what the pipeline learnt.
+// Deferred around the pipeline, it records a panicking request too (outcome client_closed or
+// upstream_aborted for http.ErrAbortHandler, else panic; status 499 or 500 if none was sent)
+// and lets the panic go on to net/http.
 func (g *gateway) observe(rec *recorder, r *http.Request, ex *exchange) {
 	if p := recover(); p != nil { // recover works here because defer calls observe itself
 		g.record(rec, r, ex, panicOutcome(r, p))

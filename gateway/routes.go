@@ -175,16 +175,11 @@ func (g *gateway) findClientIP(r *http.Request) netip.Addr {
 	return ip
 }
 
-// limitLocally is the pre-limit: settings.local_ip_limit per client address, decided in
-// this replica's memory before anything that costs a round trip — the route's limits in
-// Redis, or the JWKS refetch a forged token may cause — so that a flood from one address is
-// cut at the price of a map lookup. Over it: the 429 of any limit, naming local-per-ip, and
-// the decision returned for the access log. With N replicas an address may pass N times the
-// rate: the pre-limit is a ceiling against floods, not a budget, and the shared limits after
-// it stay exact.
-//
-// Loopback clients are not counted: in the all-in-one mode every simulated fan of the
-// playground is 127.0.0.1, and a process on the gateway's own machine is no remote flood.
+// limitLocally is the pre-limit: settings.local_ip_limit per client address, decided in this
+// replica's memory before anything that costs a round trip (Redis, a JWKS refetch), so a
+// flood from one address is cut at the price of a map lookup; over it, the 429 of any limit
+// naming local-per-ip. Per replica, so a ceiling against floods, not a budget; loopback is
+// not counted. See docs/lessons/rate-limiting.md, "The pre-limit: a flood cut in memory".
 func (g *gateway) limitLocally(w http.ResponseWriter, r *http.Request, snap *policy.Snapshot, ip netip.Addr) (decision, outcome) {
 	rule, on := snap.LocalIPLimit()
 	if !on || !ip.IsValid() || ip.IsLoopback() {

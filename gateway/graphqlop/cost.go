@@ -7,17 +7,12 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 )
 
-// CostModel weighs an operation before it runs, in points, the way GitHub and Shopify price
-// GraphQL calls: by how many objects it may return, not by how many requests carry it. It
-// reads no schema, so the lists are named in Lists:
-//
-//   - a field that selects fields (an object) costs 1 point, a leaf (scalar or enum) 0;
-//   - a list field returns as many objects as its own first, last or limit argument says,
-//     else as its parent's says (a page's first is the size of the list it holds: feed(first:
-//     50) { cards }), else its Lists entry; it and everything it selects count that many times;
-//   - each root field of a mutation adds Mutation points, the price of a write.
-//
-// An operation costs at least 1. The zero CostModel counts one per object, lists included.
+// CostModel weighs an operation before it runs, in points, by how many objects it may return,
+// as GitHub and Shopify price GraphQL calls: an object costs 1, a leaf 0, a list field counts
+// what it selects as many times as its first, last or limit says (else its parent's, else its
+// Lists entry, since no schema is read), and each mutation root field adds Mutation. At least
+// 1. The zero CostModel counts one per object, lists included. See docs/lessons/bff.md,
+// "Query cost: counting objects, not requests".
 type CostModel struct {
 	// Lists names the list fields and their size when no argument gives one, by field name
 	// ("cards") or, where one name means two things, by parent and field ("orders.orders").
