@@ -5,12 +5,13 @@ GO          ?= go
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Every package of every workspace module, e.g. boxoffice.dev/platform/...
 MODULES     := $(shell $(GO) list -m -f '{{.Path}}/...')
-# Concurrency-heavy modules run under the race detector.
-RACE        := boxoffice.dev/platform/... boxoffice.dev/gateway/...
+# Concurrency-heavy modules run under the race detector: the gateway's benchmark with it.
+RACE        := boxoffice.dev/platform/... boxoffice.dev/gateway/... boxoffice.dev/tools/bench-gateway/...
 # Whole-system tests (boxoffice up, the scenarios, the browser) measure latency: they run
 # last and alone, so other packages' builds and tests do not share their two cores.
 SYSTEM      := boxoffice.dev/cmd/boxoffice/...
-PLAIN       := $(filter-out $(RACE) $(SYSTEM),$(MODULES))
+# A module nested under one of those patterns (tools/bench-gateway/fastproxy) is in its set.
+PLAIN       := $(filter-out $(RACE:...=%) $(SYSTEM:...=%),$(MODULES))
 
 .PHONY: up test test-race test-plain test-system lint fmt vet staticcheck deps-check deps-sync modules-check generate proto graphql generate-check bench bench-gateway tidy build
 

@@ -19,7 +19,7 @@ import (
 	"boxoffice.dev/platform/testkit"
 )
 
-// benchPolicy is the policy of the bench-gateway program (gateway/bench): one route with no
+// benchPolicy is the policy of the bench-gateway program (tools/bench-gateway): one route with no
 // policy, and one with a user JWT and two Redis-backed rules far above any load. The
 // benchmark's client is not loopback, so the pre-limit decides every request too, on a
 // bucket it never empties.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Measures the gateway next to a direct call, nginx and the measuring sticks on this machine,
-# then under a flood from one address while other clients log in (see gateway/bench).
+# then under a flood from one address while other clients log in (see tools/bench-gateway).
 # Needs nginx (Debian: apt-get install nginx-light) and redis-server. Extra arguments go to
 # the bench, e.g. scripts/bench-gateway.sh -rates 1000,5000,10000 -duration 10s -markdown
 # With -pin first (needs taskset and 2 CPUs or more), the load generator runs on CPU 0 and
@@ -17,11 +17,11 @@ done
 PATH="$PATH:/usr/sbin"
 bin="$(mktemp -d)/bench-gateway"
 trap 'rm -rf "$(dirname "$bin")"' EXIT
-go build -o "$bin" ./gateway/bench
+go build -o "$bin" ./tools/bench-gateway
 # fastproxy, the gateway's policy code on fasthttp (a module of its own, so that the gateway
 # does not depend on fasthttp), is measured too: the fasthttp-jwt and fasthttp targets.
 fastproxy="$(dirname "$bin")/fastproxy"
-go build -o "$fastproxy" ./gateway/bench/fastproxy
+go build -o "$fastproxy" ./tools/bench-gateway/fastproxy
 pin=""
 if [ "${1:-}" = "-pin" ]; then
   pin=1

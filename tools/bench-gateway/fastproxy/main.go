@@ -1,7 +1,7 @@
 // Command fastproxy is a measuring stick for ADR 0006 (the gateway proxies with net/http),
 // not a gateway. It does the policy work the gateway does on the bench's route, with the
-// gateway's own code, on fasthttp instead of net/http, so that gateway/bench can show what
-// leaving the standard library's HTTP stack would buy:
+// gateway's own code, on fasthttp instead of net/http, so that tools/bench-gateway can show
+// what leaving the standard library's HTTP stack would buy:
 //
 //   - the bearer token checked by the gateway's authn.Verifier (and its cache of verified
 //     tokens) against the JWKS at -jwks, the client's identity headers replaced by the

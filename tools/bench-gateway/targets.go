@@ -204,16 +204,16 @@ func startCaddy(ctx context.Context, b *bench) (*running, error) {
 // decisions by path among them, as the gateway's /metrics has them.
 const fastproxyMetrics = "/_fastproxy/metrics"
 
-// startFastproxy runs fastproxy (gateway/bench/fastproxy, a binary given by -fastproxy) as
-// target name. withPolicy: the policy work of the gateway-jwt target, done with the
-// gateway's own code on fasthttp, against the bench's Redis, whose CPU time counts as the
-// target's, as for the gateway; a user token on every request. Without: a plain reverse
-// proxy. It is a measuring stick, not a gateway (see its package doc): it tells how much of
+// startFastproxy runs fastproxy (tools/bench-gateway/fastproxy, a binary given by
+// -fastproxy) as target name. withPolicy: the policy work of the gateway-jwt target, done
+// with the gateway's own code on fasthttp, against the bench's Redis, whose CPU time counts
+// as the target's, as for the gateway; a user token on every request. Without: a plain
+// reverse proxy. It is a measuring stick, not a gateway (see its package doc): it tells how much of
 // the gap to nginx is Go's net/http stack, the evidence behind ADR 0006.
 func startFastproxy(name string, withPolicy bool) func(context.Context, *bench) (*running, error) {
 	return func(ctx context.Context, b *bench) (*running, error) {
 		if b.fastproxy == "" {
-			return nil, errors.New("no fastproxy binary: build one (go build ./gateway/bench/fastproxy) and pass -fastproxy PATH")
+			return nil, errors.New("no fastproxy binary: build one (go build ./tools/bench-gateway/fastproxy) and pass -fastproxy PATH")
 		}
 		addr, err := freeAddr()
 		if err != nil {

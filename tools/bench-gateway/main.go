@@ -1,7 +1,7 @@
-// Command bench measures what the gateway adds to a request, next to a direct call and to
-// nginx as a plain reverse proxy, on one machine over loopback.
+// Command bench-gateway measures what the gateway adds to a request, next to a direct call
+// and to nginx as a plain reverse proxy, on one machine over loopback.
 //
-//	go run ./gateway/bench [-rates 1000,5000] [-duration 5s] [-conns 64] [-targets direct,pools,gateway,gateway-jwt,gateway-graphql,nginx,caddy,fasthttp-jwt,fasthttp,gateway-flood] [-caddy PATH] [-fastproxy PATH] [-markdown] [-target-cpus 1]
+//	go run ./tools/bench-gateway [-rates 1000,5000] [-duration 5s] [-conns 64] [-targets direct,pools,gateway,gateway-jwt,gateway-graphql,nginx,caddy,fasthttp-jwt,fasthttp,gateway-flood] [-caddy PATH] [-fastproxy PATH] [-markdown] [-target-cpus 1]
 //
 // Each target is loaded in turn, alone: an open model at fixed arrival rates (latency counted
 // from when each request was due, so a stall cannot hide behind a slower load), then a closed
@@ -22,7 +22,7 @@
 // with a small query, the JWT row's work plus reading the operation), nginx from its Debian
 // package and, given a binary (-caddy), Caddy: a reverse proxy written in Go on net/http, as
 // the gateway is.
-// Given a fastproxy binary (-fastproxy; the module gateway/bench/fastproxy), two measuring
+// Given a fastproxy binary (-fastproxy; the module tools/bench-gateway/fastproxy), two measuring
 // sticks for ADR 0006 run too: fasthttp-jwt, the gateway's own JWT and limiter code on fasthttp
 // instead of net/http, with the same Redis, and fasthttp, a plain fasthttp reverse proxy. With
 // -target-cpus they are pinned there (taskset), away from the load generator: see

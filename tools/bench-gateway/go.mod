@@ -1,4 +1,4 @@
-module boxoffice.dev/gateway/bench/fastproxy
+module boxoffice.dev/tools/bench-gateway
 
 go 1.26.0
 
@@ -7,7 +7,6 @@ require (
 	boxoffice.dev/platform v0.0.0-00010101000000-000000000000
 	boxoffice.dev/services/auth v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/valyala/fasthttp v1.77.0
 )
 
 require (
@@ -33,7 +32,6 @@ require (
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect
-	github.com/molecule-man/go-brrr v1.3.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/nats-io/jwt/v2 v2.8.2 // indirect
 	github.com/nats-io/nats-server/v2 v2.15.2 // indirect
@@ -47,7 +45,6 @@ require (
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
-	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/vektah/gqlparser/v2 v2.5.64 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
@@ -83,8 +80,8 @@ require (
 
 // The workspace's sibling modules, built from this checkout: see docs/architecture.md#modules.
 replace (
-	boxoffice.dev/gateway => ../..
-	boxoffice.dev/platform => ../../../platform
-	boxoffice.dev/proto => ../../../proto
-	boxoffice.dev/services/auth => ../../../services/auth
+	boxoffice.dev/gateway => ../../gateway
+	boxoffice.dev/platform => ../../platform
+	boxoffice.dev/proto => ../../proto
+	boxoffice.dev/services/auth => ../../services/auth
 )

@@ -224,8 +224,8 @@ func startEnforcing(t *testing.T, rd *testkit.Redis, perUser string) (string, *h
 	return base, up, key
 }
 
-// writePolicy writes the bench's policy (gateway/bench/policy-jwt.yaml.tmpl) for upstream,
-// with perUser as the per-user bucket's rate and burst, and returns its path.
+// writePolicy writes the bench's policy (tools/bench-gateway/policy-jwt.yaml.tmpl) for
+// upstream, with perUser as the per-user bucket's rate and burst, and returns its path.
 func writePolicy(t *testing.T, upstream, perUser string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "policy.yaml")

@@ -43,7 +43,7 @@ type config struct {
 	markdown bool
 	nginx    string
 	caddy    string // caddy binary; "" = the caddy target is not measured
-	// fastproxy is the fastproxy binary (gateway/bench/fastproxy); "" = the fasthttp
+	// fastproxy is the fastproxy binary (tools/bench-gateway/fastproxy); "" = the fasthttp
 	// targets are not measured.
 	fastproxy string
 	profile   string // directory for CPU profiles; "" = none
@@ -94,7 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	profile := fs.String("profile", "", "write CPU and allocation profiles of each proxy target into this directory")
 	nginx := fs.String("nginx", "nginx", "nginx binary")
 	caddy := fs.String("caddy", "", "caddy binary, for the caddy target (a Go reverse proxy); empty leaves that target out of the default list")
-	fastproxy := fs.String("fastproxy", "", "fastproxy binary (go build ./gateway/bench/fastproxy), for the fasthttp-jwt and fasthttp targets; empty leaves them out of the default list")
+	fastproxy := fs.String("fastproxy", "", "fastproxy binary (go build ./tools/bench-gateway/fastproxy), for the fasthttp-jwt and fasthttp targets; empty leaves them out of the default list")
 	alongside := fs.Bool("alongside", true, fmt.Sprintf("during a proxy's open-model runs, send one direct call every %d requests, interleaved, and measure its added p99 against those", alongsideEvery))
 	var gatewayEnv []string
 	fs.Func("gateway-env", "`NAME=value` added to the gateway targets' environment (repeatable), e.g. GOGC=100 or RATELIMIT_TIMEOUT=5ms", func(v string) error {
