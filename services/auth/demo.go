@@ -58,7 +58,7 @@ func (s *Service) SeedDemo(ctx context.Context) (bool, error) {
 	for i := range users {
 		users[i] = User{ID: s.IDs.New("usr_"), Email: DemoEmail(i + 1), Name: fmt.Sprintf("Fan %04d", i+1), CreatedAt: now}
 	}
-	err = s.Store.db.InTx(ctx, func(tx *sql.Tx) error {
+	err = s.Store.DB.InTx(ctx, func(tx *sql.Tx) error {
 		for start := 0; start < len(users); start += demoBatch {
 			if err := s.Store.insertUsers(ctx, tx, users[start:min(start+demoBatch, len(users))], hash); err != nil {
 				return err
@@ -92,7 +92,7 @@ func (s *Store) insertUsers(ctx context.Context, tx *sql.Tx, users []User, passw
 		args = append(args, u.ID, u.Email, u.Name, passwordHash, millis(u.CreatedAt))
 	}
 	q.WriteString(` ON CONFLICT (email) DO NOTHING`)
-	if _, err := tx.ExecContext(ctx, s.db.Rebind(q.String()), args...); err != nil {
+	if _, err := tx.ExecContext(ctx, s.DB.Rebind(q.String()), args...); err != nil {
 		return fmt.Errorf("insert users: %w", err)
 	}
 	return nil

@@ -91,7 +91,7 @@ func BenchmarkSeedDemo(b *testing.B) {
 		if err := outbox.EnsureTable(ctx, db); err != nil {
 			b.Fatal(err)
 		}
-		svc, err := NewService(NewStore(db), DefaultConfig())
+		svc, err := NewService(&Store{DB: db}, DefaultConfig())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -56,7 +56,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, seed bool) (http.H
 	if err := outbox.EnsureTable(ctx, db); err != nil {
 		return nil, err
 	}
-	svc, err := NewService(NewStore(db), cfg)
+	svc, err := NewService(&Store{DB: db}, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -25,12 +25,12 @@ func Migrations() fs.FS { return sqldb.Dir(migrationFiles, "migrations") }
 // Store keeps users, sessions, tenants and signing keys in SQLite or PostgreSQL, with the
 // same SQL for both. It is safe for concurrent use; every method that changes more than one
 // row does so in one transaction.
+//
+// Make one as a literal, &Store{DB: db}.
 type Store struct {
-	db *sqldb.DB
+	// DB holds the schema of Migrations. Required.
+	DB *sqldb.DB
 }
-
-// NewStore returns a Store over db, whose schema Migrations has created.
-func NewStore(db *sqldb.DB) *Store { return &Store{db: db} }
 
 var (
 	errNoUser   = problem.New(problem.NotFound, "no such user")
@@ -40,8 +40,8 @@ var (
 // CreateUser adds u with its password hash and, in the same transaction, ev to the outbox
 // (nil = no event). An email already registered is a Conflict.
 func (s *Store) CreateUser(ctx context.Context, u User, passwordHash string, ev *outbox.Event) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO users (id, email, name, password_hash, created_at)
+	return s.DB.InTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO users (id, email, name, password_hash, created_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT (email) DO NOTHING`),
 			u.ID, u.Email, u.Name, passwordHash, millis(u.CreatedAt))
 		if err != nil {
@@ -53,7 +53,7 @@ func (s *Store) CreateUser(ctx context.Context, u User, passwordHash string, ev 
 			return &problem.Error{Code: problem.Conflict, Field: "email", Message: "is already registered"}
 		}
 		if ev != nil {
-			return outbox.Add(ctx, tx, s.db, *ev)
+			return outbox.Add(ctx, tx, s.DB, *ev)
 		}
 		return nil
 	})
@@ -65,7 +65,7 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (User, string, er
 	var u User
 	var hash string
 	var created int64
-	err := s.db.QueryRowContext(ctx, s.db.Rebind(`SELECT id, email, name, password_hash, created_at FROM users WHERE email = ?`), email).
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT id, email, name, password_hash, created_at FROM users WHERE email = ?`), email).
 		Scan(&u.ID, &u.Email, &u.Name, &hash, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, "", errNoUser
@@ -81,7 +81,7 @@ func (s *Store) UserByEmail(ctx context.Context, email string) (User, string, er
 func (s *Store) UserByID(ctx context.Context, id string) (User, error) {
 	var u User
 	var created int64
-	err := s.db.QueryRowContext(ctx, s.db.Rebind(`SELECT id, email, name, created_at FROM users WHERE id = ?`), id).
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT id, email, name, created_at FROM users WHERE id = ?`), id).
 		Scan(&u.ID, &u.Email, &u.Name, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, errNoUser
@@ -96,7 +96,7 @@ func (s *Store) UserByID(ctx context.Context, id string) (User, error) {
 // HasUsers reports whether any account exists.
 func (s *Store) HasUsers(ctx context.Context) (bool, error) {
 	var one int
-	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM users LIMIT 1`).Scan(&one)
+	err := s.DB.QueryRowContext(ctx, `SELECT 1 FROM users LIMIT 1`).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -108,8 +108,8 @@ func (s *Store) HasUsers(ctx context.Context) (bool, error) {
 
 // StartSession stores the first refresh token of a new family (a login) for userID.
 func (s *Store) StartSession(ctx context.Context, first RefreshToken) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO refresh_families (id, user_id, created_at) VALUES (?, ?, ?)`),
+	return s.DB.InTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO refresh_families (id, user_id, created_at) VALUES (?, ?, ?)`),
 			first.FamilyID, first.UserID, millis(first.IssuedAt)); err != nil {
 			return fmt.Errorf("insert refresh family: %w", err)
 		}
@@ -126,7 +126,7 @@ func (s *Store) StartSession(ctx context.Context, first RefreshToken) error {
 // token is spent by a conditional UPDATE that only one of them can win, whatever the
 // isolation level.
 func (s *Store) RotateRefresh(ctx context.Context, hash string, next RefreshToken, now time.Time) (_ RefreshToken, err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.DB.BeginTx(ctx, nil)
 	if err != nil {
 		return RefreshToken{}, fmt.Errorf("rotate refresh: begin: %w", err)
 	}
@@ -141,7 +141,7 @@ func (s *Store) RotateRefresh(ctx context.Context, hash string, next RefreshToke
 	}
 	verdict := cur.verdict(now)
 	if verdict == refreshValid {
-		res, err := tx.ExecContext(ctx, s.db.Rebind(`UPDATE refresh_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL`),
+		res, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE refresh_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL`),
 			millis(now), hash)
 		if err != nil {
 			return RefreshToken{}, fmt.Errorf("spend refresh token: %w", err)
@@ -159,7 +159,7 @@ func (s *Store) RotateRefresh(ctx context.Context, hash string, next RefreshToke
 			return RefreshToken{}, err
 		}
 	case refreshReused:
-		if _, err := tx.ExecContext(ctx, s.db.Rebind(`UPDATE refresh_families SET revoked_at = ?, revoke_reason = ? WHERE id = ? AND revoked_at IS NULL`),
+		if _, err := tx.ExecContext(ctx, s.DB.Rebind(`UPDATE refresh_families SET revoked_at = ?, revoke_reason = ? WHERE id = ? AND revoked_at IS NULL`),
 			millis(now), revokedForReuse, cur.FamilyID); err != nil {
 			return RefreshToken{}, fmt.Errorf("revoke refresh family: %w", err)
 		}
@@ -178,7 +178,7 @@ func (s *Store) RotateRefresh(ctx context.Context, hash string, next RefreshToke
 // RefreshByHash returns the stored state of a refresh token (for tests and operators), or
 // the same 401 a client presenting an unknown token gets.
 func (s *Store) RefreshByHash(ctx context.Context, hash string) (RefreshToken, error) {
-	return s.refreshByHash(ctx, s.db, hash)
+	return s.refreshByHash(ctx, s.DB, hash)
 }
 
 // querier is what both *sql.DB and *sql.Tx offer for reads.
@@ -196,7 +196,7 @@ func (s *Store) refreshByHash(ctx context.Context, q querier, hash string) (Refr
 	var issued, expires int64
 	var used, revoked sql.NullInt64
 	var reason sql.NullString
-	err := q.QueryRowContext(ctx, s.db.Rebind(`SELECT t.family_id, f.user_id, t.issued_at, t.expires_at, t.used_at, f.revoked_at, f.revoke_reason
+	err := q.QueryRowContext(ctx, s.DB.Rebind(`SELECT t.family_id, f.user_id, t.issued_at, t.expires_at, t.used_at, f.revoked_at, f.revoke_reason
 		FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id WHERE t.token_hash = ?`), hash).
 		Scan(&t.FamilyID, &t.UserID, &issued, &expires, &used, &revoked, &reason)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -217,7 +217,7 @@ func (s *Store) refreshByHash(ctx context.Context, q querier, hash string) (Refr
 }
 
 func (s *Store) insertRefresh(ctx context.Context, tx *sql.Tx, t RefreshToken) error {
-	_, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO refresh_tokens (token_hash, family_id, issued_at, expires_at) VALUES (?, ?, ?, ?)`),
+	_, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO refresh_tokens (token_hash, family_id, issued_at, expires_at) VALUES (?, ?, ?, ?)`),
 		t.Hash, t.FamilyID, millis(t.IssuedAt), millis(t.ExpiresAt))
 	if err != nil {
 		return fmt.Errorf("insert refresh token: %w", err)
@@ -230,8 +230,8 @@ func (s *Store) insertRefresh(ctx context.Context, tx *sql.Tx, t RefreshToken) e
 // unknown instead, which is safe: it expired long ago.
 func (s *Store) PruneRefresh(ctx context.Context, before time.Time) (int64, error) {
 	var n int64
-	err := s.db.InTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.db.Rebind(`DELETE FROM refresh_tokens WHERE expires_at < ?`), millis(before))
+	err := s.DB.InTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.DB.Rebind(`DELETE FROM refresh_tokens WHERE expires_at < ?`), millis(before))
 		if err != nil {
 			return fmt.Errorf("prune refresh tokens: %w", err)
 		}
@@ -249,7 +249,7 @@ func (s *Store) PruneRefresh(ctx context.Context, before time.Time) (int64, erro
 // CreateTenant adds t with the hash of its first API key, in one transaction. A name
 // already taken is a Conflict.
 func (s *Store) CreateTenant(ctx context.Context, t Tenant, keyHash string) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+	return s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		added, err := s.insertTenant(ctx, tx, t, keyHash)
 		if err == nil && !added {
 			err = &problem.Error{Code: problem.Conflict, Field: "name", Message: "a tenant has this name already"}
@@ -260,7 +260,7 @@ func (s *Store) CreateTenant(ctx context.Context, t Tenant, keyHash string) erro
 
 // insertTenant adds t and its key unless a tenant has t's name; added says which.
 func (s *Store) insertTenant(ctx context.Context, tx *sql.Tx, t Tenant, keyHash string) (added bool, err error) {
-	res, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO tenants (id, name, plan, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`),
+	res, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO tenants (id, name, plan, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING`),
 		t.ID, t.Name, string(t.Plan), millis(t.CreatedAt))
 	if err != nil {
 		return false, fmt.Errorf("insert tenant: %w", err)
@@ -268,7 +268,7 @@ func (s *Store) insertTenant(ctx context.Context, tx *sql.Tx, t Tenant, keyHash 
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
 		return false, err
 	}
-	if _, err := tx.ExecContext(ctx, s.db.Rebind(`INSERT INTO api_keys (key_hash, tenant_id, created_at) VALUES (?, ?, ?)`),
+	if _, err := tx.ExecContext(ctx, s.DB.Rebind(`INSERT INTO api_keys (key_hash, tenant_id, created_at) VALUES (?, ?, ?)`),
 		keyHash, t.ID, millis(t.CreatedAt)); err != nil {
 		return false, fmt.Errorf("insert api key: %w", err)
 	}
@@ -280,7 +280,7 @@ func (s *Store) TenantByKeyHash(ctx context.Context, keyHash string) (Tenant, er
 	var t Tenant
 	var stored, plan string
 	var created int64
-	err := s.db.QueryRowContext(ctx, s.db.Rebind(`SELECT k.key_hash, t.id, t.name, t.plan, t.created_at
+	err := s.DB.QueryRowContext(ctx, s.DB.Rebind(`SELECT k.key_hash, t.id, t.name, t.plan, t.created_at
 		FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = ?`), keyHash).
 		Scan(&stored, &t.ID, &t.Name, &plan, &created)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -298,7 +298,7 @@ func (s *Store) TenantByKeyHash(ctx context.Context, keyHash string) (Tenant, er
 
 // SigningKeys returns every stored signing key, in generation order.
 func (s *Store) SigningKeys(ctx context.Context) ([]SigningKey, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, generation, private_key, created_at, activates_at FROM signing_keys ORDER BY generation`)
+	rows, err := s.DB.QueryContext(ctx, `SELECT id, generation, private_key, created_at, activates_at FROM signing_keys ORDER BY generation`)
 	if err != nil {
 		return nil, fmt.Errorf("signing keys: %w", err)
 	}
@@ -326,7 +326,7 @@ func (s *Store) SigningKeys(ctx context.Context) ([]SigningKey, error) {
 // AddSigningKey stores k unless a key of its generation exists; added is false when
 // another instance added that generation first, and the caller should read the keys again.
 func (s *Store) AddSigningKey(ctx context.Context, k SigningKey) (added bool, err error) {
-	res, err := s.db.ExecContext(ctx, s.db.Rebind(`INSERT INTO signing_keys (id, generation, private_key, created_at, activates_at)
+	res, err := s.DB.ExecContext(ctx, s.DB.Rebind(`INSERT INTO signing_keys (id, generation, private_key, created_at, activates_at)
 		VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`),
 		k.ID, k.Generation, encodeSeed(k.Private), millis(k.CreatedAt), millis(k.ActivatesAt))
 	if err != nil {
@@ -341,9 +341,9 @@ func (s *Store) AddSigningKey(ctx context.Context, k SigningKey) (added bool, er
 
 // DeleteSigningKeys removes the keys with the given ids.
 func (s *Store) DeleteSigningKeys(ctx context.Context, ids []string) error {
-	return s.db.InTx(ctx, func(tx *sql.Tx) error {
+	return s.DB.InTx(ctx, func(tx *sql.Tx) error {
 		for _, id := range ids {
-			if _, err := tx.ExecContext(ctx, s.db.Rebind(`DELETE FROM signing_keys WHERE id = ?`), id); err != nil {
+			if _, err := tx.ExecContext(ctx, s.DB.Rebind(`DELETE FROM signing_keys WHERE id = ?`), id); err != nil {
 				return fmt.Errorf("delete signing key %s: %w", id, err)
 			}
 		}

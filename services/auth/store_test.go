@@ -26,7 +26,7 @@ func forEachStore(t *testing.T, fn func(t *testing.T, s *Store, db *sqldb.DB)) {
 		if err := outbox.EnsureTable(ctx, db); err != nil {
 			t.Fatalf("outbox table: %v", err)
 		}
-		fn(t, NewStore(db), db)
+		fn(t, &Store{DB: db}, db)
 	})
 }
 

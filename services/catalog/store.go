@@ -25,6 +25,9 @@ func Migrations() fs.FS { return sqldb.Dir(migrationFiles, "migrations") }
 
 // Store keeps venues and events, and adds an outbox row for every change in the same
 // transaction. It is safe for concurrent use.
+//
+// Make one as a literal, &Store{DB: db}, and set what else you need: every other field's
+// zero value is its default.
 type Store struct {
 	// DB holds the tables of migrations/ and the outbox table. Required.
 	DB *sqldb.DB

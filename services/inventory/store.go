@@ -31,8 +31,10 @@ func Migrations() fs.FS { return sqldb.Dir(migrationFiles, "migrations") }
 //
 // Any number of Stores, in one process or many, may share one database: every claim of a
 // seat or a GA ticket is a single conditional UPDATE, and every change of a hold locks the
-// hold's row first (see PlaceHold and lockHold). Set the fields, call Init once, then use the
-// Store from any goroutine.
+// hold's row first (see PlaceHold and lockHold).
+//
+// Make one as a literal, &Store{DB: db}, and set what else you need: every other field's
+// zero value is its default. Call Init once, then use the Store from any goroutine.
 type Store struct {
 	// DB holds the schema of Migrations. Required.
 	DB *sqldb.DB

@@ -22,7 +22,11 @@ var migrations = sqldb.Dir(migrationFiles, "migrations")
 
 // Store keeps the inbox in SQLite or PostgreSQL. It is safe for concurrent use, and several
 // instances may share a database: the unique event id is the only guard they need.
+//
+// Make one as a literal, &Store{DB: db}, and set what else you need: every other field's
+// zero value is its default.
 type Store struct {
+	// DB holds the schema of migrations. Required.
 	DB *sqldb.DB
 	// Clock stamps messages; the zero Clock is time.Now.
 	Clock clock.Clock

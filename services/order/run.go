@@ -62,7 +62,7 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 	if err := outbox.EnsureTable(ctx, db); err != nil {
 		return nil, err
 	}
-	store := NewStore(db)
+	store := &Store{DB: db}
 	relay, err := s.RelayOutbox(ctx, db, Stream, Subjects...)
 	if err != nil {
 		return nil, err

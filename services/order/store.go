@@ -31,7 +31,11 @@ var errStale = errors.New("order changed meanwhile")
 // Store keeps orders, their idempotency records and their events (through the outbox) in
 // SQLite or PostgreSQL. It is safe for concurrent use, and several Stores (instances) may
 // share a database: every write is a transaction guarded by a unique key or a version.
+//
+// Make one as a literal, &Store{DB: db}, and set what else you need: every other field's
+// zero value is its default.
 type Store struct {
+	// DB holds the schema of migrations and the outbox table. Required.
 	DB *sqldb.DB
 	// Clock stamps orders and events; the zero Clock is time.Now.
 	Clock clock.Clock
@@ -41,9 +45,6 @@ type Store struct {
 	// relay's Notify); nil means nothing to wake.
 	Committed func()
 }
-
-// NewStore returns a Store over db with the default clock and ids.
-func NewStore(db *sqldb.DB) *Store { return &Store{DB: db} }
 
 // now is the time stamps are written in: UTC, whatever the clock's zone.
 func (s *Store) now() time.Time { return s.Clock.Now().UTC() }

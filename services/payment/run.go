@@ -42,7 +42,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			return nil, err
 		}
-		store := NewStore(db)
+		store := &Store{DB: db}
 		late := NewLateAnswers(cfg.LateRate, cfg.LateLatency, cfg.Seed)
 		// Creating an instrument fails only on an invalid name; a no-op one is returned then.
 		charges, _ := s.Telemetry.MeterProvider.Meter("boxoffice.dev/services/payment").Int64Counter("payment.charges",

@@ -24,17 +24,16 @@ var migrations = sqldb.Dir(migrationFiles, "migrations")
 // Store keeps charges in SQLite or PostgreSQL. It is safe for concurrent use, and so are
 // several Stores (several payment instances) on one database: every guarantee rests on the
 // unique idempotency key, not on locks held in this process.
+//
+// Make one as a literal, &Store{DB: db}, and set what else you need: every other field's
+// zero value is its default.
 type Store struct {
+	// DB holds the schema of migrations. Required.
 	DB *sqldb.DB
 	// Clock is the clock for timestamps; the zero Clock is time.Now.
 	Clock clock.Clock
 	// IDs makes charge ids; nil means ids.New.
 	IDs ids.Func
-}
-
-// NewStore returns a Store over db with the default clock and ids.
-func NewStore(db *sqldb.DB) *Store {
-	return &Store{DB: db}
 }
 
 // now is the time stamps are written in: UTC, whatever the clock's zone.

@@ -19,7 +19,7 @@ func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 	if err := db.Migrate(context.Background(), migrations); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	s := NewStore(db)
+	s := &Store{DB: db}
 	s.Clock = testkit.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), time.Microsecond).Clock()
 	return s
 }
