@@ -13,21 +13,12 @@ import (
 	"boxoffice.dev/platform/sqldb"
 )
 
-// RelayOutbox publishes db's outbox (see outbox.EnsureTable) to the JetStream stream named
-// stream, which it creates over subjects if missing, from a worker of this process (Go).
-// Commits that added events call the returned relay's Notify to have them published at once.
-// The stream gets NATS_STREAM_REPLICAS replicas and natsconn's default limits (see
-// natsconn.EnsureStreamWith); a stream an older build created is updated to them. Rows set
-// aside as never publishable are counted in the gauge boxoffice.outbox.set_aside.
-//
-// With NATS connected, a stream it cannot create or update fails the start, where the
-// mistake shows. With NATS away (the process started before it), the worker creates the
-// stream once NATS is back, retrying and logging meanwhile, and then relays: events wait in
-// the outbox, and the process serves.
-//
-// With NATS off (NATS_URL unset) it returns nil and no error: events written to the outbox
-// wait there until a process with NATS relays them, and the service decides whether to
-// write them at all.
+// RelayOutbox publishes db's outbox to the JetStream stream named stream (created over
+// subjects, or updated to NATS_STREAM_REPLICAS and natsconn's default limits) from a worker;
+// commits that added events call the relay's Notify. Rows set aside are counted in
+// boxoffice.outbox.set_aside. A stream it cannot create fails the start; with NATS away the
+// worker retries until it is back, while events wait in the outbox and the process serves.
+// With NATS off (NATS_URL unset) it returns nil, nil: events wait for a process with NATS.
 func (s *Server) RelayOutbox(ctx context.Context, db *sqldb.DB, stream string, subjects ...string) (*outbox.Relay, error) {
 	if s.NATS == nil {
 		return nil, nil

@@ -59,16 +59,11 @@ type Spec struct {
 	// does): its routes are then traced without the platform's http.server.* metrics, which
 	// would count each request twice at a cost on the hottest path (telemetry.HTTPTracing).
 	OwnHTTPMetrics bool
-	// Edge says the component is the system's front door, its HTTP listener open to clients
-	// from anywhere (the gateway). Of the platform's endpoints only /healthz and /readyz are
-	// served there: /metrics describes the system and /control injects faults, so an edge
-	// component serves Telemetry.MetricsHandler and Control.Handler on an internal listener
-	// of its own. Its routes get requests as they came: no ServeMux cleans their paths with
-	// a redirect (the component normalises paths itself, and answers the ones it refuses
-	// with its own problem body and access log line), the platform sets no body limit
-	// (the component sets its own, per route), and it refuses no path, query or
-	// Idempotency-Key for its bytes (httpserver.RefuseBadText): what the component forwards
-	// meets that check at the service behind it.
+	// Edge says the component is the system's front door, open to clients from anywhere (the
+	// gateway). Only /healthz and /readyz are served there; /metrics and /control, which
+	// describe the system and inject faults, go on an internal listener of its own. Its routes
+	// get requests as they came: no path cleaning, body limit or RefuseBadText, since the
+	// component does its own (docs/lessons/gateway.md, "What it does, step by step").
 	Edge bool
 }
 
@@ -302,13 +297,11 @@ func (s *Server) Run(ctx context.Context, h http.Handler) error {
 	return s.Serve(ctx, h, hl, gl)
 }
 
-// Serve is Run on listeners the caller opened (tests pass 127.0.0.1:0). gl may be nil.
-//
-// Shutdown begins when ctx is done or a worker fails (see Go). Readiness fails first, and
-// the listeners stay open for DRAIN_DELAY (at most half of SHUTDOWN_TIMEOUT) so that
-// balancers, which learn it only at their next probe, stop sending before connections are
-// refused; then the listeners drain and the workers are stopped, within SHUTDOWN_TIMEOUT
-// from the start less the fifth kept for Close (see closeReserve). A listener that fails
+// Serve is Run on listeners the caller opened (tests pass 127.0.0.1:0); gl may be nil.
+// Shutdown begins when ctx is done or a worker fails (see Go): readiness fails first and the
+// listeners stay open for DRAIN_DELAY (at most half of SHUTDOWN_TIMEOUT), so balancers stop
+// sending before connections are refused (docs/architecture.md); then they drain and the
+// workers stop, within SHUTDOWN_TIMEOUT less the fifth kept for Close. A listener that fails
 // skips the delay.
 func (s *Server) Serve(ctx context.Context, h http.Handler, hl, gl net.Listener) error {
 	attrs := []any{"http", hl.Addr().String()}

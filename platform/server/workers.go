@@ -10,21 +10,13 @@ import (
 	"sync"
 )
 
-// Go runs f on its own goroutine as a worker of the process: a relay, a sweeper, a consumer,
-// anything that works beside the listeners. Call it while building (in Build); a worker
-// starts at once, so it may warm a cache before the process serves.
-//
-// f's ctx ends at shutdown, once the listeners have drained (a request finishing during the
-// drain may still hand it work, an outbox row to relay), and f should then return nil. Run
-// waits for every worker within SHUTDOWN_TIMEOUT, counted from the start of shutdown, less
-// the fifth kept for closing (Server.Close), and reports the ones still running after it:
-// they are left running while the process closes its database and connections, and exits.
-// A worker returning an error before that stops the process as a signal would, and Run
-// returns the error: a loop that gave up must not leave a process that looks healthy.
-// f returning nil earlier just ends that worker.
-//
-// The goroutine carries the pprof label worker=name, so a goroutine dump names it. After
-// shutdown began, Go starts nothing.
+// Go runs f on its own goroutine (pprof label worker=name) as a worker of the process: a
+// relay, a sweeper, a consumer. Call it while building; it starts at once. f's ctx ends once
+// the listeners have drained (a request may hand it work until then), and f should return
+// nil; workers still running after SHUTDOWN_TIMEOUT less the fifth kept for Close are
+// reported and left behind. An error from f stops the process as a signal would and Run
+// returns it: a loop that gave up must not leave a process that looks healthy. After shutdown
+// began, Go starts nothing.
 func (s *Server) Go(name string, f func(ctx context.Context) error) {
 	w := s.work
 	w.mu.Lock()

@@ -1,20 +1,13 @@
 // Package grpcserver is the gRPC server every BoxOffice service runs for the BFFs and for
 // service-to-service calls, with the parts each of them would otherwise rebuild:
 //
-//   - the standard health service (grpc.health.v1.Health), so load balancers, Kubernetes
-//     probes and grpc-health-probe can ask "can you take calls?" and be told NOT_SERVING
-//     while the process drains;
-//   - server reflection, so grpcurl and Postman can list and call methods without the
-//     .proto files;
-//   - a recovery interceptor: a bug that panics in one handler fails that call with
-//     codes.Internal and a log line with the stack, instead of killing the process and every
-//     other call in flight;
+//   - the standard health service (grpc.health.v1.Health), NOT_SERVING while it drains;
+//   - server reflection, so grpcurl and Postman can call methods without the .proto files;
+//   - a recovery interceptor: a panic fails that call with codes.Internal and a logged
+//     stack, instead of killing the process and every other call in flight;
 //   - a logging interceptor: one line per call with method, status code and duration;
-//   - a text check: a unary call whose request holds a NUL or another control character
-//     (other than tab and line breaks) in a string field fails with codes.InvalidArgument
-//     naming the field, before a handler can pass it to a database that refuses it;
-//   - graceful shutdown: stop taking new calls, let the ones in flight finish, but only for
-//     as long as the drain deadline allows.
+//   - a text check (checkTextUnary);
+//   - graceful shutdown within the drain deadline.
 //
 // It is internal to package server: every process built with server.New has one, and
 // services register on it through Server.GRPC.
