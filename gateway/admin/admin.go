@@ -3,19 +3,12 @@
 // playground turns its knobs through it.
 //
 // It is served on a listener of its own (127.0.0.1:9080 by default), never on the public
-// one, and every request needs "Authorization: Bearer <ADMIN_TOKEN>", compared in constant
-// time, but GET /metrics, which a scraper reads. The same listener serves the process's
-// /control hook, so that neither reaches clients outside. Changes go through policy.Live like a file reload: validated whole, rejected with a
-// 400 naming the field, the running policy untouched.
-//
-// Every replica applies a change, whichever one took it, and keeps it across a restart: an
-// edit of a limit, route or service is validated against the running policy, written to the
-// policy_edit table, applied by this replica before it answers, and announced on NATS
-// (gateway.policy.changed) so the other replicas reload the table at once, or at their next
-// refresh without NATS (RATE_LIMIT_RULE_REFRESH, 30s). Per-tenant overrides go the same way
-// through the rate_limit_rule table (ratelimit.rules.changed). Edits stay layered over the
-// policy file, re-applied when it reloads, until DELETE /admin/edits drops them all on every
-// replica: the policy is then the file's again.
+// one, with the process's /control hook; every request but GET /metrics, which a scraper
+// reads, needs "Authorization: Bearer <ADMIN_TOKEN>", compared in constant time. Changes go
+// through policy.Live like a file reload: validated whole, refused with a 400 naming the
+// field, the running policy untouched. Every replica applies a change, whichever one took
+// it, and keeps it across a restart, until DELETE /admin/edits gives the policy back to the
+// file (docs/lessons/gateway.md, "Policy is data").
 //
 // Routes:
 //

@@ -12,19 +12,11 @@ import (
 	"boxoffice.dev/platform/problem"
 )
 
-// A request that gives its length twice, in Content-Length and in Transfer-Encoding, is how
-// request smuggling starts: a proxy that believes one header and a server that believes the
-// other cut the same bytes into different requests, and what one took for a body the other
-// serves as a request of its own. RFC 9112 (section 6.1) lets a server read such a request
-// by Transfer-Encoding alone, as net/http does, but says it must close the connection after
-// answering. net/http keeps it open, and drops Content-Length from the request before a
-// handler sees it; only the bytes on the wire still show both headers. So Serve's listener
-// reads the header block of each request as it passes (framingConn), and the handler New
-// installs refuses the request it flagged, with Connection: close.
-//
-// The same goes for Transfer-Encoding in an HTTP/1.0 request, which RFC 9112 says to treat
-// as faulty framing even without a Content-Length: net/http ignores the header there, a
-// proxy may not.
+// A request with both Content-Length and Transfer-Encoding, or Transfer-Encoding over
+// HTTP/1.0, is how request smuggling starts (docs/lessons/gateway.md, "One request, read one
+// way"). net/http reads it, keeps the connection open and drops Content-Length before a
+// handler sees it, so Serve's listener reads each header block as it passes (framingConn)
+// and the handler New installs refuses the request it flagged, with Connection: close.
 
 // refuseAmbiguousFraming answers 400 and closes the connection when the request was sent
 // with both Content-Length and Transfer-Encoding (or Transfer-Encoding over HTTP/1.0), as

@@ -29,14 +29,11 @@ const (
 	DefaultWriteTimeout = 60 * time.Second
 )
 
-// New returns a server for h with read, write and idle timeouts and a header size limit.
-// Streaming endpoints (server-sent events) must extend their own write deadline with
-// http.ResponseController.
-//
-// Served by Serve, it answers a request sent with both Content-Length and Transfer-Encoding
-// with 400 and closes the connection, before h runs. Every request reaches that check, even
-// "OPTIONS *", which net/http would otherwise answer itself: the check counts the requests
-// of a connection to know which one was flagged.
+// New returns a server for h with read, write and idle timeouts and a header size limit;
+// streaming endpoints (server-sent events) extend their own write deadline with
+// http.ResponseController. Served by Serve, it refuses ambiguous framing (framing.go) before
+// h runs, for every request, even "OPTIONS *", which net/http would otherwise answer itself:
+// the check counts a connection's requests to know which one was flagged.
 func New(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:                      refuseAmbiguousFraming(h),
@@ -51,13 +48,10 @@ func New(h http.Handler) *http.Server {
 }
 
 // Serve serves srv on l until ctx is done, then shuts down: the listener closes at once,
-// in-flight requests get up to drain to finish, and whatever is still running after that is
-// cut. It returns nil after a clean stop.
-//
-// The drain ends as soon as no request is in flight. http.Server.Shutdown alone would also
-// wait for connections that were opened but never sent a request (a client's spare
-// keep-alive dial, a probe) for up to five seconds, and report them as requests still
-// running; here they are closed with the idle ones, as no work is lost with them.
+// in-flight requests get up to drain to finish, the rest is cut; nil after a clean stop. The
+// drain ends as soon as no request is in flight: connections that never sent a request (a
+// spare keep-alive dial, a probe), which http.Server.Shutdown alone would wait up to five
+// seconds for and report as running, are closed with the idle ones.
 func Serve(ctx context.Context, srv *http.Server, l net.Listener, drain time.Duration) error {
 	var active activeConns
 	active.track(srv)
