@@ -18,18 +18,12 @@ const (
 	catchUpMaxPause   = 5 * time.Second
 )
 
-// CatchUp keeps a follower of a stream level with the stream's source: a stream keeps events
-// for a while only (StreamMaxAge, StreamMaxBytes), and a consumer created later, or again
-// after NATS lost its store or the consumer was deleted, has nothing of what came before,
-// which the source (the catalog's database, read over its API) still has. Pass reads the
-// source whole and applies it as if each record were an event arriving on the stream.
-//
-// A pass follows each set-up of the consumer (Follow). The consumer comes first: a change
-// made during the pass arrives on the stream, one made before is in the pass. Both may bring
-// the same record, in any order, so applying must be idempotent and must never let an older
-// version undo a newer one.
-//
-// Set the fields, then call Follow or Once from one goroutine.
+// CatchUp keeps a follower of a stream level with the stream's source (the catalog, read over
+// its API), which still has what a bounded stream dropped or a new consumer never got: after
+// each set-up of the consumer, Pass reads the source whole and applies it as events. Stream
+// and pass may bring one record twice, in any order, so applying must be idempotent and never
+// let an older version undo a newer one (docs/adr/0005-nats-jetstream-for-events.md). Set the
+// fields, then call Follow or Once from one goroutine.
 type CatchUp struct {
 	// Pass reads the source and applies what it holds, returning how many records it
 	// applied; an error fails the pass, which starts again after a pause. Required.

@@ -31,17 +31,12 @@ const ReconnectWait = 250 * time.Millisecond
 // startup probe, well before an orchestrator gives up on it.
 const FirstConnectWait = 3 * time.Second
 
-// Connect opens a connection named name (the name shows in the server's connection list)
-// to the server at url. It waits up to FirstConnectWait for the first connection; if none
-// came by then, it logs a warning and returns the connection anyway, still trying: NATS
-// carries events and control messages, not requests, so a process serves without it.
-// Afterwards it reconnects forever, logging each disconnect and reconnect: a process
-// outlives a NATS restart instead of exiting. Subscriptions made while disconnected are
-// sent on connect; messages published meanwhile are buffered by the client up to its
-// reconnect buffer, and a request or a JetStream call fails until then (its caller retries).
-//
-// It returns an error only when url is invalid or ctx ends first. A nil log discards the
-// connection events. The caller closes the connection (Drain or Close).
+// Connect opens a connection named name (shown in the server's connection list) to url. It
+// waits up to FirstConnectWait, then returns the connection anyway, still trying, since NATS
+// carries events, not requests; afterwards it reconnects forever, so a process outlives a
+// NATS restart. While disconnected, publishes are buffered up to the reconnect buffer and
+// requests and JetStream calls fail (their callers retry). It errs only on an invalid url or
+// ctx ending first. A nil log discards the events. The caller closes the connection.
 func Connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Conn, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))

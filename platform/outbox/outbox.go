@@ -6,19 +6,14 @@
 // change, so both commit or neither does, and a Relay publishes committed rows to JetStream
 // afterwards and marks them published.
 //
-// Delivery is at least once. The relay marks a row only after JetStream acknowledged it, so
-// a crash between the two sends the row again on restart, and two relays over one table (two
-// instances of a service) may both send a row. Every message carries the event id as
-// Nats-Msg-Id, and the stream drops a repeated id within its duplicate window
-// (natsconn.DuplicateWindow), so the stream holds each event once. Consumers should still
-// be idempotent by event id: a relay stalled for longer than the window would store a repeat.
+// Delivery is at least once: the relay marks a row only after JetStream acknowledged it, and
+// two relays over one table may both send a row. The stream drops a repeated event id
+// (Nats-Msg-Id) within natsconn.DuplicateWindow; consumers stay idempotent by event id for a
+// relay stalled longer than that.
 //
-// Events are published in the order of the outbox, with one exception. A row JetStream can
-// never accept (a payload over the server's max_payload, a subject no stream stores) is
-// set aside by the relay rather than retried forever in front of every later event: its
-// failed_at and failure columns say when and why, the relay logs it as an error, and the
-// gauge boxoffice.outbox.set_aside counts such rows. Nothing is deleted: once the cause is
-// fixed (the stream's subjects, the server's max_payload), replay a row by clearing its mark,
+// Events are published in the order of the outbox, except a row JetStream can never accept,
+// which the relay sets aside (see Relay) rather than retry in front of every later event.
+// Nothing is deleted: once the cause is fixed, replay a row by clearing its mark,
 //
 //	UPDATE outbox SET failed_at = NULL, failure = NULL WHERE id = '<event id>';
 //
@@ -158,17 +153,12 @@ func EnsureTable(ctx context.Context, db *sqldb.DB) (err error) {
 	return nil
 }
 
-// Add writes ev into the outbox within tx, with the trace context of ctx in its headers so
-// consumers continue the producer's trace. The event is published after tx commits and
-// never if it rolls back. A payload over MaxPayload is refused with ErrTooLarge, before
-// anything is written: NATS would never accept it.
-//
-// Call Add last in the transaction, just before Commit. The relay relies on rows becoming
-// visible in seq order: were a later seq to commit before an earlier one, a relay could
-// publish it first. SQLite already runs one writer at a time; on PostgreSQL Add takes a
-// transaction-scoped advisory lock, so writers of events queue from Add to their commit.
-// That serialises event-producing commits of one database, the price of ordered events;
-// keeping the lock to the end of the transaction keeps the queue short.
+// Add writes ev into the outbox within tx, with ctx's trace context in its headers; it is
+// published after tx commits, never if it rolls back. A payload over MaxPayload is refused
+// with ErrTooLarge before anything is written. The relay needs rows visible in seq order, so
+// on PostgreSQL Add takes a transaction-scoped advisory lock, serialising a database's
+// event-producing commits (SQLite has one writer anyway): call Add last, just before Commit,
+// to keep that queue short.
 func Add(ctx context.Context, tx *sql.Tx, db *sqldb.DB, ev Event) error {
 	switch {
 	case ev.ID == "":

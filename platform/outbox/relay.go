@@ -54,21 +54,13 @@ const maxBackoff = 5 * time.Second
 const recordTimeout = 5 * time.Second
 
 // Relay publishes committed outbox rows to JetStream in seq order and marks them published.
-//
-// Set the fields, then call Run once; Notify may be called from any goroutine. Any number of
-// relays may run over one table: each publishes the pending rows from the oldest, one at a
-// time, waiting for each acknowledgement before the next, and stops a pass at the first
-// failure that may pass (NATS away, a stream electing its leader). The first copy of every
-// event therefore reaches the stream after the first copy of the events before it, so the
-// stream's order is the outbox's; later copies are dropped by the stream's de-duplication
-// (see the package comment).
-//
-// A row JetStream can never accept is set aside instead, so that it does not hold back
-// every later event: its payload is over the server's max_payload, its headers do not
-// parse, or no stream stores its subject even after Ensure. The relay logs it as an error,
-// records when and why in the row (failed_at, failure), counts it in the gauge
-// boxoffice.outbox.set_aside, and goes on with the next row. The stream's order is then the
-// outbox's without the rows set aside; see the package comment for replaying one.
+// Set the fields, then call Run once; Notify may be called from any goroutine. Any number may
+// run over one table: each publishes from the oldest pending row, one at a time, waiting for
+// each acknowledgement, and stops a pass at the first failure that may pass (NATS away, a
+// leader election), so the stream's order is the outbox's. A row JetStream can never accept
+// (over max_payload, headers that do not parse, no stream for its subject even after Ensure)
+// is set aside: logged, failed_at and failure set, counted in boxoffice.outbox.set_aside.
+// See docs/adr/0005-nats-jetstream-for-events.md.
 type Relay struct {
 	// DB holds the outbox table (see EnsureTable). Required.
 	DB *sqldb.DB

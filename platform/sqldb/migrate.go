@@ -21,11 +21,9 @@ import (
 //	NNN_name.sqlite.sql     this version's SQL for SQLite only
 //	NNN_name.postgres.sql   this version's SQL for PostgreSQL only
 //
-// NNN is the version: any number of digits, applied in numeric order. Where the dialects
-// differ, a version has one file per dialect instead of a shared file, so each file is
-// plain SQL a reader can run by hand; a version with a file for one dialect only is an
-// error, so schemas cannot drift apart by omission. A file holds any number of statements
-// and no BEGIN/COMMIT: Migrate wraps each file in a transaction.
+// NNN is the version, applied in numeric order. Where the dialects differ, a version has one
+// file per dialect, each plain SQL a reader can run by hand; a file for one dialect only is
+// an error, so schemas cannot drift apart by omission. No BEGIN/COMMIT: Migrate wraps each.
 var migrationName = regexp.MustCompile(`^(\d+)_([A-Za-z0-9_]+?)(?:\.(sqlite|postgres))?\.sql$`)
 
 // Dir returns the migrations in directory dir of fsys, the usual `//go:embed migrations/*.sql`
@@ -78,21 +76,12 @@ type migration struct {
 	file    string
 }
 
-// Migrate applies the migrations in fsys that the database has not recorded yet, in
-// version order, each in its own transaction together with its row in schema_migrations,
-// so a version is either fully applied and recorded or not at all.
-//
-// A migration is never edited once applied: Migrate fails, naming the file, when a recorded
-// version's file no longer has the checksum recorded with it. A change to the schema is a
-// new version. Rows recorded before checksums were (by an older build) get the checksum of
-// the file as it is now, so an edit made before that goes unnoticed.
-//
-// Several instances may start at once. On PostgreSQL each transaction first takes a
-// transaction-scoped advisory lock, then reads or sets up the bookkeeping table: the second
-// instance waits, then finds the version recorded and skips it. On SQLite every transaction
-// begins IMMEDIATE (see Open), which takes the database's single write lock up front and so
-// serialises migrators the same way; a waiter gives up after the busy timeout if another
-// instance's migration runs longer.
+// Migrate applies the migrations in fsys the database has not recorded yet, in version
+// order, each in one transaction with its row in schema_migrations. It fails, naming the
+// file, when an applied version's checksum changed: a schema change is a new version (rows
+// from before checksums take the file's as it is now). Instances starting at once serialise
+// on a PostgreSQL advisory lock or SQLite's write lock, and a later one skips what is
+// recorded; on SQLite a waiter gives up after the busy timeout.
 func (db *DB) Migrate(ctx context.Context, fsys fs.FS) error {
 	migrations, err := readMigrations(fsys, db.Dialect)
 	if err != nil {

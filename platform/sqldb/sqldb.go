@@ -159,19 +159,12 @@ func refused(err error) bool {
 	return true
 }
 
-// openSQLite opens DataDir/<Service>.db in WAL mode (readers do not block the writer nor
-// each other), with foreign keys enforced and a busy timeout.
-//
-// SQLite has a single writer whatever the pool. Every transaction begins IMMEDIATE, taking
-// the write lock at BEGIN: a deferred transaction that reads and then writes can fail at
-// the upgrade with SQLITE_BUSY without waiting, which the busy timeout cannot help. A second
-// writer, in this pool or in another process on the same file (two instances of a service
-// in the all-in-one mode), waits up to sqliteBusyTimeout for the lock.
-//
-// The pool is small because more connections add no write throughput, only waiters. It is
-// larger than one so reads proceed beside the writer, and so code that queries through the
-// DB while iterating rows or holding a transaction does not wait on itself: a pool of one
-// deadlocks there on SQLite only, which the PostgreSQL runs of a test would never show.
+// openSQLite opens DataDir/<Service>.db in WAL mode, with foreign keys and a busy timeout.
+// Every transaction begins IMMEDIATE, taking the single write lock at BEGIN: a deferred one
+// that reads then writes can fail with SQLITE_BUSY at the upgrade, which no timeout helps.
+// The pool is small, since more connections add only waiters, but above one, so reads run
+// beside the writer and code that queries while holding a transaction or iterating rows does
+// not deadlock on itself (on SQLite only, where PostgreSQL test runs would never show it).
 func openSQLite(opts Options) (*DB, error) {
 	if opts.Service == "" {
 		return nil, errors.New("open sqlite: service name is required for the file name")

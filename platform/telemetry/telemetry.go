@@ -203,16 +203,11 @@ func (t *Telemetry) HTTPMiddleware(operation string) func(http.Handler) http.Han
 }
 
 // HTTPTracing is HTTPMiddleware without the http.server.* metrics, for a process that records
-// its own RED metrics per route (the gateway): otelhttp's would count every request a second
-// time, and they cost about a tenth of a small request's CPU and allocations. With tracing
-// off it only reads the caller's trace context into the request's, so the trace id still
-// reaches logs and the next hop.
-//
-// continueFrom says whose trace context to continue; nil means every caller's. A request it
-// refuses is a public endpoint's (otelhttp.WithPublicEndpointFn): its span starts a trace of
-// its own, linked to the one the caller named, so a client on the internet can neither pick
-// the trace id that the system's logs and error bodies show nor turn sampling off for its
-// requests with a traceparent flag.
+// its own RED metrics per route (the gateway): otelhttp's would count each request twice, at
+// about a tenth of a small request's CPU. With tracing off it still carries the caller's trace
+// context. continueFrom says whose trace context to continue (nil: every caller's); another
+// caller's span starts a trace of its own, linked, so a client on the internet can neither
+// pick the trace id nor turn sampling off (docs/lessons/gateway.md, "What it does, step by step").
 func (t *Telemetry) HTTPTracing(operation string, continueFrom func(*http.Request) bool) func(http.Handler) http.Handler {
 	if t == nil {
 		return func(h http.Handler) http.Handler { return h }
