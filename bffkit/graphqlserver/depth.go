@@ -13,13 +13,10 @@ import (
 )
 
 // DepthLimit is a gqlgen handler extension that rejects an operation whose fields nest more
-// than Max levels deep, before any resolver runs. gqlgen has complexity limits but no depth
-// limit; the two catch different things: complexity a wide query, depth a narrow one that
-// walks a cycle (event → venue → events → venue …) far enough to fan out on every level.
-//
-// Fragments count as the fields they stand for. Introspection (__schema, __type) and
-// __typename do not count: their depth is bounded by the schema, and GraphiQL's own
-// introspection query is deeper than any query a client needs.
+// than Max levels deep, before any resolver runs: complexity catches a wide query, depth a
+// narrow one walking a cycle (event → venue → events → …). Fragments count as their fields;
+// introspection and __typename do not (the schema bounds them, and GraphiQL's introspection
+// query is deeper than any client's).
 type DepthLimit struct {
 	Max int // at least 1
 }

@@ -11,15 +11,11 @@ import (
 )
 
 // FieldLimit is a gqlgen handler extension that refuses an operation with more than Max
-// fields once its fragments are expanded, before gqlgen's complexity limit measures it.
-// That measure walks the expanded operation field by field, and fragments that each spread
-// the next twice expand a query of a few hundred bytes into 2^n fields: twenty of them took
-// half a second of a core, thirty would take minutes. Counting here reuses each fragment's
-// count, so it costs a walk of the document.
-//
-// Max is the complexity limit: in gqlgen's measure every field costs at least one more than
-// its selections, so an operation with more fields than that limit would be refused by it
-// anyway; the answer carries the same code.
+// fields once its fragments are expanded, before gqlgen's complexity limit walks them one by
+// one: fragments that each spread the next twice make 2^n fields of a few hundred bytes
+// (twenty took half a second of a core). It reuses each fragment's count, a walk of the
+// document. Max is the complexity limit, which every field costs at least one of, so the
+// answer, and its code, are that limit's.
 type FieldLimit struct {
 	Max int // at least 1
 }

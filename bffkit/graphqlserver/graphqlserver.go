@@ -3,25 +3,20 @@
 //
 //   - POST (and GET, for persisted queries a CDN can cache) on one path, no websockets: the
 //     BFFs have no subscriptions, and a transport not offered is one not to secure;
-//   - automatic persisted queries (Apollo's APQ protocol) over an in-memory LRU: a client
-//     sends a query's SHA-256 and the query itself only the first time the server does not
-//     know it, which is what makes a mobile request small;
-//   - a small request body and a bounded number of tokens per query, so parsing and
-//     validation (quadratic in the worst case) stay cheap whatever a client sends; a body
-//     that is no GraphQL request (not application/json, not one JSON object, a key named
-//     twice) is refused as application/problem+json, saying what is wrong without repeating it;
-//   - a depth limit, a complexity limit and one write per operation, all checked after
-//     validation and before any resolver runs, so an expensive query costs one parse and no
-//     service call, and one request is at most one write whatever its aliases;
-//   - the caller the gateway verified, taken from its headers (never from the query) into the
-//     context, and onto every outgoing gRPC call as identity metadata; the query cost the
-//     gateway weighed, returned as extensions.cost;
-//   - errors as GraphQL errors with a problem code in extensions ("not_found",
-//     "unavailable"); internal ones are logged and shown as "internal error" with a trace id;
-//   - GraphiQL and introspection only when asked (the all-in-one mode): in production the
-//     schema is the clients' contract, not a public map of the API, so validation errors
-//     suggest no field names either. The page and its assets are embedded (GraphiQL), not
-//     loaded from a CDN.
+//   - automatic persisted queries (Apollo's APQ) over an in-memory LRU;
+//   - a small body and a bounded number of tokens per query, so parsing and validation
+//     (quadratic at worst) stay cheap; a body that is no GraphQL request is refused as
+//     application/problem+json, saying what is wrong without repeating it;
+//   - depth, field and complexity limits and one write per operation, before any resolver;
+//   - the caller the gateway verified, from its headers into the context and onto every
+//     outgoing gRPC call; the query cost the gateway weighed, as extensions.cost;
+//   - errors as GraphQL errors with a problem code in extensions; internal ones are logged
+//     and shown as "internal error" with a trace id;
+//   - GraphiQL (embedded, not from a CDN) and introspection only when asked: in production
+//     the schema is the clients' contract, not a public map, so validation errors suggest no
+//     field names either.
+//
+// Why each exists: docs/lessons/bff.md.
 package graphqlserver
 
 import (

@@ -13,18 +13,10 @@ import (
 )
 
 // OneWrite is a gqlgen handler extension that refuses an operation carrying more than one
-// field that acts (a write), before any resolver runs. Every Mutation field acts; so do the
-// Query fields named in Queries (an assistant's answer spends tokens).
-//
-// Why: the gateway limits requests, and one GraphQL request can carry any number of aliased
-// fields. Forty `placeHold`s under forty aliases are one request to the gateway's limits but
-// forty hold attempts for the services; with one write per operation, a request is at most
-// one attempt, as on the REST routes. Reads stay many per request: the complexity limit
-// weighs them.
-//
-// Fields are counted by response key (alias, else name), as GraphQL executes them: the
-// same key asked twice, even through fragments, merges into one field and runs once. A write
-// under @skip or @include still counts: the rule looks at the document, not the variables.
+// field that acts (every Mutation field, and the Query fields in Queries), before any
+// resolver runs: forty aliased placeHolds would be one request to a limit but forty holds.
+// Fields count by response key, as GraphQL merges them; a write under @skip or @include
+// still counts, since the rule reads the document, not the variables. See docs/lessons/bff.md.
 type OneWrite struct {
 	// Queries names the root Query fields that act, beside every Mutation field; nil = none.
 	Queries []string
