@@ -15,35 +15,13 @@ import (
 
 // PlaceHold claims the tickets req asks for, all or none, for HoldTTL, and records a
 // hold.placed event. It answers NotFound for an event without a seat map, Unprocessable
-// outside the event's SaleWindow (before the sale opens, or once the event has started) or
-// when the account would hold more than MaxTicketsPerAccount tickets of the event across its
-// active holds (CheckAccountCap; confirmed holds are sold and do not count, nor do holds past
-// their expiry that the sweeper has yet to end), Forbidden for a flash-sale event without a
-// valid admission pass, Invalid for seats or a class the event does not have, and Conflict
-// when any asked seat is taken or too few GA tickets are left.
-//
-// The claim is one conditional UPDATE whose row count is checked inside the transaction:
-//
-//	UPDATE seats SET status = 'held', hold_id = ? WHERE … seat_id IN (…) AND status = 'available'
-//	UPDATE ga_classes SET held = held + ? WHERE … AND capacity - sold - held >= ?
-//
-// Fewer rows than seats asked (or no GA row) rolls the whole transaction back. Why no two
-// holds can take one ticket, on each engine:
-//   - PostgreSQL (READ COMMITTED): UPDATE locks each row it changes until commit. A second
-//     UPDATE reaching a locked row waits, then re-evaluates its WHERE against the committed
-//     row, finds status = 'held' (or too little capacity left) and skips it: it sees one row
-//     fewer than it asked for and rolls back. No read-then-write window exists to race in.
-//   - SQLite: every transaction begins IMMEDIATE and takes the database's single write lock
-//     (sqldb.Open), so claims run one at a time, across connections and across processes
-//     sharing the file; the second simply finds the seat held.
-//
-// The account's cap is a count, then a write, so it needs a lock where the claim does not:
-// see checkAccountCap.
-//
-// The schema's CHECKs (ga_classes.held + sold <= capacity; a seat's hold_id set exactly when
-// it is not available) are a last line the engine enforces whatever the code does.
-//
-// A request with an IdempotencyKey is placed at most once: see PlaceHoldOnce.
+// outside the event's SaleWindow or past MaxTicketsPerAccount across the account's active
+// holds (CheckAccountCap: not confirmed, not past their expiry), Forbidden for a flash sale
+// without a valid admission pass, Invalid for seats or a class the event lacks, and Conflict
+// when a seat is taken or too few GA tickets are left. The claim is one conditional UPDATE
+// whose row count is checked in the transaction, so no two holds take one ticket on either
+// engine (docs/lessons/waiting-room.md, "Never oversell"). A request with an IdempotencyKey
+// is placed at most once: see PlaceHoldOnce.
 func (s *Store) PlaceHold(ctx context.Context, req HoldRequest) (Hold, error) {
 	h, _, err := s.PlaceHoldOnce(ctx, req)
 	return h, err

@@ -28,29 +28,12 @@ const (
 )
 
 // SaleFollower opens the queue (Queue.Open) of every flash sale the catalog has, creates or
-// changes, until the queue TTL after the event starts: it is how the demo's flash sale and
-// the playground's get a waiting room fans can join. An event that stops being a flash sale
-// keeps its queue until that queue expires: fans already in it keep their places, and
-// nothing is left to admit for once they are through. Set the fields, then call Run once.
-//
-// It learns events two ways: from the changes on CatalogStream, and by reading every event
-// back from the catalog (natsconn.CatchUp) each time its consumer is set up. The stream
-// keeps changes for natsconn.StreamMaxAge at most, so a consumer new to it (a first
-// deployment, one deleted, a NATS that lost its store, the waitroom down for longer) would
-// never open a flash sale created before: the catalog still lists it. Both ways may bring
-// the same event, in any order, and no version is kept: opening is idempotent and never
-// shortens a sale, so a repeat changes nothing, and an older flash-sale version arriving
-// after the change that ended the flag opens a queue that version had opened anyway.
-//
-// Delivery is at least once with explicit acks; opening is idempotent, so a redelivery is
-// harmless. An unreadable change is terminated rather than redelivered forever; a failure
-// that may pass (Redis away) is redelivered after RetryEvery. A catch-up that fails (the
-// catalog or Redis away) starts again after a pause, until it completes.
-//
-// Readiness does not wait for the catch-up: joins and passes of the sales already open are
-// served from Redis, and every replica catches up at once, so waiting would take them all
-// out of rotation while the catalog is down. Its outcome is logged and counted
-// (boxoffice.waitroom.catalog_catchups).
+// changes, until the queue TTL after the event starts; an event that stops being a flash sale
+// keeps its queue until it expires. It learns events from CatalogStream and by reading the
+// catalog back (natsconn.CatchUp) at each set-up of its consumer; opening is idempotent, so
+// repeats and redeliveries are harmless. Readiness does not wait for the catch-up, whose
+// outcome is counted in boxoffice.waitroom.catalog_catchups. Set the fields, then call Run
+// once. See docs/lessons/waiting-room.md, "The queue".
 type SaleFollower struct {
 	// JS is where the catalog publishes; nil follows no stream and catches up once, at
 	// start (NATS_URL unset): flash sales created later open no queue that way.
