@@ -53,7 +53,7 @@ func handleLabAlgorithms() http.Handler {
 func handleLab() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in labRequest
-		if err := problem.DecodeJSON(r, &in); err != nil {
+		if err := httpapi.DecodeJSON(r, &in); err != nil {
 			problem.Write(w, r, nil, err)
 			return
 		}

@@ -315,7 +315,7 @@ func handleStartRun(rs *runs) http.Handler {
 			// Duration, when set, shortens or stretches the profile to about this long.
 			Duration string `json:"duration"`
 		}
-		if err := problem.DecodeJSON(r, &in); err != nil {
+		if err := httpapi.DecodeJSON(r, &in); err != nil {
 			problem.Write(w, r, rs.log, err)
 			return
 		}
@@ -384,7 +384,7 @@ func handleSetKnob(rs *runs) http.Handler {
 			Name  string `json:"name"`
 			Value string `json:"value"`
 		}
-		if err := problem.DecodeJSON(r, &in); err != nil {
+		if err := httpapi.DecodeJSON(r, &in); err != nil {
 			problem.Write(w, r, rs.log, err)
 			return
 		}

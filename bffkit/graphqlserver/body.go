@@ -6,13 +6,14 @@ import (
 	"io"
 	"net/http"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/problem"
 )
 
 // checkBody refuses a POST whose body is no GraphQL request, as application/problem+json
 // like the body limit's 413, before gqlgen reads it: 415 when it is not labelled
 // application/json, 400 when it is not one JSON object, names a key twice, or holds a
-// request member of the wrong kind (problem.DecodeJSON says what and where). gqlgen's own
+// request member of the wrong kind (httpapi.DecodeJSON says what and where). gqlgen's own
 // answer to a body it cannot decode names Go types and repeats the body. Members other than
 // the four of a GraphQL request are let through, as gqlgen ignores them.
 func checkBody(next http.Handler) http.Handler {
@@ -24,7 +25,7 @@ func checkBody(next http.Handler) http.Handler {
 		var body bytes.Buffer
 		r.Body = io.NopCloser(io.TeeReader(r.Body, &body))
 		var members map[string]json.RawMessage
-		err := problem.DecodeJSON(r, &members)
+		err := httpapi.DecodeJSON(r, &members)
 		if err == nil {
 			err = checkMembers(members)
 		}

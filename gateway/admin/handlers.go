@@ -10,6 +10,7 @@ import (
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/gateway/policy/policystore"
 	"boxoffice.dev/gateway/upstream"
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -146,7 +147,7 @@ func (e element[T]) putHandler(a *api, merge bool) http.HandlerFunc {
 			// checks them; the body itself, read whole by DecodeJSON, is the patch.
 			r.Body = io.NopCloser(io.TeeReader(r.Body, &body))
 		}
-		if err := problem.DecodeJSON(r, &v); err != nil {
+		if err := httpapi.DecodeJSON(r, &v); err != nil {
 			problem.Write(w, r, a.Log, err)
 			return
 		}
@@ -225,7 +226,7 @@ func (a *api) putTenantLimit(w http.ResponseWriter, r *http.Request) {
 		Capacity        int     `json:"capacity"`
 		RefillPerSecond float64 `json:"refill_per_second"`
 	}
-	if err := problem.DecodeJSON(r, &body); err != nil {
+	if err := httpapi.DecodeJSON(r, &body); err != nil {
 		problem.Write(w, r, a.Log, err)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -16,7 +17,7 @@ func (h *Hook) Handler() http.Handler {
 		case http.MethodGet, http.MethodHead:
 		case http.MethodPut:
 			var in knobsJSON
-			if err := problem.DecodeJSON(r, &in); err != nil {
+			if err := httpapi.DecodeJSON(r, &in); err != nil {
 				problem.Write(w, r, h.log, err)
 				return
 			}

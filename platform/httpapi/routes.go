@@ -1,14 +1,14 @@
 // Package httpapi is what every BoxOffice service's REST API is made of: one route table,
-// JSON answers, and the page size of lists (limit). The paging cursor is a store's concern
+// JSON in and out, and the page size of lists (limit). The paging cursor is a store's concern
 // and lives beside the database code (platform/sqldb/keyset).
 //
 // It is the application side of HTTP; httpserver is the process side (timeouts, framing,
 // graceful stop, refusing bad text before any handler), which every process uses, REST API
 // or not (the gateway, the BFFs).
 //
-// Errors are not here: handlers answer them with problem.Write, so a bad limit reads like
-// any other invalid field. Request bodies are read with problem.DecodeJSON for the same
-// reason: what it returns is problems.
+// JSON comes in through DecodeJSON and goes out through WriteJSON. Errors are not here:
+// DecodeJSON and Limit return problems (platform/problem) naming the field at fault, which
+// handlers answer with problem.Write like any other.
 package httpapi
 
 import "net/http"

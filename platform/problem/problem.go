@@ -6,10 +6,8 @@
 // a status themselves. Any other error is an internal one: the client sees a generic message
 // and a trace id, the log sees the cause. Clients never see internals.
 //
-// Reading a JSON request body (DecodeJSON) lives here too, rather than beside
-// httpapi.WriteJSON: what it makes is problems (which field, what it should hold), and the
-// gateway, which has no REST API of its own, reads bodies with it as the services do. The
-// text rule it applies is package textrule's.
+// Reading a JSON request body is httpapi.DecodeJSON's, beside httpapi.WriteJSON: it returns
+// these problems, naming the field at fault.
 package problem
 
 import (
@@ -40,7 +38,7 @@ const (
 	Internal      Code = "internal"      // 500 / Internal: our fault
 
 	// UnsupportedMediaType is 415 / InvalidArgument: send the body as the media type named
-	// (DecodeJSON names application/json).
+	// (httpapi.DecodeJSON names application/json).
 	UnsupportedMediaType Code = "unsupported_media_type"
 )
 

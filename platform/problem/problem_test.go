@@ -58,44 +58,6 @@ func TestWriteMapsCodesToStatus(t *testing.T) {
 	}
 }
 
-func TestDecodeJSON(t *testing.T) {
-	type body struct {
-		Seats int `json:"seats"`
-	}
-	tests := []struct {
-		name, in, wantField string
-		wantErr             bool
-	}{
-		{"ok", `{"seats":2}`, "", false},
-		{"wrong type names field", `{"seats":"two"}`, "seats", true},
-		{"unknown field names it", `{"seats":2,"price":1}`, "price", true},
-		{"trailing data", `{"seats":2}{}`, "", true},
-		{"a stray closing brace", `{"seats":2}}`, "", true},
-		{"a stray closing bracket", `{"seats":2}]`, "", true},
-		{"trailing white space", "{\"seats\":2}\n\t ", "", false},
-		{"not json", `seats=2`, "", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var b body
-			err := DecodeJSON(jsonRequest(tt.in), &b)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("DecodeJSON(%s) = %v, want error %v", tt.in, err, tt.wantErr)
-			}
-			if err != nil {
-				if CodeOf(err) != Invalid {
-					t.Errorf("CodeOf = %v, want invalid", CodeOf(err))
-				}
-				var pe *Error
-				errors.As(err, &pe)
-				if pe.Field != tt.wantField {
-					t.Errorf("Field = %q, want %q", pe.Field, tt.wantField)
-				}
-			}
-		})
-	}
-}
-
 // TestGRPCOfAnUnknownCode checks that a problem with a code of no one's is an internal
 // error over gRPC too: mapped as it was, to codes.OK, it became a nil error, a success.
 func TestGRPCOfAnUnknownCode(t *testing.T) {

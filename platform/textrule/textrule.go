@@ -5,7 +5,7 @@
 // The rule exists for storage as much as for the client: PostgreSQL's text type refuses NUL
 // and invalid UTF-8 outright (SQLSTATE 22021), so a value holding them would reach the
 // database only to fail there as an internal error, where SQLite would store it. Transports
-// apply it where text arrives: problem.DecodeJSON to JSON bodies, httpserver.RefuseBadText
+// apply it where text arrives: httpapi.DecodeJSON to JSON bodies, httpserver.RefuseBadText
 // to paths, queries and key headers, and grpcserver to every message (InMessage). Each
 // reports a broken rule as an Invalid problem naming the field, with Strict or Free as the
 // message.

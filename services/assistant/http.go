@@ -19,7 +19,7 @@ func handleAsk(log *slog.Logger, a *Assistant) http.Handler {
 		var body struct {
 			Question string `json:"question"`
 		}
-		err := problem.DecodeJSON(r, &body)
+		err := httpapi.DecodeJSON(r, &body)
 		var ans Answer
 		if err == nil {
 			ans, err = a.Ask(r.Context(), body.Question)

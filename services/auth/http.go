@@ -23,7 +23,7 @@ type signupRequest struct {
 func handleSignup(log *slog.Logger, svc *Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req signupRequest
-		if err := problem.DecodeJSON(r, &req); err != nil {
+		if err := httpapi.DecodeJSON(r, &req); err != nil {
 			problem.Write(w, r, log, err)
 			return
 		}
@@ -65,7 +65,7 @@ func handleLogin(log *slog.Logger, svc *Service) http.Handler {
 			Email    string `json:"email"`
 			Password string `json:"password"`
 		}
-		if err := problem.DecodeJSON(r, &req); err != nil {
+		if err := httpapi.DecodeJSON(r, &req); err != nil {
 			problem.Write(w, r, log, err)
 			return
 		}
@@ -85,7 +85,7 @@ func handleRefresh(log *slog.Logger, svc *Service) http.Handler {
 		var req struct {
 			RefreshToken string `json:"refresh_token"`
 		}
-		if err := problem.DecodeJSON(r, &req); err != nil {
+		if err := httpapi.DecodeJSON(r, &req); err != nil {
 			problem.Write(w, r, log, err)
 			return
 		}
@@ -129,7 +129,7 @@ func handleCreateTenant(log *slog.Logger, svc *Service) http.Handler {
 			Name string `json:"name"`
 			Plan string `json:"plan"`
 		}
-		if err := problem.DecodeJSON(r, &req); err != nil {
+		if err := httpapi.DecodeJSON(r, &req); err != nil {
 			problem.Write(w, r, log, err)
 			return
 		}

@@ -82,7 +82,7 @@ func handleGetVenue(log *slog.Logger, store *Store) http.Handler {
 func handleCreateVenue(log *slog.Logger, store *Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var v Venue
-		err := problem.DecodeJSON(r, &v)
+		err := httpapi.DecodeJSON(r, &v)
 		if err == nil {
 			v, err = store.CreateVenue(r.Context(), v)
 		}
@@ -99,7 +99,7 @@ func handleCreateVenue(log *slog.Logger, store *Store) http.Handler {
 func handleCreateEvent(log *slog.Logger, store *Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b eventBody
-		err := problem.DecodeJSON(r, &b)
+		err := httpapi.DecodeJSON(r, &b)
 		var e Event
 		if err == nil {
 			e, err = Event{ID: deref(b.ID)}.Apply(b.patch())
@@ -122,7 +122,7 @@ func handleUpdateEvent(log *slog.Logger, store *Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		var b eventBody
-		err := problem.DecodeJSON(r, &b)
+		err := httpapi.DecodeJSON(r, &b)
 		if err == nil && b.ID != nil && *b.ID != id {
 			err = problem.InvalidField("id", "cannot change; it is %q", id)
 		}

@@ -42,7 +42,7 @@ func handlePlaceHold(log *slog.Logger, store *Store) http.Handler {
 			return
 		}
 		var body holdBody
-		if err := problem.DecodeJSON(r, &body); err != nil {
+		if err := httpapi.DecodeJSON(r, &body); err != nil {
 			problem.Write(w, r, log, err)
 			return
 		}
@@ -132,7 +132,7 @@ func handleReleaseHold(log *slog.Logger, store *Store) http.Handler {
 func handlePutSeatMap(log *slog.Logger, store *Store) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var l Layout
-		if err := problem.DecodeJSON(r, &l); err != nil {
+		if err := httpapi.DecodeJSON(r, &l); err != nil {
 			problem.Write(w, r, log, err)
 			return
 		}

@@ -29,7 +29,7 @@ func handlePlace(log *slog.Logger, orders *Orders) http.Handler {
 		var body struct {
 			HoldID string `json:"hold_id"`
 		}
-		if err := problem.DecodeJSON(r, &body); err != nil {
+		if err := httpapi.DecodeJSON(r, &body); err != nil {
 			problem.Write(w, r, log, err)
 			return
 		}

@@ -55,7 +55,7 @@ func handlePutSettings(log *slog.Logger, q *Queue) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b body
-		if err := problem.DecodeJSON(r, &b); err != nil {
+		if err := httpapi.DecodeJSON(r, &b); err != nil {
 			problem.Write(w, r, log, err)
 			return
 		}

@@ -1,4 +1,4 @@
-package problem
+package httpapi
 
 import (
 	"encoding/json"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"boxoffice.dev/platform/problem"
 )
 
 // jsonRequest is a POST of body labelled application/json.
@@ -95,8 +97,8 @@ func TestDecodeJSONNamesTheFieldInJSONTerms(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var b holdBody
 			err := DecodeJSON(jsonRequest(tt.in), &b)
-			pe, ok := errors.AsType[*Error](err)
-			if !ok || pe.Code != Invalid || pe.Field != tt.field || pe.Message != tt.message {
+			pe, ok := errors.AsType[*problem.Error](err)
+			if !ok || pe.Code != problem.Invalid || pe.Field != tt.field || pe.Message != tt.message {
 				t.Errorf("DecodeJSON(%.80s) = %v, want invalid, field %q, message %q", tt.in, err, tt.field, tt.message)
 			}
 		})
@@ -122,7 +124,7 @@ func TestDecodeJSONAcceptsWhatEncodingJSONDoes(t *testing.T) {
 func TestDecodeJSONWantsJSONMediaType(t *testing.T) {
 	tests := []struct {
 		name, contentType, body string
-		wantCode                Code // "" = decoded
+		wantCode                problem.Code // "" = decoded
 		wantMessage             string
 	}{
 		{"application/json", "application/json", `{}`, "", ""},
@@ -130,13 +132,13 @@ func TestDecodeJSONWantsJSONMediaType(t *testing.T) {
 		{"in capitals", "Application/JSON", `{}`, "", ""},
 		{"a +json type", "application/merge-patch+json", `{}`, "", ""},
 		{"problem+json", "application/problem+json", `{}`, "", ""},
-		{"no content type", "", `{}`, UnsupportedMediaType, "want application/json (or a type ending in +json); the request names none"},
-		{"text/plain", "text/plain", `{}`, UnsupportedMediaType, "want application/json (or a type ending in +json), not text/plain"},
-		{"text/plain with a charset", "text/plain; charset=utf-8", `{}`, UnsupportedMediaType, "want application/json (or a type ending in +json), not text/plain"},
-		{"curl's default for -d", "application/x-www-form-urlencoded", `{}`, UnsupportedMediaType, "want application/json (or a type ending in +json), not application/x-www-form-urlencoded"},
-		{"json outside application", "text/json", `{}`, UnsupportedMediaType, "want application/json (or a type ending in +json), not text/json"},
-		{"not a media type", "/", `{}`, UnsupportedMediaType, "want application/json (or a type ending in +json); the request's is not a media type"},
-		{"no body needs no type", "", ``, Invalid, "request body is empty: want an object"},
+		{"no content type", "", `{}`, problem.UnsupportedMediaType, "want application/json (or a type ending in +json); the request names none"},
+		{"text/plain", "text/plain", `{}`, problem.UnsupportedMediaType, "want application/json (or a type ending in +json), not text/plain"},
+		{"text/plain with a charset", "text/plain; charset=utf-8", `{}`, problem.UnsupportedMediaType, "want application/json (or a type ending in +json), not text/plain"},
+		{"curl's default for -d", "application/x-www-form-urlencoded", `{}`, problem.UnsupportedMediaType, "want application/json (or a type ending in +json), not application/x-www-form-urlencoded"},
+		{"json outside application", "text/json", `{}`, problem.UnsupportedMediaType, "want application/json (or a type ending in +json), not text/json"},
+		{"not a media type", "/", `{}`, problem.UnsupportedMediaType, "want application/json (or a type ending in +json); the request's is not a media type"},
+		{"no body needs no type", "", ``, problem.Invalid, "request body is empty: want an object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,11 +154,11 @@ func TestDecodeJSONWantsJSONMediaType(t *testing.T) {
 				}
 				return
 			}
-			pe, ok := errors.AsType[*Error](err)
+			pe, ok := errors.AsType[*problem.Error](err)
 			if !ok || pe.Code != tt.wantCode || pe.Message != tt.wantMessage {
 				t.Errorf("DecodeJSON with Content-Type %q = %v, want %s %q", tt.contentType, err, tt.wantCode, tt.wantMessage)
 			}
-			if ok && pe.Code == UnsupportedMediaType && pe.Field != "Content-Type" {
+			if ok && pe.Code == problem.UnsupportedMediaType && pe.Field != "Content-Type" {
 				t.Errorf("field = %q, want Content-Type", pe.Field)
 			}
 		})
@@ -169,7 +171,7 @@ func TestDecodeJSONChecksTheTypeOfAChunkedBody(t *testing.T) {
 	r.ContentLength = -1
 	r.Header.Set("Content-Type", "text/plain")
 	var b holdBody
-	if err := DecodeJSON(r, &b); CodeOf(err) != UnsupportedMediaType {
+	if err := DecodeJSON(r, &b); problem.CodeOf(err) != problem.UnsupportedMediaType {
 		t.Errorf("DecodeJSON(chunked text/plain) = %v, want unsupported_media_type", err)
 	}
 }
@@ -243,8 +245,8 @@ func TestDecodeJSONAnswersNeitherGoTypesNorTheBody(t *testing.T) {
 			continue
 		}
 		rec := httptest.NewRecorder()
-		Write(rec, httptest.NewRequest(http.MethodPost, "/v1/holds", nil), nil, err)
-		var d Details
+		problem.Write(rec, httptest.NewRequest(http.MethodPost, "/v1/holds", nil), nil, err)
+		var d problem.Details
 		if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil {
 			t.Fatalf("answer %s: %v", rec.Body, err)
 		}
@@ -260,5 +262,43 @@ func TestDecodeJSONAnswersNeitherGoTypesNorTheBody(t *testing.T) {
 		if strings.Contains(d.Detail, marker) || len(body) > 8 && strings.Contains(answer, body) {
 			t.Errorf("DecodeJSON(%s) answers %s, which repeats the body", body, answer)
 		}
+	}
+}
+
+func TestDecodeJSON(t *testing.T) {
+	type body struct {
+		Seats int `json:"seats"`
+	}
+	tests := []struct {
+		name, in, wantField string
+		wantErr             bool
+	}{
+		{"ok", `{"seats":2}`, "", false},
+		{"wrong type names field", `{"seats":"two"}`, "seats", true},
+		{"unknown field names it", `{"seats":2,"price":1}`, "price", true},
+		{"trailing data", `{"seats":2}{}`, "", true},
+		{"a stray closing brace", `{"seats":2}}`, "", true},
+		{"a stray closing bracket", `{"seats":2}]`, "", true},
+		{"trailing white space", "{\"seats\":2}\n\t ", "", false},
+		{"not json", `seats=2`, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b body
+			err := DecodeJSON(jsonRequest(tt.in), &b)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("DecodeJSON(%s) = %v, want error %v", tt.in, err, tt.wantErr)
+			}
+			if err != nil {
+				if problem.CodeOf(err) != problem.Invalid {
+					t.Errorf("CodeOf = %v, want invalid", problem.CodeOf(err))
+				}
+				var pe *problem.Error
+				errors.As(err, &pe)
+				if pe.Field != tt.wantField {
+					t.Errorf("Field = %q, want %q", pe.Field, tt.wantField)
+				}
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package problem
+package httpapi
 
 import (
 	"bytes"
@@ -11,12 +11,13 @@ import (
 	"reflect"
 	"strings"
 
+	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/textrule"
 )
 
 // DecodeJSON reads a JSON request body into v (a pointer) and returns a problem a client can
-// act on when it cannot: 415 (UnsupportedMediaType) for a body not sent as JSON, else 400
-// (Invalid) naming the field at fault by its JSON path ("seats[2].id") and what it should
+// act on when it cannot: 415 (problem.UnsupportedMediaType) for a body not sent as JSON, else
+// 400 (problem.Invalid) naming the field at fault by its JSON path ("seats[2].id") and what it should
 // hold in JSON terms ("want a string, got a number"). The answer never names a Go type and
 // never repeats the body: a syntax error is given by its byte offset.
 //
@@ -25,12 +26,12 @@ import (
 // read an unlabelled body differently. The body must be one JSON value with no unknown
 // fields, no data after it, and no object that names a key twice (duplicateKey says why).
 //
-// Every string decoded into v, and every map key, must pass CheckFreeText: JSON can carry
-// NUL and other control characters as escapes (\u0000), which PostgreSQL would refuse as
-// an internal error, so they are refused here, naming the field ("items[2].name"). Invalid
-// UTF-8 never gets this far: encoding/json replaces it with U+FFFD. Fields named as
-// identifiers (textrule.Identifier: id, event_id, email...) must pass CheckText: no tab or line
-// break either.
+// Every string decoded into v, and every map key, must pass problem.CheckFreeText: JSON can
+// carry NUL and other control characters as escapes (\u0000), which PostgreSQL would refuse
+// as an internal error, so they are refused here, naming the field ("items[2].name").
+// Invalid UTF-8 never gets this far: encoding/json replaces it with U+FFFD. Fields named as
+// identifiers (textrule.Identifier: id, event_id, email...) must pass problem.CheckText: no
+// tab or line break either.
 func DecodeJSON(r *http.Request, v any) error {
 	// A length of -1 is a chunked body: one whose length is unknown, not one that is absent.
 	if r.ContentLength != 0 {
@@ -41,9 +42,9 @@ func DecodeJSON(r *http.Request, v any) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		if maxErr, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return New(Invalid, "request body is larger than %d bytes", maxErr.Limit)
+			return problem.New(problem.Invalid, "request body is larger than %d bytes", maxErr.Limit)
 		}
-		return &Error{Code: Invalid, Message: "request body could not be read", Err: err}
+		return &problem.Error{Code: problem.Invalid, Message: "request body could not be read", Err: err}
 	}
 	return decode(body, v)
 }
@@ -67,9 +68,9 @@ func decode(body []byte, v any) error {
 	}
 	if field, bad, ident := badString(reflect.ValueOf(v), false); bad {
 		if ident {
-			return InvalidField(field, textrule.Strict)
+			return problem.InvalidField(field, textrule.Strict)
 		}
-		return InvalidField(field, textrule.Free)
+		return problem.InvalidField(field, textrule.Free)
 	}
 	return nil
 }
@@ -80,11 +81,11 @@ func decode(body []byte, v any) error {
 func checkMediaType(contentType string) error {
 	const want = "want application/json (or a type ending in +json)"
 	if strings.TrimSpace(contentType) == "" {
-		return &Error{Code: UnsupportedMediaType, Field: "Content-Type", Message: want + "; the request names none"}
+		return &problem.Error{Code: problem.UnsupportedMediaType, Field: "Content-Type", Message: want + "; the request names none"}
 	}
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil && !errors.Is(err, mime.ErrInvalidMediaParameter) {
-		return &Error{Code: UnsupportedMediaType, Field: "Content-Type", Message: want + "; the request's is not a media type"}
+		return &problem.Error{Code: problem.UnsupportedMediaType, Field: "Content-Type", Message: want + "; the request's is not a media type"}
 	}
 	if mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json") {
 		return nil
@@ -92,16 +93,16 @@ func checkMediaType(contentType string) error {
 	// A media type is a token/token pair (no quotes, no control characters), safe to name
 	// back; only its length is the client's to choose.
 	if len(mt) > 64 {
-		return &Error{Code: UnsupportedMediaType, Field: "Content-Type", Message: want}
+		return &problem.Error{Code: problem.UnsupportedMediaType, Field: "Content-Type", Message: want}
 	}
-	return &Error{Code: UnsupportedMediaType, Field: "Content-Type", Message: want + ", not " + mt}
+	return &problem.Error{Code: problem.UnsupportedMediaType, Field: "Content-Type", Message: want + ", not " + mt}
 }
 
 // syntaxProblem says why body, which json.Valid refused, is not one JSON value: empty, not
 // JSON from some byte on, cut short, or followed by more data. Offsets count bytes from 1.
 func syntaxProblem(body []byte, t reflect.Type) error {
 	if len(bytes.Trim(body, jsonSpace)) == 0 {
-		return New(Invalid, "request body is empty: want %s", expect(t))
+		return problem.New(problem.Invalid, "request body is empty: want %s", expect(t))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var raw json.RawMessage
@@ -109,15 +110,15 @@ func syntaxProblem(body []byte, t reflect.Type) error {
 	if err == nil {
 		end := dec.InputOffset()
 		next := end + int64(len(body[end:])-len(bytes.TrimLeft(body[end:], jsonSpace)))
-		return New(Invalid, "request body has data after the JSON value, at byte %d", next+1)
+		return problem.New(problem.Invalid, "request body has data after the JSON value, at byte %d", next+1)
 	}
 	if synErr, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return New(Invalid, "request body is not valid JSON at byte %d", synErr.Offset)
+		return problem.New(problem.Invalid, "request body is not valid JSON at byte %d", synErr.Offset)
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return New(Invalid, "request body is not valid JSON: it ends in the middle of a value")
+		return problem.New(problem.Invalid, "request body is not valid JSON: it ends in the middle of a value")
 	}
-	return &Error{Code: Invalid, Message: "request body is not valid JSON", Err: err}
+	return &problem.Error{Code: problem.Invalid, Message: "request body is not valid JSON", Err: err}
 }
 
 // jsonSpace is the white space JSON allows between tokens (RFC 8259, section 2).
@@ -125,9 +126,9 @@ const jsonSpace = " \t\r\n"
 
 // at returns an Invalid problem about the value at path, or about the whole body when path
 // is "" (the body is the value).
-func at(path, format string, args ...any) *Error {
+func at(path, format string, args ...any) *problem.Error {
 	if path == "" {
-		return New(Invalid, "request body: "+format, args...)
+		return problem.New(problem.Invalid, "request body: "+format, args...)
 	}
-	return InvalidField(path, format, args...)
+	return problem.InvalidField(path, format, args...)
 }

@@ -1,4 +1,4 @@
-package problem
+package httpapi
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"boxoffice.dev/platform/problem"
 )
 
 // mismatch explains why encoding/json refused body (valid JSON, without repeated keys) for
@@ -31,7 +33,7 @@ func mismatch(body []byte, t reflect.Type, cause error) error {
 		e.Err = cause
 		return e
 	}
-	return &Error{Code: Invalid, Message: "request body does not have the expected shape", Err: cause}
+	return &problem.Error{Code: problem.Invalid, Message: "request body does not have the expected shape", Err: cause}
 }
 
 var (
@@ -48,7 +50,7 @@ type walker struct {
 
 // value reads the next value, to be decoded into a t at path, and returns the first problem
 // in it, or nil.
-func (w *walker) value(t reflect.Type, path string) *Error {
+func (w *walker) value(t reflect.Type, path string) *problem.Error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -105,7 +107,7 @@ func (w *walker) value(t reflect.Type, path string) *Error {
 }
 
 // members reads the members of an object decoded into struct or map type t, its '{' read.
-func (w *walker) members(t reflect.Type, path string) *Error {
+func (w *walker) members(t reflect.Type, path string) *problem.Error {
 	for {
 		tok, err := w.dec.Token()
 		if err != nil || tok == json.Delim('}') {
@@ -125,7 +127,7 @@ func (w *walker) members(t reflect.Type, path string) *Error {
 
 // memberType is the type of the member key of an object decoded into struct or map type t,
 // or the problem with key: no field of that name, or a map key of the wrong form.
-func memberType(t reflect.Type, field, key string) (reflect.Type, *Error) {
+func memberType(t reflect.Type, field, key string) (reflect.Type, *problem.Error) {
 	if t.Kind() == reflect.Map {
 		return t.Elem(), mapKey(t.Key(), field, key)
 	}
@@ -138,7 +140,7 @@ func memberType(t reflect.Type, field, key string) (reflect.Type, *Error) {
 
 // array reads the elements of an array decoded into slice or array type t, its '[' read.
 // encoding/json drops the elements past an array's length unread; so does the walk.
-func (w *walker) array(t reflect.Type, path string) *Error {
+func (w *walker) array(t reflect.Type, path string) *problem.Error {
 	for i := 0; w.dec.More(); i++ {
 		if t.Kind() == reflect.Array && i >= t.Len() {
 			var skip json.RawMessage
@@ -157,7 +159,7 @@ func (w *walker) array(t reflect.Type, path string) *Error {
 
 // mapKey checks a map key: a string key fits any string-kinded key type; an integer key
 // type wants digits, as encoding/json parses them.
-func mapKey(t reflect.Type, path, key string) *Error {
+func mapKey(t reflect.Type, path, key string) *problem.Error {
 	switch {
 	case t.Kind() == reflect.String:
 		return nil
@@ -172,7 +174,7 @@ func mapKey(t reflect.Type, path, key string) *Error {
 
 // number checks the number s (as written in the body) for a value of type t: a whole number
 // in range for an integer, a finite one in range for a float.
-func number(t reflect.Type, path, s string) *Error {
+func number(t reflect.Type, path, s string) *problem.Error {
 	var err error
 	switch t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
@@ -217,11 +219,11 @@ func numberRange(t reflect.Type) string {
 // refused turns the error of a type's own UnmarshalJSON or UnmarshalText into a problem at
 // path, or nil when there is none. Its text is shown only when it is a problem itself: a
 // type's own error may name Go types or repeat the value.
-func refused(t reflect.Type, path string, err error) *Error {
+func refused(t reflect.Type, path string, err error) *problem.Error {
 	if err == nil {
 		return nil
 	}
-	if p, ok := errors.AsType[*Error](err); ok && p.Code == Invalid {
+	if p, ok := errors.AsType[*problem.Error](err); ok && p.Code == problem.Invalid {
 		return at(path, "%s", p.Message)
 	}
 	if typeErr, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && typeErr.Type != nil {
