@@ -8,6 +8,9 @@ import (
 	"boxoffice.dev/platform/sqldb/keyset"
 )
 
+// soonestFirst is the order of ListEvents's pages.
+var soonestFirst = keyset.Order{Key: "starts_at"}
+
 // ListEvents returns up to limit events matching f, soonest first (ties by id), after the
 // position cursor names ("" = from the start), and the cursor of the next page ("" = no
 // more). The cursor is a keyset position, so pages stay consistent while events are added.
@@ -15,24 +18,15 @@ func (s *Store) ListEvents(ctx context.Context, f Filter, limit int, cursor stri
 	if err := f.Validate(); err != nil {
 		return nil, "", err
 	}
-	limit, err := keyset.Size(limit, defaultPageSize, maxPageSize)
+	limit, after, err := soonestFirst.Read(limit, defaultPageSize, maxPageSize, cursor)
 	if err != nil {
 		return nil, "", err
 	}
 	where, args := filterSQL(f)
-	if cursor != "" {
-		after, err := keyset.Parse(cursor, keyset.Cursor{})
-		if err != nil {
-			return nil, "", err
-		}
-		where = append(where, `(starts_at > ? OR (starts_at = ? AND id > ?))`)
-		args = append(args, after.Key, after.Key, after.ID)
-	}
-	q := `SELECT ` + eventColumns + ` FROM events`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, ` AND `)
-	}
-	q += ` ORDER BY starts_at, id LIMIT ?`
+	cond, condArgs := soonestFirst.After(after)
+	where, args = append(where, cond), append(args, condArgs...)
+	q := `SELECT ` + eventColumns + ` FROM events WHERE ` + strings.Join(where, ` AND `) +
+		` ORDER BY ` + soonestFirst.By() + ` LIMIT ?`
 	args = append(args, limit+1) // one more tells whether a next page exists
 	var out []Event
 	err = s.query(ctx, q, args, func(r scanner) error {

@@ -33,23 +33,20 @@ const (
 	DefaultHoldsPage = 20
 )
 
+// newestFirst is the order of ListHolds's pages.
+var newestFirst = keyset.Order{Key: "created_ms", Desc: true}
+
 // ListHolds returns account's holds, newest first, one page at a time. cursor is "" for the
 // first page, else a next cursor ListHolds returned; next is "" on the last page.
 func (s *Store) ListHolds(ctx context.Context, account string, limit int, cursor string) (holds []Hold, next string, err error) {
-	if limit, err = keyset.Size(limit, DefaultHoldsPage, MaxHoldsPage); err != nil {
+	limit, after, err := newestFirst.Read(limit, DefaultHoldsPage, MaxHoldsPage, cursor)
+	if err != nil {
 		return nil, "", err
 	}
-	where, args := `WHERE account = ?`, []any{account}
-	if cursor != "" {
-		before, err := keyset.Parse(cursor, keyset.Cursor{})
-		if err != nil {
-			return nil, "", err
-		}
-		where += ` AND (created_ms < ? OR (created_ms = ? AND id < ?))`
-		args = append(args, before.Key, before.Key, before.ID)
-	}
+	cond, args := newestFirst.After(after)
 	// One row more than the page says whether another page follows.
-	holds, err = s.readHolds(ctx, s.DB, where+` ORDER BY created_ms DESC, id DESC LIMIT ?`, append(args, limit+1)...)
+	holds, err = s.readHolds(ctx, s.DB, `WHERE account = ? AND `+cond+` ORDER BY `+newestFirst.By()+` LIMIT ?`,
+		append(append([]any{account}, args...), limit+1)...)
 	if err != nil {
 		return nil, "", err
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
-	"math"
 	"time"
 
 	"boxoffice.dev/platform/clock"
@@ -60,20 +59,20 @@ type Page struct {
 	Next     string    `json:"next_cursor,omitempty"`
 }
 
-// List returns account's messages newest first, limit at a time (0 = DefaultPageSize, at most MaxPageSize), from
-// cursor ("" = the newest).
+// newestFirst is the order of List's pages.
+var newestFirst = keyset.Order{Key: "created_us", Desc: true}
+
+// List returns account's messages newest first, limit at a time (0 = DefaultPageSize, at most
+// MaxPageSize), from cursor ("" = the newest).
 func (s *Store) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
-	limit, err := keyset.Size(limit, DefaultPageSize, MaxPageSize)
+	limit, after, err := newestFirst.Read(limit, DefaultPageSize, MaxPageSize, cursor)
 	if err != nil {
 		return Page{}, err
 	}
-	before, err := keyset.Parse(cursor, keyset.Cursor{Key: math.MaxInt64})
-	if err != nil {
-		return Page{}, err
-	}
+	cond, args := newestFirst.After(after)
 	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT id, event_id, account, kind, subject, body, push, created_us
-		FROM messages WHERE account = ? AND (created_us < ? OR (created_us = ? AND id < ?))
-		ORDER BY created_us DESC, id DESC LIMIT ?`), account, before.Key, before.Key, before.ID, limit+1)
+		FROM messages WHERE account = ? AND `+cond+` ORDER BY `+newestFirst.By()+` LIMIT ?`),
+		append(append([]any{account}, args...), limit+1)...)
 	if err != nil {
 		return Page{}, fmt.Errorf("list messages: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"boxoffice.dev/platform/clock"
@@ -161,20 +160,19 @@ type Page struct {
 	Next   string  `json:"next_cursor,omitempty"`
 }
 
-// List returns account's orders newest first, limit at a time (0 = DefaultPageSize, at most MaxPageSize), from
-// cursor ("" = the newest).
+// newestFirst is the order of List's pages.
+var newestFirst = keyset.Order{Key: "created_us", Desc: true}
+
+// List returns account's orders newest first, limit at a time (0 = DefaultPageSize, at most
+// MaxPageSize), from cursor ("" = the newest).
 func (s *Store) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
-	limit, err := keyset.Size(limit, DefaultPageSize, MaxPageSize)
+	limit, after, err := newestFirst.Read(limit, DefaultPageSize, MaxPageSize, cursor)
 	if err != nil {
 		return Page{}, err
 	}
-	before, err := keyset.Parse(cursor, keyset.Cursor{Key: math.MaxInt64})
-	if err != nil {
-		return Page{}, err
-	}
+	cond, args := newestFirst.After(after)
 	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT `+orderColumns+` FROM orders
-		WHERE account = ? AND (created_us < ? OR (created_us = ? AND id < ?))
-		ORDER BY created_us DESC, id DESC LIMIT ?`), account, before.Key, before.Key, before.ID, limit+1)
+		WHERE account = ? AND `+cond+` ORDER BY `+newestFirst.By()+` LIMIT ?`), append(append([]any{account}, args...), limit+1)...)
 	if err != nil {
 		return Page{}, fmt.Errorf("list orders: %w", err)
 	}

@@ -141,24 +141,23 @@ type Page struct {
 	Next    string   `json:"next_cursor,omitempty"`
 }
 
+// oldestFirst is the order of List's pages.
+var oldestFirst = keyset.Order{Key: "created_us"}
+
 // List returns charges oldest first, only those of orderID when it is not "", limit at a
 // time (0 = DefaultPageSize, at most MaxPageSize) from cursor ("" = the first page).
 func (s *Store) List(ctx context.Context, orderID string, limit int, cursor string) (Page, error) {
-	limit, err := keyset.Size(limit, DefaultPageSize, MaxPageSize)
+	limit, after, err := oldestFirst.Read(limit, DefaultPageSize, MaxPageSize, cursor)
 	if err != nil {
 		return Page{}, err
 	}
-	after, err := keyset.Parse(cursor, keyset.Cursor{Key: -1})
-	if err != nil {
-		return Page{}, err
-	}
-	q := `SELECT ` + chargeColumns + ` FROM charges WHERE (created_us > ? OR (created_us = ? AND id > ?))`
-	args := []any{after.Key, after.Key, after.ID}
+	cond, args := oldestFirst.After(after)
+	q := `SELECT ` + chargeColumns + ` FROM charges WHERE ` + cond
 	if orderID != "" {
 		q += ` AND order_id = ?`
 		args = append(args, orderID)
 	}
-	q += ` ORDER BY created_us, id LIMIT ?`
+	q += ` ORDER BY ` + oldestFirst.By() + ` LIMIT ?`
 	args = append(args, limit+1)
 	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(q), args...)
 	if err != nil {
