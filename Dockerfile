@@ -8,9 +8,10 @@
 #
 # The binary is static (CGO_ENABLED=0) and runs as a non-root user on distroless, which has no
 # shell or package manager: nothing for an intruder to use, and little for a scanner to flag.
-# Beside it sits `healthcheck` (deploy/healthcheck), the container healthcheck, since the image
-# has no curl or wget. deploy/dockerfile_test.go runs the `go build` line below, as written, for
-# every deployable, so a broken build path fails `make test` without a Docker engine.
+# Beside it sits `healthcheck` (cmd/healthcheck), the container healthcheck, since the image
+# has no curl or wget. tools/deploycheck/dockerfile_test.go runs the `go build` line below, as
+# written, for every deployable, so a broken build path fails `make test` without a Docker
+# engine.
 
 ARG GO_VERSION=1.26.8
 
@@ -34,7 +35,7 @@ ARG MODULE
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     : "${MODULE:?set --build-arg MODULE=<directory with cmd/<name>>, e.g. services/catalog}" && \
-    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ "./${MODULE}/cmd/${MODULE##*/}" ./deploy/healthcheck && \
+    CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/ "./${MODULE}/cmd/${MODULE##*/}" ./cmd/healthcheck && \
     mv "/out/${MODULE##*/}" /out/service
 
 FROM gcr.io/distroless/static-debian12:nonroot

@@ -1,0 +1,3 @@
+module boxoffice.dev/cmd/healthcheck
+
+go 1.26.0
