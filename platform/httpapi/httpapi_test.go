@@ -127,3 +127,26 @@ func TestLimit(t *testing.T) {
 		})
 	}
 }
+
+func TestWriteCreated(t *testing.T) {
+	tests := []struct {
+		name     string
+		created  bool
+		status   int
+		replayed string
+	}{
+		{"created", true, http.StatusCreated, ""},
+		{"a repeat of the key", false, http.StatusOK, "true"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			httpapi.WriteCreated(rec, "/v1/things/7", tt.created, map[string]string{"id": "7"})
+			if rec.Code != tt.status || rec.Header().Get("Idempotent-Replayed") != tt.replayed ||
+				rec.Header().Get("Location") != "/v1/things/7" || rec.Body.String() != "{\"id\":\"7\"}\n" {
+				t.Errorf("WriteCreated(created=%v) = %d, replayed %q, location %q, body %q; want %d, %q, /v1/things/7, {\"id\":\"7\"}",
+					tt.created, rec.Code, rec.Header().Get("Idempotent-Replayed"), rec.Header().Get("Location"), rec.Body, tt.status, tt.replayed)
+			}
+		})
+	}
+}

@@ -29,3 +29,16 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
+
+// WriteCreated answers a create that an Idempotency-Key may repeat: 201 when this request
+// created v, else 200 marked Idempotent-Replayed: true, v being what the first request with
+// the key created, as it is now. Location names v either way.
+func WriteCreated(w http.ResponseWriter, location string, created bool, v any) {
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Location", location)
+	WriteJSON(w, status, v)
+}

@@ -55,13 +55,7 @@ func handlePlaceHold(log *slog.Logger, store *Store) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		status := http.StatusCreated
-		if !created {
-			status = http.StatusOK
-			w.Header().Set("Idempotent-Replayed", "true")
-		}
-		w.Header().Set("Location", "/v1/holds/"+h.ID)
-		httpapi.WriteJSON(w, status, h)
+		httpapi.WriteCreated(w, "/v1/holds/"+h.ID, created, h)
 	})
 }
 

@@ -39,13 +39,7 @@ func handlePlace(log *slog.Logger, orders *Orders) http.Handler {
 			problem.Write(w, r, log, err)
 			return
 		}
-		status := http.StatusCreated
-		if !created {
-			status = http.StatusOK
-			w.Header().Set("Idempotent-Replayed", "true")
-		}
-		w.Header().Set("Location", "/v1/orders/"+o.ID)
-		httpapi.WriteJSON(w, status, o)
+		httpapi.WriteCreated(w, "/v1/orders/"+o.ID, created, o)
 	})
 }
 
