@@ -13,7 +13,7 @@ import (
 )
 
 // decoded is what a service reads into a string field tagged name from body: what
-// problem.DecodeJSON does (a json.Decoder, first value only), its errors ignored, because
+// httpapi.DecodeJSON does (a json.Decoder, first value only), its errors ignored, because
 // encoding/json fills what it can before reporting a type error.
 func decoded(t *testing.T, name, body string) string {
 	t.Helper()

@@ -12,10 +12,10 @@ import (
 	"boxoffice.dev/platform/problem"
 )
 
-// grpcServer is the Order gRPC API over Orders; thin: it converts messages and errors.
+// grpcServer is the Order gRPC API over Service; thin: it converts messages and errors.
 type grpcServer struct {
 	orderv1.UnimplementedOrderServer
-	orders *Orders
+	orders *Service
 }
 
 var _ orderv1.OrderServer = (*grpcServer)(nil)

@@ -19,7 +19,7 @@ const (
 // handlePlace answers POST /v1/orders {"hold_id"} with Idempotency-Key: 201 with a new
 // pending order, or 200 with the order an earlier request with the same key created (marked
 // Idempotent-Replayed: true), as it is now.
-func handlePlace(log *slog.Logger, orders *Orders) http.Handler {
+func handlePlace(log *slog.Logger, orders *Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req := CreateRequest{Account: identity.FromRequest(r).User, IdempotencyKey: r.Header.Get(IdempotencyKeyHeader)}
 		if req.Account == "" {
@@ -44,7 +44,7 @@ func handlePlace(log *slog.Logger, orders *Orders) http.Handler {
 }
 
 // handleGet answers GET /v1/orders/{id} for the order's owner.
-func handleGet(log *slog.Logger, orders *Orders) http.Handler {
+func handleGet(log *slog.Logger, orders *Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o, err := orders.Get(r.Context(), identity.FromRequest(r).User, r.PathValue("id"))
 		if err != nil {
@@ -56,7 +56,7 @@ func handleGet(log *slog.Logger, orders *Orders) http.Handler {
 }
 
 // handleList answers GET /v1/orders?limit=&cursor= with the caller's history, newest first.
-func handleList(log *slog.Logger, orders *Orders) http.Handler {
+func handleList(log *slog.Logger, orders *Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limit, err := httpapi.Limit(r.URL.Query(), DefaultPageSize, MaxPageSize)
 		var page Page

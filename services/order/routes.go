@@ -8,7 +8,7 @@ import (
 
 // routes is order's whole REST surface; docs/openapi/order.yaml describes the same
 // routes and a test keeps the two equal.
-func routes(log *slog.Logger, orders *Orders) httpapi.Routes {
+func routes(log *slog.Logger, orders *Service) httpapi.Routes {
 	return httpapi.Routes{
 		{Method: "POST", Pattern: "/v1/orders", Handler: handlePlace(log, orders)},
 		{Method: "GET", Pattern: "/v1/orders", Handler: handleList(log, orders)},

@@ -99,7 +99,7 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 		CallTimeout: cfg.CallTimeout, PaymentTimeout: cfg.PaymentTimeout, MaxAttempts: cfg.MaxAttempts, StallAfter: cfg.StallAfter, Workers: cfg.Workers,
 		MeterProvider: s.Telemetry.MeterProvider}
 	s.Go("saga", saga.Run)
-	orders := &Orders{Store: store, Holds: holds, Prices: newCatalogPrices(catalog), Saga: saga}
+	orders := &Service{Store: store, Holds: holds, Prices: newCatalogPrices(catalog), Saga: saga}
 	orderv1.RegisterOrderServer(s.GRPC(), &grpcServer{orders: orders})
 	return routes(s.Log, orders).Mux(), nil
 }

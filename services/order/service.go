@@ -14,9 +14,10 @@ type Prices interface {
 	Prices(ctx context.Context, eventID string) (map[string]money.Money, error)
 }
 
-// Orders is what both transports serve: placing, reading and listing a fan's orders. It is
-// safe for concurrent use.
-type Orders struct {
+// Service is the order service's behaviour over its store: placing an order (its saga
+// started), reading and listing a fan's orders. The transports (http.go, grpc.go) only
+// translate to and from it, as auth's do to its Service. It is safe for concurrent use.
+type Service struct {
 	Store  *Store
 	Holds  Holds
 	Prices Prices
@@ -26,7 +27,7 @@ type Orders struct {
 // Place creates the order req asks for and starts its saga; created is false when req
 // replays an earlier request with the same idempotency key, which returns that request's
 // order as it is now.
-func (s *Orders) Place(ctx context.Context, req CreateRequest) (o Order, created bool, err error) {
+func (s *Service) Place(ctx context.Context, req CreateRequest) (o Order, created bool, err error) {
 	if err := req.Validate(); err != nil {
 		return Order{}, false, err
 	}
@@ -69,7 +70,7 @@ func (s *Orders) Place(ctx context.Context, req CreateRequest) (o Order, created
 
 // Get returns account's order id. Another fan's order is NotFound, as a missing one is:
 // order ids reveal nothing about other fans.
-func (s *Orders) Get(ctx context.Context, account, id string) (Order, error) {
+func (s *Service) Get(ctx context.Context, account, id string) (Order, error) {
 	if account == "" {
 		return Order{}, problem.New(problem.Unauthorized, "reading orders needs a signed-in user")
 	}
@@ -84,7 +85,7 @@ func (s *Orders) Get(ctx context.Context, account, id string) (Order, error) {
 }
 
 // List returns account's order history, newest first.
-func (s *Orders) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
+func (s *Service) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
 	if account == "" {
 		return Page{}, problem.New(problem.Unauthorized, "reading orders needs a signed-in user")
 	}

@@ -43,7 +43,7 @@ func TestPlaceAnswersATwinThatWonMeanwhile(t *testing.T) {
 			f.holds.holds[id].Status = HoldConfirmed // the twin's saga sold the hold
 			return nil
 		}
-		orders := &Orders{Store: f.store, Holds: f.holds, Prices: prices, Saga: f.saga}
+		orders := &Service{Store: f.store, Holds: f.holds, Prices: prices, Saga: f.saga}
 		o, created, err := orders.Place(ctx, req)
 		if err != nil || created || o.ID != twin.ID {
 			t.Errorf("Place after a twin won = %s, created %v, %v; want the twin's order %s, not created", o.ID, created, err, twin.ID)
