@@ -17,18 +17,8 @@ import (
 	"boxoffice.dev/gateway/upstream"
 )
 
-// metrics are the gateway's RED metrics per route. Exported in Prometheus format they read:
-//
-//	gateway_requests_total{route, method, code}          every answer, the gateway's own included
-//	gateway_request_duration_seconds{route, outcome}     outcome: upstream, why the gateway answered,
-//	                                                     or how a response was cut off (client_closed,
-//	                                                     upstream_aborted, panic)
-//	gateway_rejections_total{route, reason}              401, 403, 404, 405, 413, 429, 503 by reason
-//
-// Per-rule decisions are the rate limiter's (ratelimit_decisions_total{rule, outcome, path}),
-// the pre-limit's among them (rule local-per-ip, path memory); per-upstream requests, sheds
-// and retries are the upstream layer's. Route labels are route ids, never paths, so a
-// client cannot mint new series.
+// metrics are the gateway's RED metrics per route; per-rule decisions are the limiter's,
+// per-instance ones the upstream layer's. The series and their labels: docs/run.md, "Metrics".
 type metrics struct {
 	requests   metric.Int64Counter
 	duration   metric.Float64Histogram

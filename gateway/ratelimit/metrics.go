@@ -12,24 +12,8 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 )
 
-// metrics are what Failsafe reports. Exported in Prometheus format they read:
-//
-//	ratelimit_decisions_total{rule, outcome, path}   outcome: allowed | denied | shadow_denied
-//	ratelimit_store_errors_total{lane, kind}         kind: timeout | unreachable | error |
-//	                                                 breaker_open | no_slot
-//	ratelimit_fallback_decisions_total{rule}         decided locally at limit/N
-//	ratelimit_fail_closed_decisions_total{rule}      denied because the store was unreachable
-//	ratelimit_chargeback_units_total{rule}           fallback spending charged back to the store
-//	ratelimit_decision_duration_seconds              one request, all rules, any path
-//	ratelimit_breaker_open{lane}                     1 while the lane's breaker skips the store
-//	ratelimit_breaker_state{lane}                    0 closed, 1 open, 2 half-open
-//
-// Redis reports one more, newBatchSizes:
-//
-//	ratelimit_redis_batch_size                       requests decided per Redis round trip
-//
-// Leases counts its decisions on tokens in hand in ratelimit_decisions_total too, with path
-// lease: they never reach Failsafe.
+// metrics are what Failsafe reports, and Leases with path lease; Redis adds its batch sizes
+// (newBatchSizes). The series and their labels: docs/run.md, "Metrics".
 type metrics struct {
 	decisions  *decisionCounter
 	storeErrs  metric.Int64Counter

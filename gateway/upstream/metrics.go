@@ -10,27 +10,8 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 )
 
-// metrics are what the upstream layer reports: RED per service and instance, and the
-// reasons a request did not reach an instance. Exported in Prometheus format they read:
-//
-//	upstream_requests_total{service, instance, outcome}  one per attempt; outcome: 1xx … 5xx
-//	                                                     | timeout | connect_error | error
-//	                                                     | canceled | aborted (body cut short)
-//	                                                     | client_body (the client's body:
-//	                                                     over the cap, too slow, cut off)
-//	upstream_request_duration_seconds{service}           one attempt, until its body was sent
-//	upstream_shed_total{service}                         503: the concurrency limit reached
-//	                                                     (not a 429)
-//	upstream_concurrency_limit{service}                  that limit now, fixed or adaptive
-//	upstream_unavailable_total{service}                  503: no ready instance
-//	upstream_retries_total{service, outcome}             outcome: sent | budget_exhausted
-//	                                                     | no_other_instance
-//	upstream_ejections_total{service}                    passive ejections
-//	upstream_in_flight{service, instance}                requests in flight now
-//	upstream_routable{service, instance}                 1 when ready and not ejected
-//	upstream_panic{service}                              1 while in panic (health.go)
-//	upstream_panic_routed_total{service}                 attempts sent to an instance only
-//	                                                     panic allows (its probes time out)
+// metrics are what the upstream layer reports: RED per service and instance, and the reasons
+// a request did not reach an instance. The series and their labels: docs/run.md, "Metrics".
 type metrics struct {
 	requests    metric.Int64Counter
 	duration    metric.Float64Histogram
