@@ -8,6 +8,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Go runs f on its own goroutine (pprof label worker=name) as a worker of the process: a
@@ -43,6 +44,27 @@ func (s *Server) Go(name string, f func(ctx context.Context) error) {
 		w.errs = append(w.errs, fmt.Errorf("worker %s: %w", name, err))
 		w.failOnce.Do(func() { close(w.failed) })
 	}()
+}
+
+// Every runs job every interval as a worker named name (see Go), the one way a service runs
+// periodic background work: a sweeper, an admitter, key rotation. A failing job is logged and
+// tried again at the next tick, so a database blip does not stop the process; the first run
+// is one interval after the call.
+func (s *Server) Every(name string, interval time.Duration, job func(ctx context.Context) error) {
+	s.Go(name, func(ctx context.Context) error {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C:
+			}
+			if err := job(ctx); err != nil && ctx.Err() == nil {
+				s.Log.WarnContext(ctx, "periodic job failed", "worker", name, "error", err)
+			}
+		}
+	})
 }
 
 // workers tracks the goroutines Go started.

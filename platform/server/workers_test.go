@@ -83,6 +83,33 @@ func TestWorkerFailureStopsTheProcess(t *testing.T) {
 	}
 }
 
+// TestEveryRetriesAFailingJob: a periodic job that fails is tried again at the next tick and
+// the process keeps serving, unlike a worker of Go that returns an error.
+func TestEveryRetriesAFailingJob(t *testing.T) {
+	var mu sync.Mutex
+	runs := 0
+	url, stop := startMain(t, nil, func(ctx context.Context, s *server.Server) (http.Handler, error) {
+		s.Every("flaky", time.Millisecond, func(ctx context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			runs++
+			return errors.New("database unreachable")
+		})
+		return nil, nil
+	})
+	testkit.Eventually(t, 5*time.Second, "the failing job runs three times", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return runs >= 3
+	})
+	if resp, err := http.Get(url + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /healthz after the job failed = %v, %v; want 200: a periodic job's failure must not stop the process", resp, err)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("Main = %v, want nil", err)
+	}
+}
+
 func TestWorkerCancelledIsNotAFailure(t *testing.T) {
 	_, stop := startMain(t, nil, func(ctx context.Context, s *server.Server) (http.Handler, error) {
 		s.Go("waits", func(ctx context.Context) error {

@@ -132,33 +132,15 @@ func (s *Service) Keys() []KeyInfo {
 	return out
 }
 
-// Maintain runs the background work until ctx is done: RotateKeys every keyCheck interval
-// and pruning expired refresh tokens every refreshPruneEvery. Failures are logged and
-// retried at the next tick; the instance keeps signing with its copy of the keys meanwhile.
-// Call RotateKeys once before serving, so the first requests find a key.
-func (s *Service) Maintain(ctx context.Context) error {
-	tick := time.NewTicker(s.Config.keyCheck())
-	defer tick.Stop()
-	var pruned time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		if _, err := s.RotateKeys(ctx, false); err != nil && ctx.Err() == nil {
-			s.Log.ErrorContext(ctx, "key rotation failed", "error", err)
-		}
-		if now := s.Clock.Now(); now.Sub(pruned) >= refreshPruneEvery {
-			n, err := s.Store.PruneRefresh(ctx, now)
-			if err != nil && ctx.Err() == nil {
-				s.Log.ErrorContext(ctx, "pruning refresh tokens failed", "error", err)
-				continue
-			}
-			pruned = now
-			if n > 0 {
-				s.Log.InfoContext(ctx, "expired refresh tokens pruned", "count", n)
-			}
-		}
+// PruneRefresh deletes the refresh tokens that have expired, for Server.Every at
+// refreshPruneEvery: housekeeping, so a failure waits for the next tick.
+func (s *Service) PruneRefresh(ctx context.Context) error {
+	n, err := s.Store.PruneRefresh(ctx, s.Clock.Now())
+	if err != nil {
+		return err
 	}
+	if n > 0 {
+		s.Log.InfoContext(ctx, "expired refresh tokens pruned", "count", n)
+	}
+	return nil
 }

@@ -85,7 +85,13 @@ func build(ctx context.Context, s *server.Server, cfg Config, seed bool) (http.H
 		}
 		s.Log.InfoContext(ctx, "demo accounts", "seeded", seeded)
 	}
-	s.Go("key-maintenance", svc.Maintain)
+	// Every instance rotates and prunes; RotateKeys is safe to race (see its doc), and the
+	// instance keeps signing with its copy of the keys while the store is unreachable.
+	s.Every("key-rotation", svc.Config.keyCheck(), func(ctx context.Context) error {
+		_, err := svc.RotateKeys(ctx, false)
+		return err
+	})
+	s.Every("refresh-prune", refreshPruneEvery, svc.PruneRefresh)
 	authv1.RegisterAuthServer(s.GRPC(), &grpcServer{svc: svc})
 	return routes(s.Log, svc).Mux(), nil
 }

@@ -96,10 +96,7 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 			"and only the events the catalog has at start get seat maps; others only from PUT /v1/admin/events/{id}/seatmap")
 	}
 	s.Go("seatmap-consumer", mapper.Run) // waits for the catalog's stream and the catalog; returns nil at shutdown
-	s.Go("hold-sweeper", func(ctx context.Context) error {
-		sweep(ctx, store, cfg.SweepInterval, s.Log)
-		return nil
-	})
+	s.Every("hold-sweeper", cfg.SweepInterval, func(ctx context.Context) error { return sweep(ctx, store, s.Log) })
 	inventoryv1.RegisterInventoryServer(s.GRPC(), &grpcServer{store: store})
 	return routes(s.Log, store).Mux(), nil
 }
@@ -108,32 +105,20 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 // batches come back full, so a flash sale's worth of abandoned holds clears in one tick.
 const sweepBatch = 100
 
-// sweep expires due holds every interval until ctx is done. Every instance sweeps: the
-// work is idempotent (see ExpireDue), and no leader election is needed for a job whose
-// worst duplicate is a no-op.
-func sweep(ctx context.Context, store *Store, every time.Duration, log *slog.Logger) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
+// sweep expires the holds due now, batch after batch while batches come back full. Every
+// instance sweeps (Server.Every): the work is idempotent (see ExpireDue), and no leader
+// election is needed for a job whose worst duplicate is a no-op.
+func sweep(ctx context.Context, store *Store, log *slog.Logger) error {
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+		n, err := store.ExpireDue(ctx, sweepBatch)
+		if err != nil {
+			return fmt.Errorf("expire holds: %w", err)
 		}
-		for {
-			n, err := store.ExpireDue(ctx, sweepBatch)
-			if err != nil {
-				if ctx.Err() == nil {
-					log.WarnContext(ctx, "expire holds", "error", err)
-				}
-				break
-			}
-			if n > 0 {
-				log.InfoContext(ctx, "expired holds", "count", n)
-			}
-			if n < sweepBatch {
-				break
-			}
+		if n > 0 {
+			log.InfoContext(ctx, "expired holds", "count", n)
+		}
+		if n < sweepBatch {
+			return nil
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -343,23 +342,6 @@ func (q *Queue) list(ctx context.Context, event string) error {
 		return fmt.Errorf("list %s: %w", event, err)
 	}
 	return nil
-}
-
-// Run admits every interval until ctx is done. Every replica runs it; the scripts' shared
-// per-second budget keeps the total at the rate (see admitScript).
-func (q *Queue) Run(ctx context.Context, interval time.Duration, log *slog.Logger) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if _, err := q.AdmitAll(ctx); err != nil && ctx.Err() == nil {
-			log.WarnContext(ctx, "admit", "error", err)
-		}
-	}
 }
 
 // Settings is an event's queue as an admin sees it.

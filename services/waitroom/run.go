@@ -73,9 +73,11 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 	}
 	q := &Queue{Redis: rdb, Key: key, DefaultRate: cfg.AdmitPerSecond, PassTTL: cfg.PassTTL, QueueTTL: cfg.QueueTTL,
 		MeterProvider: s.Telemetry.MeterProvider}
-	s.Go("admitter", func(ctx context.Context) error {
-		q.Run(ctx, cfg.AdmitInterval, s.Log)
-		return nil
+	// Every replica admits: the scripts' shared per-second budget keeps the total at the rate
+	// (see admitScript).
+	s.Every("admitter", cfg.AdmitInterval, func(ctx context.Context) error {
+		_, err := q.AdmitAll(ctx)
+		return err
 	})
 	catalog, err := grpcclient.Dial(cfg.CatalogAddr, grpcclient.Options{Telemetry: s.Telemetry, Service: "catalog"})
 	if err != nil {
