@@ -8,8 +8,15 @@ import (
 	"boxoffice.dev/platform/sqldb/keyset"
 )
 
-// soonestFirst is the order of ListEvents's pages.
-var soonestFirst = keyset.Order{Key: "starts_at"}
+// soonestFirst is the list ListEvents pages through.
+var soonestFirst = keyset.List[Event]{
+	Select:  `SELECT ` + eventColumns + ` FROM events`,
+	Order:   keyset.Order{Key: "starts_at"},
+	Default: defaultPageSize,
+	Max:     maxPageSize,
+	Scan:    scanEvent,
+	Cursor:  func(e Event) keyset.Cursor { return keyset.Cursor{Key: e.StartsAt.UnixMilli(), ID: e.ID} },
+}
 
 // ListEvents returns up to limit events matching f, soonest first (ties by id), after the
 // position cursor names ("" = from the start), and the cursor of the next page ("" = no
@@ -18,29 +25,12 @@ func (s *Store) ListEvents(ctx context.Context, f Filter, limit int, cursor stri
 	if err := f.Validate(); err != nil {
 		return nil, "", err
 	}
-	limit, after, err := soonestFirst.Read(limit, defaultPageSize, maxPageSize, cursor)
-	if err != nil {
-		return nil, "", err
-	}
 	where, args := filterSQL(f)
-	cond, condArgs := soonestFirst.After(after)
-	where, args = append(where, cond), append(args, condArgs...)
-	q := `SELECT ` + eventColumns + ` FROM events WHERE ` + strings.Join(where, ` AND `) +
-		` ORDER BY ` + soonestFirst.By() + ` LIMIT ?`
-	args = append(args, limit+1) // one more tells whether a next page exists
-	var out []Event
-	err = s.query(ctx, q, args, func(r scanner) error {
-		e, err := scanEvent(r)
-		out = append(out, e)
-		return err
-	})
+	events, next, err := soonestFirst.Page(ctx, s.DB, limit, cursor, strings.Join(where, ` AND `), args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list events: %w", err)
 	}
-	out, next := keyset.Trim(out, limit, func(e Event) keyset.Cursor {
-		return keyset.Cursor{Key: e.StartsAt.UnixMilli(), ID: e.ID}
-	})
-	return out, next, nil
+	return events, next, nil
 }
 
 // filterSQL turns f into conditions on the folded key columns. LIKE patterns escape the

@@ -160,20 +160,15 @@ func (s *Store) Event(ctx context.Context, id string) (Event, error) {
 // Events returns the events with the given ids that exist, in the order of ids (repeats
 // collapsed), and the ids that matched nothing.
 func (s *Store) Events(ctx context.Context, ids []string) (found []Event, missing []string, err error) {
-	byID := map[string]Event{}
 	args, err := idArgs(ids)
 	if err != nil || len(args) == 0 {
 		return nil, ids, err
 	}
-	err = s.query(ctx, `SELECT `+eventColumns+` FROM events WHERE id IN (`+placeholders(len(args))+`)`, args, func(r scanner) error {
-		e, err := scanEvent(r)
-		byID[e.ID] = e
-		return err
-	})
+	events, err := sqldb.Query(ctx, s.DB, s.DB, `SELECT `+eventColumns+` FROM events WHERE id IN (`+placeholders(len(args))+`)`, args, scanEvent)
 	if err != nil {
 		return nil, nil, fmt.Errorf("events: %w", err)
 	}
-	found, missing = pick(ids, byID)
+	found, missing = pick(ids, events, func(e Event) string { return e.ID })
 	return found, missing, nil
 }
 
@@ -191,20 +186,15 @@ func (s *Store) Venue(ctx context.Context, id string) (Venue, error) {
 
 // Venues is Events for venues.
 func (s *Store) Venues(ctx context.Context, ids []string) (found []Venue, missing []string, err error) {
-	byID := map[string]Venue{}
 	args, err := idArgs(ids)
 	if err != nil || len(args) == 0 {
 		return nil, ids, err
 	}
-	err = s.query(ctx, `SELECT `+venueColumns+` FROM venues WHERE id IN (`+placeholders(len(args))+`)`, args, func(r scanner) error {
-		v, err := scanVenue(r)
-		byID[v.ID] = v
-		return err
-	})
+	venues, err := sqldb.Query(ctx, s.DB, s.DB, `SELECT `+venueColumns+` FROM venues WHERE id IN (`+placeholders(len(args))+`)`, args, scanVenue)
 	if err != nil {
 		return nil, nil, fmt.Errorf("venues: %w", err)
 	}
-	found, missing = pick(ids, byID)
+	found, missing = pick(ids, venues, func(v Venue) string { return v.ID })
 	return found, missing, nil
 }
 
@@ -344,10 +334,7 @@ func (s *Store) event(ctx context.Context, q querier, id string) (Event, error) 
 	return e, nil
 }
 
-// scanner is a *sql.Row or *sql.Rows.
-type scanner interface{ Scan(dest ...any) error }
-
-func scanEvent(r scanner) (Event, error) {
+func scanEvent(r sqldb.Scanner) (Event, error) {
 	var (
 		e                             Event
 		performers, classes, tags     string
@@ -369,7 +356,7 @@ func scanEvent(r scanner) (Event, error) {
 	return e, nil
 }
 
-func scanVenue(r scanner) (Venue, error) {
+func scanVenue(r sqldb.Scanner) (Venue, error) {
 	var (
 		v        Venue
 		sections string
@@ -410,22 +397,12 @@ func idArgs(ids []string) ([]any, error) {
 	return args, nil
 }
 
-func (s *Store) query(ctx context.Context, q string, args []any, each func(scanner) error) error {
-	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(q), args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := each(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
-}
-
 // pick orders found values by ids, once each, and lists the ids not found.
-func pick[T any](ids []string, byID map[string]T) (found []T, missing []string) {
+func pick[T any](ids []string, values []T, id func(T) string) (found []T, missing []string) {
+	byID := make(map[string]T, len(values))
+	for _, v := range values {
+		byID[id(v)] = v
+	}
 	seen := map[string]bool{}
 	for _, id := range ids {
 		if seen[id] {

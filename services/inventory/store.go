@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"database/sql"
@@ -82,18 +83,10 @@ func (s *Store) lockClause(c string) string {
 	return ""
 }
 
-func (s *Store) holdTTL() time.Duration {
-	if s.HoldTTL > 0 {
-		return s.HoldTTL
-	}
-	return DefaultHoldTTL
-}
+func (s *Store) holdTTL() time.Duration { return cmp.Or(s.HoldTTL, DefaultHoldTTL) }
 
 func (s *Store) maxTicketsPerAccount() int {
-	if s.MaxTicketsPerAccount > 0 {
-		return s.MaxTicketsPerAccount
-	}
-	return DefaultMaxTicketsPerAccount
+	return cmp.Or(s.MaxTicketsPerAccount, DefaultMaxTicketsPerAccount)
 }
 
 // msOrNull stores t as milliseconds since the epoch, the zero time as NULL.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"boxoffice.dev/platform/problem"
+	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/sqldb/keyset"
 )
 
@@ -33,56 +34,51 @@ const (
 	DefaultHoldsPage = 20
 )
 
-// newestFirst is the order of ListHolds's pages.
-var newestFirst = keyset.Order{Key: "created_ms", Desc: true}
+// newestFirst is the list ListHolds pages through.
+var newestFirst = keyset.List[Hold]{
+	Select:  `SELECT ` + holdColumns + ` FROM holds`,
+	Order:   keyset.Order{Key: "created_ms", Desc: true},
+	Default: DefaultHoldsPage,
+	Max:     MaxHoldsPage,
+	Scan:    scanHold,
+	Cursor:  func(h Hold) keyset.Cursor { return keyset.Cursor{Key: h.CreatedAt.UnixMilli(), ID: h.ID} },
+}
 
 // ListHolds returns account's holds, newest first, one page at a time. cursor is "" for the
 // first page, else a next cursor ListHolds returned; next is "" on the last page.
 func (s *Store) ListHolds(ctx context.Context, account string, limit int, cursor string) (holds []Hold, next string, err error) {
-	limit, after, err := newestFirst.Read(limit, DefaultHoldsPage, MaxHoldsPage, cursor)
+	holds, next, err = newestFirst.Page(ctx, s.DB, limit, cursor, "account = ?", account)
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("list holds: %w", err)
 	}
-	cond, args := newestFirst.After(after)
-	// One row more than the page says whether another page follows.
-	holds, err = s.readHolds(ctx, s.DB, `WHERE account = ? AND `+cond+` ORDER BY `+newestFirst.By()+` LIMIT ?`,
-		append(append([]any{account}, args...), limit+1)...)
-	if err != nil {
-		return nil, "", err
-	}
-	holds, next = keyset.Trim(holds, limit, func(h Hold) keyset.Cursor {
-		return keyset.Cursor{Key: h.CreatedAt.UnixMilli(), ID: h.ID}
-	})
-	return holds, next, nil
+	return holds, next, s.readHoldSeats(ctx, s.DB, holds)
 }
+
+const holdColumns = `id, event_id, account, status, class_id, quantity, created_ms, expires_ms`
 
 // readHolds reads the holds a WHERE (and ORDER/LIMIT/lock) clause selects, with their seats
 // and ticket counts, in two queries.
 func (s *Store) readHolds(ctx context.Context, q querier, clause string, args ...any) ([]Hold, error) {
-	rows, err := q.QueryContext(ctx, s.DB.Rebind(`SELECT id, event_id, account, status, class_id, quantity, created_ms, expires_ms
-		FROM holds `+clause), args...)
+	holds, err := sqldb.Query(ctx, s.DB, q, `SELECT `+holdColumns+` FROM holds `+clause, args, scanHold)
 	if err != nil {
 		return nil, fmt.Errorf("read holds: %w", err)
 	}
-	defer rows.Close()
-	var holds []Hold
-	for rows.Next() {
-		var h Hold
-		var created, expires int64
-		if err := rows.Scan(&h.ID, &h.EventID, &h.Account, &h.Status, &h.Class, &h.Quantity, &created, &expires); err != nil {
-			return nil, fmt.Errorf("read holds: %w", err)
-		}
-		h.CreatedAt, h.ExpiresAt = time.UnixMilli(created).UTC(), time.UnixMilli(expires).UTC()
-		if h.Class != "" {
-			h.Tickets = []TicketCount{{Class: h.Class, Quantity: h.Quantity}}
-		}
-		holds = append(holds, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read holds: %w", err)
-	}
-	rows.Close() // before the next query: a transaction runs one statement at a time
 	return holds, s.readHoldSeats(ctx, q, holds)
+}
+
+// scanHold reads a row of holdColumns; the seats of a seated hold are in another table
+// (readHoldSeats).
+func scanHold(r sqldb.Scanner) (Hold, error) {
+	var h Hold
+	var created, expires int64
+	if err := r.Scan(&h.ID, &h.EventID, &h.Account, &h.Status, &h.Class, &h.Quantity, &created, &expires); err != nil {
+		return Hold{}, err
+	}
+	h.CreatedAt, h.ExpiresAt = time.UnixMilli(created).UTC(), time.UnixMilli(expires).UTC()
+	if h.Class != "" {
+		h.Tickets = []TicketCount{{Class: h.Class, Quantity: h.Quantity}}
+	}
+	return h, nil
 }
 
 // readHoldSeats fills in the seats and per-class counts of the seated holds among holds.

@@ -2,7 +2,6 @@ package notification
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"fmt"
 	"time"
@@ -59,43 +58,30 @@ type Page struct {
 	Next     string    `json:"next_cursor,omitempty"`
 }
 
-// newestFirst is the order of List's pages.
-var newestFirst = keyset.Order{Key: "created_us", Desc: true}
+// newestFirst is the list List pages through.
+var newestFirst = keyset.List[Message]{
+	Select:  `SELECT id, event_id, account, kind, subject, body, push, created_us FROM messages`,
+	Order:   keyset.Order{Key: "created_us", Desc: true},
+	Default: DefaultPageSize,
+	Max:     MaxPageSize,
+	Scan:    scanMessage,
+	Cursor:  func(m Message) keyset.Cursor { return keyset.Cursor{Key: m.CreatedAt.UnixMicro(), ID: m.ID} },
+}
 
 // List returns account's messages newest first, limit at a time (0 = DefaultPageSize, at most
 // MaxPageSize), from cursor ("" = the newest).
 func (s *Store) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
-	limit, after, err := newestFirst.Read(limit, DefaultPageSize, MaxPageSize, cursor)
-	if err != nil {
-		return Page{}, err
-	}
-	cond, args := newestFirst.After(after)
-	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT id, event_id, account, kind, subject, body, push, created_us
-		FROM messages WHERE account = ? AND `+cond+` ORDER BY `+newestFirst.By()+` LIMIT ?`),
-		append(append([]any{account}, args...), limit+1)...)
+	messages, next, err := newestFirst.Page(ctx, s.DB, limit, cursor, "account = ?", account)
 	if err != nil {
 		return Page{}, fmt.Errorf("list messages: %w", err)
 	}
-	page := Page{Messages: []Message{}}
-	if page.Messages, err = collect(rows, page.Messages); err != nil {
-		return Page{}, fmt.Errorf("list messages: %w", err)
-	}
-	page.Messages, page.Next = keyset.Trim(page.Messages, limit, func(m Message) keyset.Cursor {
-		return keyset.Cursor{Key: m.CreatedAt.UnixMicro(), ID: m.ID}
-	})
-	return page, nil
+	return Page{Messages: messages, Next: next}, nil
 }
 
-func collect(rows *sql.Rows, out []Message) ([]Message, error) {
-	defer rows.Close()
-	for rows.Next() {
-		var m Message
-		var created int64
-		if err := rows.Scan(&m.ID, &m.EventID, &m.Account, &m.Kind, &m.Subject, &m.Body, &m.Push, &created); err != nil {
-			return nil, err
-		}
-		m.CreatedAt = time.UnixMicro(created).UTC()
-		out = append(out, m)
-	}
-	return out, rows.Err()
+func scanMessage(r sqldb.Scanner) (Message, error) {
+	var m Message
+	var created int64
+	err := r.Scan(&m.ID, &m.EventID, &m.Account, &m.Kind, &m.Subject, &m.Body, &m.Push, &created)
+	m.CreatedAt = time.UnixMicro(created).UTC()
+	return m, err
 }

@@ -160,42 +160,32 @@ type Page struct {
 	Next   string  `json:"next_cursor,omitempty"`
 }
 
-// newestFirst is the order of List's pages.
-var newestFirst = keyset.Order{Key: "created_us", Desc: true}
+// newestFirst is the list List pages through.
+var newestFirst = keyset.List[Order]{
+	Select:  `SELECT ` + orderColumns + ` FROM orders`,
+	Order:   keyset.Order{Key: "created_us", Desc: true},
+	Default: DefaultPageSize,
+	Max:     MaxPageSize,
+	Scan:    scanOrder,
+	Cursor:  func(o Order) keyset.Cursor { return keyset.Cursor{Key: o.CreatedAt.UnixMicro(), ID: o.ID} },
+}
 
 // List returns account's orders newest first, limit at a time (0 = DefaultPageSize, at most
 // MaxPageSize), from cursor ("" = the newest).
 func (s *Store) List(ctx context.Context, account string, limit int, cursor string) (Page, error) {
-	limit, after, err := newestFirst.Read(limit, DefaultPageSize, MaxPageSize, cursor)
-	if err != nil {
-		return Page{}, err
-	}
-	cond, args := newestFirst.After(after)
-	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT `+orderColumns+` FROM orders
-		WHERE account = ? AND `+cond+` ORDER BY `+newestFirst.By()+` LIMIT ?`), append(append([]any{account}, args...), limit+1)...)
+	orders, next, err := newestFirst.Page(ctx, s.DB, limit, cursor, "account = ?", account)
 	if err != nil {
 		return Page{}, fmt.Errorf("list orders: %w", err)
 	}
-	page := Page{Orders: []Order{}}
-	if page.Orders, err = collect(rows, page.Orders); err != nil {
-		return Page{}, fmt.Errorf("list orders: %w", err)
-	}
-	page.Orders, page.Next = keyset.Trim(page.Orders, limit, func(o Order) keyset.Cursor {
-		return keyset.Cursor{Key: o.CreatedAt.UnixMicro(), ID: o.ID}
-	})
-	return page, nil
+	return Page{Orders: orders, Next: next}, nil
 }
 
 // Stalled returns up to limit orders in a non-final state not written since before: sagas
 // whose instance died or whose last step failed, for the recovery loop to resume.
 func (s *Store) Stalled(ctx context.Context, before time.Time, limit int) ([]Order, error) {
-	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(`SELECT `+orderColumns+` FROM orders
-		WHERE state NOT IN (?, ?) AND updated_us < ? ORDER BY updated_us LIMIT ?`),
-		Confirmed, Failed, before.UnixMicro(), limit)
-	if err != nil {
-		return nil, fmt.Errorf("stalled orders: %w", err)
-	}
-	out, err := collect(rows, nil)
+	out, err := sqldb.Query(ctx, s.DB, s.DB, `SELECT `+orderColumns+` FROM orders
+		WHERE state NOT IN (?, ?) AND updated_us < ? ORDER BY updated_us LIMIT ?`,
+		[]any{Confirmed, Failed, before.UnixMicro(), limit}, scanOrder)
 	if err != nil {
 		return nil, fmt.Errorf("stalled orders: %w", err)
 	}
@@ -205,7 +195,7 @@ func (s *Store) Stalled(ctx context.Context, before time.Time, limit int) ([]Ord
 const orderColumns = `id, account, hold_id, event_id, lines, currency, amount_minor, state, failure_reason, charge_id,
 	attempts, version, created_us, updated_us`
 
-func scanOrder(row interface{ Scan(...any) error }) (Order, error) {
+func scanOrder(row sqldb.Scanner) (Order, error) {
 	var o Order
 	var lines string
 	var created, updated int64
@@ -219,18 +209,6 @@ func scanOrder(row interface{ Scan(...any) error }) (Order, error) {
 	}
 	o.CreatedAt, o.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
 	return o, nil
-}
-
-func collect(rows *sql.Rows, out []Order) ([]Order, error) {
-	defer rows.Close()
-	for rows.Next() {
-		o, err := scanOrder(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
 }
 
 // noRows reports whether a write changed nothing (a DO NOTHING conflict, a stale version).

@@ -141,44 +141,29 @@ type Page struct {
 	Next    string   `json:"next_cursor,omitempty"`
 }
 
-// oldestFirst is the order of List's pages.
-var oldestFirst = keyset.Order{Key: "created_us"}
+// oldestFirst is the list List pages through.
+var oldestFirst = keyset.List[Charge]{
+	Select:  `SELECT ` + chargeColumns + ` FROM charges`,
+	Order:   keyset.Order{Key: "created_us"},
+	Default: DefaultPageSize,
+	Max:     MaxPageSize,
+	Scan:    scanCharge,
+	Cursor:  func(c Charge) keyset.Cursor { return keyset.Cursor{Key: c.CreatedAt.UnixMicro(), ID: c.ID} },
+}
 
 // List returns charges oldest first, only those of orderID when it is not "", limit at a
 // time (0 = DefaultPageSize, at most MaxPageSize) from cursor ("" = the first page).
 func (s *Store) List(ctx context.Context, orderID string, limit int, cursor string) (Page, error) {
-	limit, after, err := oldestFirst.Read(limit, DefaultPageSize, MaxPageSize, cursor)
-	if err != nil {
-		return Page{}, err
-	}
-	cond, args := oldestFirst.After(after)
-	q := `SELECT ` + chargeColumns + ` FROM charges WHERE ` + cond
+	var filter string
+	var args []any
 	if orderID != "" {
-		q += ` AND order_id = ?`
-		args = append(args, orderID)
+		filter, args = "order_id = ?", []any{orderID}
 	}
-	q += ` ORDER BY ` + oldestFirst.By() + ` LIMIT ?`
-	args = append(args, limit+1)
-	rows, err := s.DB.QueryContext(ctx, s.DB.Rebind(q), args...)
+	charges, next, err := oldestFirst.Page(ctx, s.DB, limit, cursor, filter, args...)
 	if err != nil {
 		return Page{}, fmt.Errorf("list charges: %w", err)
 	}
-	defer rows.Close()
-	page := Page{Charges: []Charge{}}
-	for rows.Next() {
-		c, err := scanCharge(rows)
-		if err != nil {
-			return Page{}, fmt.Errorf("list charges: %w", err)
-		}
-		page.Charges = append(page.Charges, c)
-	}
-	if err := rows.Err(); err != nil {
-		return Page{}, fmt.Errorf("list charges: %w", err)
-	}
-	page.Charges, page.Next = keyset.Trim(page.Charges, limit, func(c Charge) keyset.Cursor {
-		return keyset.Cursor{Key: c.CreatedAt.UnixMicro(), ID: c.ID}
-	})
-	return page, nil
+	return Page{Charges: charges, Next: next}, nil
 }
 
 // insert writes c unless its idempotency key is taken, and reports whether it did.
@@ -212,7 +197,7 @@ func (s *Store) get(ctx context.Context, q querier, column, value string) (Charg
 	return c, err
 }
 
-func scanCharge(row interface{ Scan(...any) error }) (Charge, error) {
+func scanCharge(row sqldb.Scanner) (Charge, error) {
 	var c Charge
 	var created, updated int64
 	err := row.Scan(&c.ID, &c.IdempotencyKey, &c.OrderID, &c.Account, &c.Amount.Currency, &c.Amount.Minor,

@@ -1,6 +1,7 @@
 package waitroom
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"fmt"
@@ -441,32 +442,12 @@ func (q *Queue) nowArg() int64 {
 	return q.Now().UnixMilli()
 }
 
-func (q *Queue) defaultRate() int {
-	if q.DefaultRate > 0 {
-		return q.DefaultRate
-	}
-	return DefaultAdmitPerSecond
-}
+func (q *Queue) defaultRate() int { return cmp.Or(q.DefaultRate, DefaultAdmitPerSecond) }
 
-func (q *Queue) passTTL() time.Duration {
-	if q.PassTTL > 0 {
-		return q.PassTTL
-	}
-	return DefaultPassTTL
-}
+func (q *Queue) passTTL() time.Duration { return cmp.Or(q.PassTTL, DefaultPassTTL) }
 
-func (q *Queue) maxEventsPerTick() int {
-	if q.MaxEventsPerTick > 0 {
-		return q.MaxEventsPerTick
-	}
-	return DefaultMaxEventsPerTick
-}
+func (q *Queue) maxEventsPerTick() int { return cmp.Or(q.MaxEventsPerTick, DefaultMaxEventsPerTick) }
 
-func (q *Queue) queueTTL() time.Duration {
-	if q.QueueTTL > 0 {
-		return q.QueueTTL
-	}
-	return DefaultQueueTTL
-}
+func (q *Queue) queueTTL() time.Duration { return cmp.Or(q.QueueTTL, DefaultQueueTTL) }
 
 func seconds(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }

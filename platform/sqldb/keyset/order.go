@@ -7,13 +7,7 @@ import (
 
 // Order is the order a list pages in: by the integer column Key (a time in milli- or
 // microseconds, usually), then by the column id to order equal keys; largest first when
-// Desc (newest first). Its methods write the SQL of one page, so every list reads its
-// pages the same way:
-//
-//	size, after, err := newestFirst.Read(limit, DefaultPageSize, MaxPageSize, cursor)
-//	cond, args := newestFirst.After(after)
-//	rows := SELECT ... WHERE account = ? AND <cond> ORDER BY <newestFirst.By()> LIMIT size+1
-//	page, next := Trim(rows, size, ...)
+// Desc (newest first). Its methods write the SQL of one page for List.Page.
 type Order struct {
 	Key  string
 	Desc bool
