@@ -4,23 +4,15 @@ import (
 	"context"
 	"crypto/ed25519"
 	"database/sql"
-	"embed"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"boxoffice.dev/platform/outbox"
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 )
-
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// Migrations is the auth schema, for server.OpenDB or sqldb.DB.Migrate.
-func Migrations() fs.FS { return sqldb.Dir(migrationFiles, "migrations") }
 
 // Store keeps users, sessions, tenants and signing keys in SQLite or PostgreSQL, with the
 // same SQL for both. It is safe for concurrent use; every method that changes more than one

@@ -3,11 +3,9 @@ package catalog
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -16,12 +14,6 @@ import (
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 )
-
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// Migrations is the catalog's schema, for sqldb.DB.Migrate.
-func Migrations() fs.FS { return sqldb.Dir(migrationFiles, "migrations") }
 
 // Store keeps venues and events, and adds an outbox row for every change in the same
 // transaction. It is safe for concurrent use.

@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/ed25519"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -20,12 +18,6 @@ import (
 	"boxoffice.dev/platform/problem"
 	"boxoffice.dev/platform/sqldb"
 )
-
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// Migrations is inventory's schema, for sqldb.DB.Migrate (or server.Server.OpenDB).
-func Migrations() fs.FS { return sqldb.Dir(migrationFiles, "migrations") }
 
 // Store keeps seat maps and holds in a SQL database (SQLite or PostgreSQL) and writes the
 // events announcing hold changes into the same transactions (platform/outbox).

@@ -25,7 +25,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // build wires the service. The consumers run as the process's workers: Run returns only
 // once they stopped, so a restarted instance never overlaps with the tail of the previous one.
 func build(ctx context.Context, s *server.Server) (http.Handler, error) {
-	db, err := s.OpenDB(ctx, migrations)
+	db, err := s.OpenDB(ctx, Migrations())
 	if err != nil {
 		return nil, err
 	}

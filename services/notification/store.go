@@ -2,7 +2,6 @@ package notification
 
 import (
 	"context"
-	"embed"
 	"fmt"
 	"time"
 
@@ -12,19 +11,13 @@ import (
 	"boxoffice.dev/platform/sqldb/keyset"
 )
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// migrations is the notification schema, for server.OpenDB.
-var migrations = sqldb.Dir(migrationFiles, "migrations")
-
 // Store keeps the inbox in SQLite or PostgreSQL. It is safe for concurrent use, and several
 // instances may share a database: the unique event id is the only guard they need.
 //
 // Make one as a literal, &Store{DB: db}, and set what else you need: every other field's
 // zero value is its default.
 type Store struct {
-	// DB holds the schema of migrations. Required.
+	// DB holds the schema of Migrations. Required.
 	DB *sqldb.DB
 	// Clock stamps messages; the zero Clock is time.Now.
 	Clock clock.Clock
@@ -32,13 +25,10 @@ type Store struct {
 	IDs ids.Func
 }
 
-// now is the time stamps are written in: UTC, whatever the clock's zone.
-func (s *Store) now() time.Time { return s.Clock.Now().UTC() }
-
 // Add stores m unless a message for its event exists, and reports whether it did. A repeat
 // of an event is therefore harmless: it adds nothing and the caller acknowledges it.
 func (s *Store) Add(ctx context.Context, m Message) (Message, bool, error) {
-	m.ID, m.CreatedAt = s.IDs.New("msg_"), s.now()
+	m.ID, m.CreatedAt = s.IDs.New("msg_"), s.Clock.Now().UTC()
 	res, err := s.DB.ExecContext(ctx, s.DB.Rebind(`INSERT INTO messages (id, event_id, account, kind, subject, body, push, created_us)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`),
 		m.ID, m.EventID, m.Account, m.Kind, m.Subject, m.Body, m.Push, m.CreatedAt.UnixMicro())

@@ -20,7 +20,7 @@ var testIDs = ids.Sequence()
 // call and counting ids.
 func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 	t.Helper()
-	if err := db.Migrate(context.Background(), migrations); err != nil {
+	if err := db.Migrate(context.Background(), Migrations()); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	return &Store{DB: db,

@@ -55,7 +55,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // only once they stopped, so a restarted instance never overlaps with the tail of the
 // previous one.
 func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, error) {
-	db, err := s.OpenDB(ctx, migrations)
+	db, err := s.OpenDB(ctx, Migrations())
 	if err != nil {
 		return nil, err
 	}

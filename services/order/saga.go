@@ -169,7 +169,7 @@ func (s *Saga) recover(ctx context.Context) {
 	stall := cmp.Or(s.StallAfter, 30*time.Second)
 	every := cmp.Or(s.ScanEvery, stall/4)
 	for s.Sleep(ctx, every) == nil {
-		stalled, err := s.Store.Stalled(ctx, s.Store.now().Add(-stall), 100)
+		stalled, err := s.Store.Stalled(ctx, s.Store.Clock.Now().UTC().Add(-stall), 100)
 		if err != nil {
 			s.Log.WarnContext(ctx, "saga recovery scan", "error", err)
 			continue
@@ -178,7 +178,7 @@ func (s *Saga) recover(ctx context.Context) {
 			if _, busy := s.inflight.Load(o.ID); busy {
 				continue
 			}
-			o.UpdatedAt = s.Store.now()
+			o.UpdatedAt = s.Store.Clock.Now().UTC()
 			if _, err := s.Store.Save(ctx, o); err != nil {
 				continue // another instance claimed it, or the database is away: next scan
 			}
@@ -338,7 +338,7 @@ func (s *Saga) refund(ctx context.Context, o Order) (Order, error) {
 }
 
 func (s *Saga) move(ctx context.Context, o Order, to State, reason string) (Order, error) {
-	next, err := o.Move(to, reason, s.Store.now())
+	next, err := o.Move(to, reason, s.Store.Clock.Now().UTC())
 	if err != nil {
 		return o, err
 	}
@@ -349,7 +349,7 @@ func (s *Saga) move(ctx context.Context, o Order, to State, reason string) (Orde
 }
 
 func (s *Saga) save(ctx context.Context, o Order) (Order, error) {
-	o.UpdatedAt = s.Store.now()
+	o.UpdatedAt = s.Store.Clock.Now().UTC()
 	return s.Store.Save(ctx, o)
 }
 

@@ -28,7 +28,7 @@ type sagaFixture struct {
 func newSagaFixture(t *testing.T, db *sqldb.DB) *sagaFixture {
 	t.Helper()
 	store := newTestStore(t, db)
-	f := &sagaFixture{store: store, holds: newMemHolds(store.now), payments: newMemPayments()}
+	f := &sagaFixture{store: store, holds: newMemHolds(store.Clock.Now), payments: newMemPayments()}
 	f.saga = &Saga{Store: store, Holds: f.holds, Payments: f.payments, MaxAttempts: 2, Retries: 5,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
 	f.saga.init()
@@ -173,7 +173,7 @@ func TestSagaResumesFromEveryState(t *testing.T) {
 			o := f.order(t, "hold-"+string(from), 10000, t0.Add(time.Hour))
 			var err error
 			for _, s := range path {
-				if o, err = o.Move(s, "crashed here", f.store.now()); err != nil {
+				if o, err = o.Move(s, "crashed here", f.store.Clock.Now().UTC()); err != nil {
 					t.Fatal(err)
 				}
 				if s == Charged {
@@ -200,7 +200,7 @@ func TestSagaRunRecoversStalledOrders(t *testing.T) {
 	f.saga.StallAfter, f.saga.ScanEvery, f.saga.Sleep = time.Millisecond, 5*time.Millisecond, clock.Sleep
 	ctx, cancel := context.WithCancel(context.Background())
 	o := f.order(t, "hold-stalled", 10000, t0.Add(time.Hour))
-	o, _ = o.Move(Charging, "", f.store.now())
+	o, _ = o.Move(Charging, "", f.store.Clock.Now().UTC())
 	if _, err := f.store.Save(ctx, o); err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func (s *Service) Place(ctx context.Context, req CreateRequest) (o Order, create
 	if err != nil {
 		return Order{}, false, fmt.Errorf("read hold %s: %w", req.HoldID, err)
 	}
-	if err := h.CheckOrderable(req.Account, s.Store.now()); err != nil {
+	if err := h.CheckOrderable(req.Account, s.Store.Clock.Now().UTC()); err != nil {
 		// A concurrent twin (same key) may have ordered the hold since the first look, and
 		// its saga moved the hold on (sold, or released): answer as a retry, with its order.
 		if o, found, rerr := s.Store.Replay(ctx, req); rerr == nil && found {

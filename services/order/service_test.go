@@ -23,7 +23,7 @@ func TestPlaceAnswersATwinThatWonMeanwhile(t *testing.T) {
 		ctx := context.Background()
 		f := newSagaFixture(t, db)
 		h := Hold{ID: "hold-1", EventID: "evt-1", Account: "acc_1", Status: HoldActive,
-			ExpiresAt: f.store.now().Add(time.Hour), Tickets: []Tickets{{"cat-1", 1}}}
+			ExpiresAt: f.store.Clock.Now().UTC().Add(time.Hour), Tickets: []Tickets{{"cat-1", 1}}}
 		f.holds.add(h)
 		prices := fixedPrices{"cat-1": {Currency: "BRL", Minor: 5000}}
 		req := CreateRequest{Account: "acc_1", IdempotencyKey: "same-key", HoldID: h.ID}

@@ -3,7 +3,6 @@ package order
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,12 +17,6 @@ import (
 	"boxoffice.dev/platform/sqldb/keyset"
 )
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// migrations is the order schema, for server.OpenDB. The outbox table is outbox.EnsureTable's.
-var migrations = sqldb.Dir(migrationFiles, "migrations")
-
 // errStale means another writer moved the order since it was read; the caller reloads.
 var errStale = errors.New("order changed meanwhile")
 
@@ -34,7 +27,7 @@ var errStale = errors.New("order changed meanwhile")
 // Make one as a literal, &Store{DB: db}, and set what else you need: every other field's
 // zero value is its default.
 type Store struct {
-	// DB holds the schema of migrations and the outbox table. Required.
+	// DB holds the schema of Migrations and the outbox table. Required.
 	DB *sqldb.DB
 	// Clock stamps orders and events; the zero Clock is time.Now.
 	Clock clock.Clock
@@ -45,12 +38,9 @@ type Store struct {
 	Committed func()
 }
 
-// now is the time stamps are written in: UTC, whatever the clock's zone.
-func (s *Store) now() time.Time { return s.Clock.Now().UTC() }
-
 // NewOrder is a pending order of account for h, priced by lines and total; not yet stored.
 func (s *Store) NewOrder(account string, h Hold, lines []Line, total money.Money) Order {
-	now := s.now()
+	now := s.Clock.Now().UTC()
 	return Order{ID: s.IDs.New("ord_"), Account: account, HoldID: h.ID, EventID: h.EventID, Lines: lines, Amount: total,
 		State: Pending, CreatedAt: now, UpdatedAt: now}
 }

@@ -25,7 +25,7 @@ var testIDs = ids.Sequence()
 func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 	t.Helper()
 	ctx := context.Background()
-	if err := db.Migrate(ctx, migrations); err != nil {
+	if err := db.Migrate(ctx, Migrations()); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	if err := outbox.EnsureTable(ctx, db); err != nil {
@@ -145,7 +145,7 @@ func TestStoreSaveIsCompareAndSet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		charging, _ := o.Move(Charging, "", s.now())
+		charging, _ := o.Move(Charging, "", s.Clock.Now().UTC())
 		saved, err := s.Save(ctx, charging)
 		if err != nil || saved.Version != o.Version+1 {
 			t.Fatalf("Save = version %d, %v; want %d", saved.Version, err, o.Version+1)
@@ -153,12 +153,12 @@ func TestStoreSaveIsCompareAndSet(t *testing.T) {
 		if _, err := s.Save(ctx, charging); !errors.Is(err, errStale) {
 			t.Errorf("Save(stale version) = %v, want errStale", err)
 		}
-		releasing, _ := saved.Move(Releasing, ReasonDeclined, s.now())
+		releasing, _ := saved.Move(Releasing, ReasonDeclined, s.Clock.Now().UTC())
 		releasing, err = s.Save(ctx, releasing)
 		if err != nil {
 			t.Fatal(err)
 		}
-		failed, _ := releasing.Move(Failed, "", s.now())
+		failed, _ := releasing.Move(Failed, "", s.Clock.Now().UTC())
 		if _, err := s.Save(ctx, failed); err != nil {
 			t.Fatal(err)
 		}

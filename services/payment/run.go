@@ -38,7 +38,7 @@ func LoadConfig(r *config.Reader) Config {
 // Run starts the process and serves until ctx is done.
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return server.MainWith(ctx, Spec, getenv, stdout, LoadConfig, func(ctx context.Context, s *server.Server, cfg Config) (http.Handler, error) {
-		db, err := s.OpenDB(ctx, migrations)
+		db, err := s.OpenDB(ctx, Migrations())
 		if err != nil {
 			return nil, err
 		}

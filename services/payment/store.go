@@ -3,7 +3,6 @@ package payment
 import (
 	"context"
 	"database/sql"
-	"embed"
 	"errors"
 	"fmt"
 	"time"
@@ -15,12 +14,6 @@ import (
 	"boxoffice.dev/platform/sqldb/keyset"
 )
 
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
-
-// migrations is the payment schema, for server.OpenDB.
-var migrations = sqldb.Dir(migrationFiles, "migrations")
-
 // Store keeps charges in SQLite or PostgreSQL. It is safe for concurrent use, and so are
 // several Stores (several payment instances) on one database: every guarantee rests on the
 // unique idempotency key, not on locks held in this process.
@@ -28,16 +21,13 @@ var migrations = sqldb.Dir(migrationFiles, "migrations")
 // Make one as a literal, &Store{DB: db}, and set what else you need: every other field's
 // zero value is its default.
 type Store struct {
-	// DB holds the schema of migrations. Required.
+	// DB holds the schema of Migrations. Required.
 	DB *sqldb.DB
 	// Clock is the clock for timestamps; the zero Clock is time.Now.
 	Clock clock.Clock
 	// IDs makes charge ids; nil means ids.New.
 	IDs ids.Func
 }
-
-// now is the time stamps are written in: UTC, whatever the clock's zone.
-func (s *Store) now() time.Time { return s.Clock.Now().UTC() }
 
 const chargeColumns = `id, idempotency_key, order_id, account, currency, amount_minor, status, decline_reason, created_us, updated_us`
 
@@ -54,7 +44,7 @@ func (s *Store) Charge(ctx context.Context, req ChargeRequest) (c Charge, create
 	if err := req.Validate(); err != nil {
 		return Charge{}, false, err
 	}
-	now := s.now()
+	now := s.Clock.Now().UTC()
 	status, reason := Decide(req)
 	c = Charge{
 		ID: s.IDs.New("ch_"), IdempotencyKey: req.IdempotencyKey, OrderID: req.OrderID, Account: req.Account,
@@ -89,7 +79,7 @@ func (s *Store) Refund(ctx context.Context, req RefundRequest) (Charge, error) {
 	}
 	var c Charge
 	err := s.DB.InTx(ctx, func(tx *sql.Tx) error {
-		now := s.now()
+		now := s.Clock.Now().UTC()
 		column, value := "id", req.ChargeID
 		if req.IdempotencyKey != "" {
 			column, value = "idempotency_key", req.IdempotencyKey

@@ -16,7 +16,7 @@ import (
 // so rows get distinct, ordered timestamps.
 func newTestStore(t *testing.T, db *sqldb.DB) *Store {
 	t.Helper()
-	if err := db.Migrate(context.Background(), migrations); err != nil {
+	if err := db.Migrate(context.Background(), Migrations()); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	s := &Store{DB: db}

@@ -1,0 +1,14 @@
+package payment
+
+import (
+	"embed"
+	"io/fs"
+
+	"boxoffice.dev/platform/sqldb"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrations is the payment service's schema, for server.OpenDB.
+func Migrations() fs.FS { return sqldb.Dir(migrationFiles, "migrations") }
