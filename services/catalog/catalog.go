@@ -74,16 +74,14 @@ type Venue struct {
 // Limits on what an admin may write; generous for real data, small enough to keep a list
 // page and an event message a few kilobytes.
 const (
-	maxTitle        = 200
-	maxDescription  = 5000
-	maxListItems    = 20
-	maxTicketClass  = 20
-	maxCapacity     = 1_000_000
-	maxNameLength   = 120
-	maxPriceMinor   = 100_000_000 // one million in major units
-	maxIDLength     = 64
-	defaultPageSize = 20
-	maxPageSize     = 100
+	maxTitle       = 200
+	maxDescription = 5000
+	maxListItems   = 20
+	maxTicketClass = 20
+	maxCapacity    = 1_000_000
+	maxNameLength  = 120
+	maxPriceMinor  = 100_000_000 // one million in major units
+	maxIDLength    = 64
 )
 
 // Validate checks an event as an admin wrote it and returns an Invalid problem naming the

@@ -11,6 +11,7 @@ import (
 
 	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/problem"
+	"boxoffice.dev/platform/sqldb/keyset"
 )
 
 // eventList is a page of events as GET /v1/events answers it.
@@ -50,7 +51,7 @@ func listParams(q url.Values) (f Filter, limit int, err error) {
 	if f.MaxPrice, err = intParam(q.Get("max_price"), "max_price"); err != nil {
 		return f, 0, err
 	}
-	limit, err = httpapi.Limit(q, defaultPageSize, maxPageSize)
+	limit, err = httpapi.Limit(q, keyset.DefaultPageSize, keyset.MaxPageSize)
 	return f, limit, err
 }
 

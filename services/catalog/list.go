@@ -10,12 +10,10 @@ import (
 
 // soonestFirst is the list ListEvents pages through.
 var soonestFirst = keyset.List[Event]{
-	Select:  `SELECT ` + eventColumns + ` FROM events`,
-	Order:   keyset.Order{Key: "starts_at"},
-	Default: defaultPageSize,
-	Max:     maxPageSize,
-	Scan:    scanEvent,
-	Cursor:  func(e Event) keyset.Cursor { return keyset.Cursor{Key: e.StartsAt.UnixMilli(), ID: e.ID} },
+	Select: `SELECT ` + eventColumns + ` FROM events`,
+	Order:  keyset.Order{Key: "starts_at"},
+	Scan:   scanEvent,
+	Cursor: func(e Event) keyset.Cursor { return keyset.Cursor{Key: e.StartsAt.UnixMilli(), ID: e.ID} },
 }
 
 // ListEvents returns up to limit events matching f, soonest first (ties by id), after the

@@ -10,6 +10,7 @@ import (
 
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/sqldb"
+	"boxoffice.dev/platform/sqldb/keyset"
 	"boxoffice.dev/platform/testkit"
 	commonv1 "boxoffice.dev/proto/boxoffice/common/v1"
 	inventoryv1 "boxoffice.dev/proto/boxoffice/inventory/v1"
@@ -69,7 +70,7 @@ func TestGRPCListHolds(t *testing.T) {
 			want codes.Code
 		}{
 			{"no user", asUser(""), &inventoryv1.ListHoldsRequest{}, codes.Unauthenticated},
-			{"page too large", asUser("acc-1"), &inventoryv1.ListHoldsRequest{Page: &commonv1.PageRequest{PageSize: MaxHoldsPage + 1}}, codes.InvalidArgument},
+			{"page too large", asUser("acc-1"), &inventoryv1.ListHoldsRequest{Page: &commonv1.PageRequest{PageSize: keyset.MaxPageSize + 1}}, codes.InvalidArgument},
 			{"bad token", asUser("acc-1"), &inventoryv1.ListHoldsRequest{Page: &commonv1.PageRequest{PageToken: "garbage!"}}, codes.InvalidArgument},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/problem"
+	"boxoffice.dev/platform/sqldb/keyset"
 )
 
 // HeaderAdmissionPass carries the waitroom's pass on a flash-sale hold request.
@@ -71,7 +72,7 @@ func handleListHolds(log *slog.Logger, store *Store) http.Handler {
 			return
 		}
 		q := r.URL.Query()
-		limit, err := httpapi.Limit(q, DefaultHoldsPage, MaxHoldsPage)
+		limit, err := httpapi.Limit(q, keyset.DefaultPageSize, keyset.MaxPageSize)
 		var holds []Hold
 		var next string
 		if err == nil {

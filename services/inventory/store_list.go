@@ -28,20 +28,12 @@ func (s *Store) Hold(ctx context.Context, id, account string) (Hold, error) {
 	return hs[0], nil
 }
 
-// MaxHoldsPage bounds one page of ListHolds; DefaultHoldsPage is a page when none is asked.
-const (
-	MaxHoldsPage     = 100
-	DefaultHoldsPage = 20
-)
-
 // newestFirst is the list ListHolds pages through.
 var newestFirst = keyset.List[Hold]{
-	Select:  `SELECT ` + holdColumns + ` FROM holds`,
-	Order:   keyset.Order{Key: "created_ms", Desc: true},
-	Default: DefaultHoldsPage,
-	Max:     MaxHoldsPage,
-	Scan:    scanHold,
-	Cursor:  func(h Hold) keyset.Cursor { return keyset.Cursor{Key: h.CreatedAt.UnixMilli(), ID: h.ID} },
+	Select: `SELECT ` + holdColumns + ` FROM holds`,
+	Order:  keyset.Order{Key: "created_ms", Desc: true},
+	Scan:   scanHold,
+	Cursor: func(h Hold) keyset.Cursor { return keyset.Cursor{Key: h.CreatedAt.UnixMilli(), ID: h.ID} },
 }
 
 // ListHolds returns account's holds, newest first, one page at a time. cursor is "" for the

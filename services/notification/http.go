@@ -7,13 +7,7 @@ import (
 	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/problem"
-)
-
-// DefaultPageSize is the length of an inbox page when the client names none, MaxPageSize
-// the longest a client may ask for.
-const (
-	DefaultPageSize = 20
-	MaxPageSize     = 100
+	"boxoffice.dev/platform/sqldb/keyset"
 )
 
 var errSignIn = problem.New(problem.Unauthorized, "the inbox needs a signed-in user")
@@ -27,7 +21,7 @@ func handleInbox(log *slog.Logger, store *Store) http.Handler {
 			problem.Write(w, r, log, errSignIn)
 			return
 		}
-		limit, err := httpapi.Limit(r.URL.Query(), DefaultPageSize, MaxPageSize)
+		limit, err := httpapi.Limit(r.URL.Query(), keyset.DefaultPageSize, keyset.MaxPageSize)
 		var page Page
 		if err == nil {
 			page, err = store.List(r.Context(), account, limit, r.URL.Query().Get("cursor"))

@@ -50,12 +50,10 @@ type Page struct {
 
 // newestFirst is the list List pages through.
 var newestFirst = keyset.List[Message]{
-	Select:  `SELECT id, event_id, account, kind, subject, body, push, created_us FROM messages`,
-	Order:   keyset.Order{Key: "created_us", Desc: true},
-	Default: DefaultPageSize,
-	Max:     MaxPageSize,
-	Scan:    scanMessage,
-	Cursor:  func(m Message) keyset.Cursor { return keyset.Cursor{Key: m.CreatedAt.UnixMicro(), ID: m.ID} },
+	Select: `SELECT id, event_id, account, kind, subject, body, push, created_us FROM messages`,
+	Order:  keyset.Order{Key: "created_us", Desc: true},
+	Scan:   scanMessage,
+	Cursor: func(m Message) keyset.Cursor { return keyset.Cursor{Key: m.CreatedAt.UnixMicro(), ID: m.ID} },
 }
 
 // List returns account's messages newest first, limit at a time (0 = DefaultPageSize, at most

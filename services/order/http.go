@@ -7,13 +7,7 @@ import (
 	"boxoffice.dev/platform/httpapi"
 	"boxoffice.dev/platform/identity"
 	"boxoffice.dev/platform/problem"
-)
-
-// DefaultPageSize is the length of an order history page when the client names none,
-// MaxPageSize the longest a client may ask for.
-const (
-	DefaultPageSize = 20
-	MaxPageSize     = 100
+	"boxoffice.dev/platform/sqldb/keyset"
 )
 
 // handlePlace answers POST /v1/orders {"hold_id"} with Idempotency-Key: 201 with a new
@@ -58,7 +52,7 @@ func handleGet(log *slog.Logger, orders *Service) http.Handler {
 // handleList answers GET /v1/orders?limit=&cursor= with the caller's history, newest first.
 func handleList(log *slog.Logger, orders *Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		limit, err := httpapi.Limit(r.URL.Query(), DefaultPageSize, MaxPageSize)
+		limit, err := httpapi.Limit(r.URL.Query(), keyset.DefaultPageSize, keyset.MaxPageSize)
 		var page Page
 		if err == nil {
 			page, err = orders.List(r.Context(), identity.FromRequest(r).User, limit, r.URL.Query().Get("cursor"))

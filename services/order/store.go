@@ -152,12 +152,10 @@ type Page struct {
 
 // newestFirst is the list List pages through.
 var newestFirst = keyset.List[Order]{
-	Select:  `SELECT ` + orderColumns + ` FROM orders`,
-	Order:   keyset.Order{Key: "created_us", Desc: true},
-	Default: DefaultPageSize,
-	Max:     MaxPageSize,
-	Scan:    scanOrder,
-	Cursor:  func(o Order) keyset.Cursor { return keyset.Cursor{Key: o.CreatedAt.UnixMicro(), ID: o.ID} },
+	Select: `SELECT ` + orderColumns + ` FROM orders`,
+	Order:  keyset.Order{Key: "created_us", Desc: true},
+	Scan:   scanOrder,
+	Cursor: func(o Order) keyset.Cursor { return keyset.Cursor{Key: o.CreatedAt.UnixMicro(), ID: o.ID} },
 }
 
 // List returns account's orders newest first, limit at a time (0 = DefaultPageSize, at most

@@ -1,27 +1,35 @@
 package keyset
 
 import (
+	"cmp"
 	"context"
 
 	"boxoffice.dev/platform/sqldb"
 )
 
+// The page sizes of a List that names none: what most lists of the system use.
+const (
+	DefaultPageSize = 20
+	MaxPageSize     = 100
+)
+
 // List is one list a store serves in keyset pages, declared once beside the store:
 //
-//	var ordersNewestFirst = keyset.List[Order]{
+//	var newestFirst = keyset.List[Order]{
 //		Select: `SELECT ` + orderColumns + ` FROM orders`,
 //		Order:  keyset.Order{Key: "created_us", Desc: true},
-//		Default: DefaultPageSize, Max: MaxPageSize,
-//		Scan: scanOrder, Cursor: func(o Order) keyset.Cursor { … },
+//		Scan:   scanOrder,
+//		Cursor: func(o Order) keyset.Cursor { … },
 //	}
 //
-// and read with Page. Its fields are all required.
+// and read with Page. Default and Max may be zero; the other fields are required.
 type List[T any] struct {
 	// Select is the query up to its WHERE clause: "SELECT <columns> FROM <table>".
 	Select string
 	// Order is the order of the pages.
 	Order Order
-	// Default is a page's size when a request names none; Max the largest a request may ask.
+	// Default is a page's size when a request names none, Max the largest a request may ask;
+	// 0 means DefaultPageSize and MaxPageSize.
 	Default, Max int
 	// Scan reads a row; Cursor gives the position of an item (its Order.Key and id).
 	Scan   func(sqldb.Scanner) (T, error)
@@ -33,7 +41,7 @@ type List[T any] struct {
 // for every row), and the cursor of the next page, "" on the last. A bad limit or cursor is
 // an Invalid problem naming it (Order.Read).
 func (l List[T]) Page(ctx context.Context, db *sqldb.DB, limit int, cursor, filter string, args ...any) (items []T, next string, err error) {
-	size, after, err := l.Order.Read(limit, l.Default, l.Max, cursor)
+	size, after, err := l.Order.Read(limit, cmp.Or(l.Default, DefaultPageSize), cmp.Or(l.Max, MaxPageSize), cursor)
 	if err != nil {
 		return nil, "", err
 	}
