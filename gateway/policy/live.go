@@ -106,36 +106,31 @@ func (l *Live) ReplaceTenants(ts []TenantRule) error {
 // of an element the file lacks, a route listing a limit an edit deleted. A refusal is
 // recorded (Rejected) and logged like any rejected change.
 func (l *Live) Check(e Edit) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.check(e); err != nil {
-		return l.reject("admin", err)
-	}
-	return nil
+	_, err := l.Preview(e)
+	return err
 }
 
-// check is Check's test. l.mu is held.
-func (l *Live) check(e Edit) error {
+// check is Check's test; it returns the snapshot e would give. l.mu is held.
+func (l *Live) check(e Edit) (*Snapshot, error) {
 	if err := l.edits.namesDeleted(e); err != nil {
-		return err
+		return nil, err
 	}
 	undo, err := l.edits.apply(e)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer undo()
 	p, left := l.edits.over(l.file)
 	if i := slices.IndexFunc(left, func(s skippedEdit) bool { return keyOf(s.e) == keyOf(e) }); i >= 0 {
-		return fmt.Errorf("%s %q: %w", e.Kind, e.ID, left[i].err)
+		return nil, fmt.Errorf("%s %q: %w", e.Kind, e.ID, left[i].err)
 	}
 	if i := slices.IndexFunc(p.Limits, func(x Limit) bool { return x.ID == e.ID }); e.Kind == EditLimit && e.Patch && i >= 0 {
 		// As a whole limit is in apply: a bad field is named as the client sent it ("lease").
 		if err := ValidateLimit("", p.Limits[i].withDefaults()); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	_, err = Compile(p, l.tenants)
-	return err
+	return Compile(p, l.tenants)
 }
 
 // Merge returns the row that stands for e's element once e is layered over the edit held for

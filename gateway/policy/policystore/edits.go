@@ -12,7 +12,7 @@ import (
 
 // LoadEdits returns every row of the policy_edit table, ordered by kind and id.
 func (t *Table) LoadEdits(ctx context.Context) ([]policy.Edit, error) {
-	rows, err := t.db.QueryContext(ctx, `SELECT kind, id, body, patch, deleted, updated_at FROM policy_edit ORDER BY kind, id`)
+	rows, err := t.q.QueryContext(ctx, `SELECT kind, id, body, patch, deleted, updated_at FROM policy_edit ORDER BY kind, id`)
 	if err != nil {
 		return nil, fmt.Errorf("load policy_edit: %w", err)
 	}
@@ -47,7 +47,7 @@ func (t *Table) PutEdit(ctx context.Context, e policy.Edit) error {
 		return fmt.Errorf("put policy_edit %s %q: a deletion is not a patch", e.Kind, e.ID)
 	}
 	body := sql.Null[string]{V: string(e.Value), Valid: !e.Deleted}
-	_, err := t.db.ExecContext(ctx, t.db.Rebind(`INSERT INTO policy_edit (kind, id, body, patch, deleted, updated_at)
+	_, err := t.q.ExecContext(ctx, t.db.Rebind(`INSERT INTO policy_edit (kind, id, body, patch, deleted, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (kind, id) DO UPDATE SET body = excluded.body, patch = excluded.patch,
 			deleted = excluded.deleted, updated_at = excluded.updated_at`),
@@ -60,7 +60,7 @@ func (t *Table) PutEdit(ctx context.Context, e policy.Edit) error {
 
 // DeleteEdit removes the row of kind and id, if any: that element is the file's again.
 func (t *Table) DeleteEdit(ctx context.Context, kind policy.EditKind, id string) error {
-	if _, err := t.db.ExecContext(ctx, t.db.Rebind(`DELETE FROM policy_edit WHERE kind = ? AND id = ?`), string(kind), id); err != nil {
+	if _, err := t.q.ExecContext(ctx, t.db.Rebind(`DELETE FROM policy_edit WHERE kind = ? AND id = ?`), string(kind), id); err != nil {
 		return fmt.Errorf("delete policy_edit %s %q: %w", kind, id, err)
 	}
 	return nil
@@ -68,7 +68,7 @@ func (t *Table) DeleteEdit(ctx context.Context, kind policy.EditKind, id string)
 
 // ResetEdits removes every row: the policy is the file's again.
 func (t *Table) ResetEdits(ctx context.Context) error {
-	if _, err := t.db.ExecContext(ctx, `DELETE FROM policy_edit`); err != nil {
+	if _, err := t.q.ExecContext(ctx, `DELETE FROM policy_edit`); err != nil {
 		return fmt.Errorf("reset policy_edit: %w", err)
 	}
 	return nil

@@ -128,6 +128,23 @@ func (s *Store) ResetEdits(ctx context.Context) error {
 	return s.write(func(t *Table) error { return t.ResetEdits(ctx) })
 }
 
+func (s *Store) ListChanges(ctx context.Context, q ChangeQuery) (ChangePage, error) {
+	return read(s, func(t *Table) (ChangePage, error) { return t.ListChanges(ctx, q) })
+}
+
+// InTx runs fn on the tables in one transaction (Table.InTx), or answers 503 while the
+// database cannot be reached.
+func (s *Store) InTx(ctx context.Context, fn func(*Table) error) error {
+	return s.write(func(t *Table) error { return t.InTx(ctx, fn) })
+}
+
+// RecordChange records a change that is not a write to these tables (a reload of the
+// policy file) in the audit trail: Table.RecordChange, or 503 while the database cannot be
+// reached.
+func (s *Store) RecordChange(ctx context.Context, c policy.Change) (policy.Change, error) {
+	return read(s, func(t *Table) (policy.Change, error) { return t.RecordChange(ctx, c) })
+}
+
 // read calls f with s's tables, or answers errNotOpen before they are open.
 func read[T any](s *Store, f func(*Table) (T, error)) (T, error) {
 	if t := s.table.Load(); t != nil {

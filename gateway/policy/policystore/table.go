@@ -2,6 +2,7 @@ package policystore
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -16,7 +17,8 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Migrations is the gateway's schema: the rate_limit_rule and policy_edit tables.
+// Migrations is the gateway's schema: the rate_limit_rule, policy_edit and policy_change
+// tables.
 func Migrations() fs.FS {
 	sub, _ := fs.Sub(migrations, "migrations") // a constant path: never fails
 	return sub
@@ -38,17 +40,32 @@ const PolicyChangedSubject = "gateway.policy.changed"
 // concurrent use.
 type Table struct {
 	db  *sqldb.DB
+	q   querier // db, or the transaction of InTx
 	now func() time.Time
 }
 
-// NewTable returns the tables in db, migrated by Migrations; c stamps updated_at.
+// querier is what a Table reads and writes through: *sql.DB or *sql.Tx.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// NewTable returns the tables in db, migrated by Migrations; c stamps updated_at and the
+// audit trail's rows.
 func NewTable(db *sqldb.DB, c clock.Clock) *Table {
-	return &Table{db: db, now: c.Now}
+	return &Table{db: db, q: db.DB, now: c.Now}
+}
+
+// InTx runs fn on the tables in one transaction (sqldb.DB.InTx: committed when fn returns
+// nil, run again on a transient conflict), so that a change and its record in the audit
+// trail (RecordChange) commit together or not at all.
+func (t *Table) InTx(ctx context.Context, fn func(*Table) error) error {
+	return t.db.InTx(ctx, func(tx *sql.Tx) error { return fn(&Table{db: t.db, q: tx, now: t.now}) })
 }
 
 // Load returns every row, ordered by tenant and route.
 func (t *Table) Load(ctx context.Context) ([]policy.TenantRule, error) {
-	rows, err := t.db.QueryContext(ctx, `SELECT tenant, route, capacity, refill_per_second, updated_at FROM rate_limit_rule ORDER BY tenant, route`)
+	rows, err := t.q.QueryContext(ctx, `SELECT tenant, route, capacity, refill_per_second, updated_at FROM rate_limit_rule ORDER BY tenant, route`)
 	if err != nil {
 		return nil, fmt.Errorf("load rate_limit_rule: %w", err)
 	}
@@ -75,7 +92,7 @@ func (t *Table) Put(ctx context.Context, r policy.TenantRule) error {
 	if r.Route == "" {
 		r.Route = policy.AllRoutes
 	}
-	_, err := t.db.ExecContext(ctx, t.db.Rebind(`INSERT INTO rate_limit_rule (tenant, route, capacity, refill_per_second, updated_at)
+	_, err := t.q.ExecContext(ctx, t.db.Rebind(`INSERT INTO rate_limit_rule (tenant, route, capacity, refill_per_second, updated_at)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (tenant, route) DO UPDATE SET capacity = excluded.capacity,
 			refill_per_second = excluded.refill_per_second, updated_at = excluded.updated_at`),
@@ -88,7 +105,7 @@ func (t *Table) Put(ctx context.Context, r policy.TenantRule) error {
 
 // Delete removes the row of tenant and route, if any.
 func (t *Table) Delete(ctx context.Context, tenant, route string) error {
-	if _, err := t.db.ExecContext(ctx, t.db.Rebind(`DELETE FROM rate_limit_rule WHERE tenant = ? AND route = ?`), tenant, route); err != nil {
+	if _, err := t.q.ExecContext(ctx, t.db.Rebind(`DELETE FROM rate_limit_rule WHERE tenant = ? AND route = ?`), tenant, route); err != nil {
 		return fmt.Errorf("delete rate_limit_rule: %w", err)
 	}
 	return nil
