@@ -40,7 +40,7 @@ type Config struct {
 	// comma-separated base URLs that replace a service's instances in the policy.
 	Upstreams map[string][]string
 	// ReplicaID is GATEWAY_REPLICA_ID, how this replica announces itself for the limiter's
-	// fallback share; "" means random.
+	// fallback share and names itself in the policy's audit trail; "" means random.
 	ReplicaID string
 	// LimiterTimeout is RATELIMIT_TIMEOUT, the bound on one Redis round trip from the moment
 	// it is written (default 5ms).

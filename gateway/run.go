@@ -3,6 +3,7 @@ package gateway
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,12 +44,15 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	}
 	mp, tp := s.Telemetry.MeterProvider, s.Telemetry.TracerProvider
 
+	// This replica's name, for the limiter's fallback share and the policy's audit trail.
+	replica := cmp.Or(cfg.ReplicaID, "gateway-"+rand.Text()[:12])
+
 	// Rate limits: Redis behind the failsafe, this replica announced for the fallback's share.
 	rd, err := s.RedisAllowDown(ctx)
 	if err != nil {
 		return nil, err
 	}
-	limiter, err := ratelimit.New(ratelimit.Options{Client: rd, ReplicaID: cfg.ReplicaID,
+	limiter, err := ratelimit.New(ratelimit.Options{Client: rd, ReplicaID: replica,
 		Timeout: cfg.LimiterTimeout, ClosedTimeout: cfg.LimiterClosedTimeout, Meter: mp, Logger: s.Log})
 	if err != nil {
 		return nil, fmt.Errorf("rate limiter: %w", err)
@@ -91,11 +95,14 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	// Hot reload: the file, and the tables (admin edits, tenant overrides) on a timer and on
 	// NATS events. The tables are read once before serving, so a replica that restarts never
 	// answers with the file alone while the admin edits wait in the table.
-	if cfg.PolicyFile != "" {
-		s.Go("policy-file", func(ctx context.Context) error { return reload.WatchFile(ctx, cfg.PolicyFile, live, s.Log) })
-	}
 	store := policystore.New(sqldb.Options{URL: s.Config.DatabaseURL, Service: Spec.Name, DataDir: s.Config.DataDir}, s.Log)
 	s.OnClose(store.Close)
+	if cfg.PolicyFile != "" {
+		recorded := reload.RecordReloads(store, replica, s.Log)
+		s.Go("policy-file", func(ctx context.Context) error {
+			return reload.WatchFile(ctx, cfg.PolicyFile, live, s.Log, recorded)
+		})
+	}
 	if table, err := store.Open(ctx); err != nil {
 		s.Log.WarnContext(ctx, "policy database not reachable at start; serving from the policy file", "error", err)
 	} else if err := table.Reload(ctx, live); err != nil {
@@ -109,7 +116,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		return reload.FollowTable(ctx, table, live, s.NATS, cfg.TableRefresh, s.Log)
 	})
 
-	if err := serveAdmin(ctx, s, cfg, live, pools, store); err != nil {
+	if err := serveAdmin(ctx, s, cfg, live, pools, store, replica); err != nil {
 		return nil, err
 	}
 	m, err := newMetrics(mp)

@@ -8,7 +8,8 @@
 // through policy.Live like a file reload: validated whole, refused with a 400 naming the
 // field, the running policy untouched. Every replica applies a change, whichever one took
 // it, and keeps it across a restart, until DELETE /admin/edits gives the policy back to the
-// file (docs/lessons/gateway.md, "Policy is data").
+// file (docs/lessons/gateway.md, "Policy is data"). Each change is recorded in the audit
+// trail with the element before and after, in the same transaction as its row (Audit).
 //
 // Routes:
 //
@@ -26,6 +27,7 @@
 //	GET          /admin/tenant-limits
 //	PUT, DELETE  /admin/tenant-limits/{tenant}/{route}   route * for every route
 //	GET          /admin/upstreams                        every instance's readiness and load
+//	GET          /admin/audit                            who changed the policy, when, before and after
 //	GET, PUT     /control                                the playground's fault-injection knobs
 //	GET          /metrics                                Prometheus metrics, no token
 package admin
@@ -105,6 +107,11 @@ type Options struct {
 	// Control, the playground's fault-injection hook (platform/control), is served at
 	// /control behind the token, off the public listener like Metrics. nil means 404.
 	Control http.Handler
+	// Audit records every change to the tables with the change, and answers GET
+	// /admin/audit; nil records nothing and answers 404 there.
+	Audit Audit
+	// Replica names this gateway replica in the audit trail.
+	Replica string
 	// Log records every change; nil discards. Tokens are never logged.
 	Log *slog.Logger
 }
@@ -137,11 +144,12 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("GET /admin/tenant-limits", a.listTenantLimits)
 	mux.HandleFunc("PUT /admin/tenant-limits/{tenant}/{route}", a.putTenantLimit)
 	mux.HandleFunc("DELETE /admin/tenant-limits/{tenant}/{route}", a.deleteTenantLimit)
+	mux.HandleFunc("GET /admin/audit", a.listAudit)
 	if o.Control != nil {
 		mux.Handle(control.Path, o.Control)
 	}
 	// Path ids become table keys: NUL or invalid UTF-8 is a 400 here, not PostgreSQL's 500.
-	api := requireToken(o.Token, httpserver.RefuseBadText(mux))
+	api := requireToken(o.Token, httpserver.RefuseBadText(checkActor(mux)))
 	if o.Metrics == nil {
 		return api
 	}

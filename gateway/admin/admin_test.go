@@ -58,6 +58,8 @@ func newFixtureOn(t *testing.T, db *sqldb.DB) *fixture {
 		Upstreams: upstreams{{Name: "svc", Instances: []upstream.InstanceStatus{{URL: "http://127.0.0.1:1", Ready: true, InFlight: 2}}}},
 		Tenants:   f.table,
 		Edits:     f.table,
+		Audit:     f.table,
+		Replica:   "gw-test",
 		Announce:  func(_ context.Context, subject string) error { f.announced[subject]++; return nil },
 		Token:     "s3cret",
 	}))

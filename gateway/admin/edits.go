@@ -12,29 +12,38 @@ import (
 )
 
 // edit makes one change for every replica. It is checked against the running policy first,
-// so a rejected edit never reaches the table; then stored; then applied here, so the answer
-// shows it; then announced. If this replica refuses it after all (an OnChange hook, or a
-// change in between), the row it replaced is put back: no replica should apply what the one
-// that took it refused.
-func (a *api) edit(ctx context.Context, e policy.Edit) error {
-	if err := a.Live.Check(e); err != nil {
+// so a rejected edit never reaches the table, nor the audit trail; then stored with its
+// record (the element before and after); then applied here, so the answer shows it; then
+// announced. If this replica refuses it after all (an OnChange hook, or a change in
+// between), the row it replaced is put back and the record dropped: no replica should apply
+// what the one that took it refused, and the trail holds changes made.
+func (a *api) edit(r *http.Request, e policy.Edit, action string) error {
+	ctx := r.Context()
+	next, err := a.Live.Preview(e)
+	if err != nil {
 		return err
 	}
 	if a.Edits == nil {
 		return a.Live.Apply(e)
 	}
+	c := a.change(r, policy.ChangeKind(e.Kind), e.ID, action, a.Live.Current().Element(e.Kind, e.ID), next.Element(e.Kind, e.ID))
 	held := a.Live.Edits()
 	i := slices.IndexFunc(held, func(h policy.Edit) bool { return h.Kind == e.Kind && h.ID == e.ID })
-	if err := a.Edits.PutEdit(ctx, e); err != nil {
+	recorded, err := a.commit(ctx, "", func(t tables) (*policy.Change, error) { return c, t.PutEdit(ctx, e) })
+	if err != nil {
 		return err
 	}
 	if err := a.Live.Apply(e); err != nil {
-		var back error
-		if i >= 0 {
-			back = a.Edits.PutEdit(ctx, held[i])
-		} else {
-			back = a.Edits.DeleteEdit(ctx, e.Kind, e.ID)
+		forget := ""
+		if recorded != nil {
+			forget = recorded.ChangeID
 		}
+		_, back := a.commit(ctx, forget, func(t tables) (*policy.Change, error) {
+			if i >= 0 {
+				return nil, t.PutEdit(ctx, held[i])
+			}
+			return nil, t.DeleteEdit(ctx, e.Kind, e.ID)
+		})
 		return errors.Join(err, back)
 	}
 	a.announce(ctx, policystore.PolicyChangedSubject)
@@ -68,31 +77,49 @@ func (a *api) listEdits(w http.ResponseWriter, r *http.Request) {
 
 // deleteEdit drops the edit of one limit, route or service, on every replica: that element is
 // the file's again (or gone, if only the edit made it). Dropping an edit that is not there
-// changes nothing, so a client undoing its own change can always call it.
+// changes nothing, and records nothing, so a client undoing its own change can always call it.
 func (a *api) deleteEdit(w http.ResponseWriter, r *http.Request) {
 	kind, id := policy.EditKind(r.PathValue("kind")), r.PathValue("id")
 	if !slices.Contains([]policy.EditKind{policy.EditLimit, policy.EditRoute, policy.EditService}, kind) {
 		problem.Write(w, r, a.Log, problem.InvalidField("kind", "%q is not a kind of edit: want limit, route or service", kind))
 		return
 	}
-	a.dropEdits(w, r, string(kind)+"/"+id,
-		func(e policy.Edit) bool { return e.Kind == kind && e.ID == id },
-		func(ctx context.Context) error { return a.Edits.DeleteEdit(ctx, kind, id) })
+	drop := func(e policy.Edit) bool { return e.Kind == kind && e.ID == id }
+	a.dropEdits(w, r, string(kind)+"/"+id, drop, func(ctx context.Context, t tables) (*policy.Change, error) {
+		rows, err := t.LoadEdits(ctx)
+		if err != nil || !slices.ContainsFunc(rows, drop) {
+			return nil, err
+		}
+		next, err := a.Live.PreviewDrop(drop)
+		if err != nil {
+			return nil, err
+		}
+		c := a.change(r, policy.ChangeKind(kind), id, policy.ActionDropEdit, a.Live.Current().Element(kind, id), next.Element(kind, id))
+		return c, t.DeleteEdit(ctx, kind, id)
+	})
 }
 
-// resetEdits drops every edit, on every replica: the policy is the file's again.
+// resetEdits drops every edit, on every replica: the policy is the file's again. The record
+// holds the edits dropped as before, and nothing as after.
 func (a *api) resetEdits(w http.ResponseWriter, r *http.Request) {
-	a.dropEdits(w, r, "*", func(policy.Edit) bool { return true }, func(ctx context.Context) error { return a.Edits.ResetEdits(ctx) })
+	a.dropEdits(w, r, "*", func(policy.Edit) bool { return true }, func(ctx context.Context, t tables) (*policy.Change, error) {
+		rows, err := t.LoadEdits(ctx)
+		if err != nil || len(rows) == 0 {
+			return nil, err
+		}
+		return a.change(r, policy.ChangeReset, "*", policy.ActionReset, rows, nil), t.ResetEdits(ctx)
+	})
 }
 
-// dropEdits takes the edits drop selects off the table (with unstore) and off this replica,
-// and tells the others to reload. With a store, this replica then holds exactly the table's
-// edits, whatever another replica wrote in between (policy.SyncEdits).
-func (a *api) dropEdits(w http.ResponseWriter, r *http.Request, what string, drop func(policy.Edit) bool, unstore func(context.Context) error) {
+// dropEdits takes the edits drop selects off the table (with unstore, which returns its
+// record) and off this replica, and tells the others to reload. With a store, this replica
+// then holds exactly the table's edits, whatever another replica wrote in between
+// (policy.SyncEdits).
+func (a *api) dropEdits(w http.ResponseWriter, r *http.Request, what string, drop func(policy.Edit) bool, unstore func(context.Context, tables) (*policy.Change, error)) {
 	var err error
 	if a.Edits == nil {
 		err = a.Live.DropEdits(drop)
-	} else if err = unstore(r.Context()); err == nil {
+	} else if _, err = a.commit(r.Context(), "", func(t tables) (*policy.Change, error) { return unstore(r.Context(), t) }); err == nil {
 		a.Live.EditsStored() // a reload that read the table before this drop must not undo it
 		err = policy.SyncEdits(r.Context(), a.Edits.LoadEdits, a.Live)
 		if errors.Is(err, policy.ErrEditsBusy) {

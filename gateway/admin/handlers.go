@@ -169,7 +169,11 @@ func (e element[T]) putHandler(a *api, merge bool) http.HandlerFunc {
 				return
 			}
 		}
-		if err := a.edit(r.Context(), change); err != nil {
+		action := policy.ActionPut
+		if merge {
+			action = policy.ActionPatch
+		}
+		if err := a.edit(r, change, action); err != nil {
 			a.fail(w, r, err)
 			return
 		}
@@ -186,7 +190,7 @@ func (a *api) deleteLimit(w http.ResponseWriter, r *http.Request) {
 		a.notFound(w, r, policy.EditLimit, id)
 		return
 	}
-	if err := a.edit(r.Context(), policy.LimitDeletion(id)); err != nil {
+	if err := a.edit(r, policy.LimitDeletion(id), policy.ActionDelete); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -236,7 +240,7 @@ func (a *api) putTenantLimit(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if err := a.Tenants.Put(r.Context(), rule); err != nil {
+	if err := a.writeTenantRule(r, rule.Tenant, rule.Route, &rule); err != nil {
 		problem.Write(w, r, a.Log, err)
 		return
 	}
@@ -249,11 +253,40 @@ func (a *api) deleteTenantLimit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenant, route := r.PathValue("tenant"), r.PathValue("route")
-	if err := a.Tenants.Delete(r.Context(), tenant, route); err != nil {
+	if err := a.writeTenantRule(r, tenant, route, nil); err != nil {
 		problem.Write(w, r, a.Log, err)
 		return
 	}
 	a.tenantsChanged(w, r, tenant+"/"+route, http.StatusNoContent, nil)
+}
+
+// writeTenantRule puts rule as the override of tenant on route, or deletes that override
+// when rule is nil, recording the row before and after. Deleting a row that is not there
+// changes nothing and records nothing.
+func (a *api) writeTenantRule(r *http.Request, tenant, route string, rule *policy.TenantRule) error {
+	ctx := r.Context()
+	_, err := a.commit(ctx, "", func(t tables) (*policy.Change, error) {
+		rows, err := t.Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var before *policy.TenantRule
+		if i := slices.IndexFunc(rows, func(x policy.TenantRule) bool { return x.Tenant == tenant && x.Route == route }); i >= 0 {
+			before = &rows[i]
+		}
+		action := policy.ActionPut
+		if rule == nil {
+			action = policy.ActionDelete
+			err = t.Delete(ctx, tenant, route)
+		} else {
+			err = t.Put(ctx, *rule)
+		}
+		if err != nil || (rule == nil && before == nil) {
+			return nil, err
+		}
+		return a.change(r, policy.ChangeTenantLimit, tenant+"/"+route, action, before, rule), nil
+	})
+	return err
 }
 
 // tenantsChanged reloads the table into this replica at once and announces the change.

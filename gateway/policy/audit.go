@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"regexp"
 	"slices"
 	"time"
 )
@@ -48,6 +49,13 @@ type Change struct {
 	Before json.RawMessage `json:"before"`
 	After  json.RawMessage `json:"after"`
 }
+
+// ValidActor reports whether s may be a Change's Actor, or the name an admin caller gives
+// itself: 1 to 128 letters, digits or . _ : / -. The trail is filtered by actor and prefix,
+// and the name comes from a header, so it is held to short printable ASCII.
+func ValidActor(s string) bool { return actorName.MatchString(s) }
+
+var actorName = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,128}$`)
 
 // The actions of a recorded change.
 const (

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -43,10 +42,6 @@ type ChangePage struct {
 
 // newestFirst is the order of ListChanges's pages.
 var newestFirst = keyset.Order{Key: "at_us", Desc: true}
-
-// actorName is what an actor may be: it is matched by prefix, so no wildcard of SQL's, and
-// it comes from a header, so short and printable.
-var actorName = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,128}$`)
 
 // RecordChange writes c to the audit trail, stamped with a new ChangeID and the store's
 // clock, and returns it as written. Call it on the Table of InTx that makes the change, so
@@ -119,7 +114,7 @@ func (q ChangeQuery) check() error {
 	if q.Kind != "" && !q.Kind.Valid() {
 		return problem.InvalidField("kind", "%q is not a kind of change: want one of %v", q.Kind, policy.ChangeKinds)
 	}
-	if q.Actor != "" && !actorName.MatchString(q.Actor) {
+	if q.Actor != "" && !policy.ValidActor(q.Actor) {
 		return problem.InvalidField("actor", "want 1 to 128 letters, digits or . _ : / -")
 	}
 	for _, f := range []struct{ name, v string }{{"id", q.ID}, {"action", q.Action}} {

@@ -24,11 +24,17 @@ const (
 	settleAtMost = time.Second
 )
 
-// WatchFile reloads the policy file into live whenever it changes, until ctx is done. It
-// watches the directory, since editors rename a new file over the old one and Kubernetes swaps
-// a ConfigMap's files by a symlink, and reads the file once the watch is set, catching a
-// change made before it. A file that does not parse or validate is logged and ignored.
-func WatchFile(ctx context.Context, path string, live *policy.Live, log *slog.Logger) error {
+// Reloaded hears each change of the policy file that WatchFile put in force, with the file
+// as parsed before and after. It runs on the watch's goroutine once the change is in force:
+// a slow one delays the next reload, never this one. RecordReloads makes one.
+type Reloaded func(ctx context.Context, path string, before, after *policy.Policy)
+
+// WatchFile reloads the policy file into live whenever it changes, until ctx is done, and
+// tells reloaded (nil = no one) of each change it applied. It watches the directory, since
+// editors rename a new file over the old one and Kubernetes swaps a ConfigMap's files by a
+// symlink, and reads the file once the watch is set, catching a change made before it. A
+// file that does not parse or validate is logged and ignored.
+func WatchFile(ctx context.Context, path string, live *policy.Live, log *slog.Logger, reloaded Reloaded) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch policy: %w", err)
@@ -57,7 +63,10 @@ func WatchFile(ctx context.Context, path string, live *policy.Live, log *slog.Lo
 				return
 			}
 		}
-		_ = live.ReplaceFileData(data) // logs its outcome
+		before := live.File()
+		if err := live.ReplaceFileData(data); err == nil && reloaded != nil { // logs its outcome
+			reloaded(ctx, path, before, live.File())
+		}
 	}
 
 	quiet := time.NewTimer(settle) // the first read

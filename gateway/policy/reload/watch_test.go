@@ -33,7 +33,7 @@ func watchFile(t *testing.T, path string, l *policy.Live, log *slog.Logger) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- WatchFile(ctx, path, l, log) }()
+	go func() { done <- WatchFile(ctx, path, l, log, nil) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
