@@ -230,6 +230,7 @@ func (rs *runs) start(name, profile string, duration time.Duration) (*runRecord,
 	o := rs.options
 	o.Duration = duration
 	o.Log = rs.log.With("run", rec.ID)
+	o.Actor = "playground/" + rec.ID
 	rs.running.Add(1)
 	go func() {
 		defer rs.running.Done()

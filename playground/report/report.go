@@ -267,6 +267,12 @@ code{background:#f3f3f3;padding:0 .2rem}
 {{range .Counters}}<tr><td>{{.}}</td><td>{{num (index $.Result.Totals.Counters .)}}</td></tr>
 {{end}}</table>{{end}}
 
+<h2>Policy changes</h2>
+{{if .Result.Audit}}<p class="meta">The run's changes to the gateway's policy, newest first, as its audit trail recorded them (<code>GET /admin/audit?actor={{(index .Result.Audit 0).Actor}}</code> shows each with the element before and after).</p>
+<table><tr><th>when</th><th>change</th><th>kind</th><th>id</th><th>action</th></tr>
+{{range .Result.Audit}}<tr><td>{{.At.Format "15:04:05.000"}}</td><td>{{.ChangeID}}</td><td>{{.Kind}}</td><td>{{.ID}}</td><td>{{.Action}}</td></tr>
+{{end}}</table>{{else}}<p class="meta">The gateway's audit trail recorded no change by this run.</p>{{end}}
+
 <h2>Timeline</h2>
 <table><tr><th>at</th><th>kind</th><th>what</th></tr>
 {{range .Result.Events}}<tr><td>{{at .At}}</td><td>{{.Kind}}</td><td style="text-align:left">{{.What}}</td></tr>

@@ -28,6 +28,7 @@ func TestWriteDrawsTheRunOffline(t *testing.T) {
 		Phases:       []scenario.Stats{{Phase: "off", Seconds: 2, Tally: scenario.Tally{OK: 110}}, {Phase: "on", Seconds: 1, Tally: scenario.Tally{OK: 40, TooMany: 120}}},
 		Totals:       scenario.Stats{Seconds: 3, Tally: scenario.Tally{OK: 150, TooMany: 120}, Counters: map[string]float64{"429:x": 120}},
 		Expectations: []scenario.Outcome{{Name: "429s absorb the excess", Want: "too_many_ratio(on) >= 0.4", Got: "too_many_ratio(on) = 0.75", Passed: true}},
+		Audit:        []scenario.AuditEntry{{ChangeID: "chg_5e1f", Actor: "admin:playground/r3", Kind: "limit", ID: "demo-limit", Action: "put"}},
 	}
 	var b bytes.Buffer
 	if err := Write(&b, sc, res); err != nil {
@@ -45,6 +46,8 @@ func TestWriteDrawsTheRunOffline(t *testing.T) {
 		"Backend (catalog) work in flight", // the backend chart
 		"429s by x",                        // the scenario's counters
 		"docs/lessons/rate-limiting.md",    // the lesson
+		"<td>chg_5e1f</td><td>limit</td><td>demo-limit</td><td>put</td>", // the run's policy changes
+		"/admin/audit?actor=admin:playground/r3",                         // where to read them whole
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)

@@ -44,6 +44,9 @@ type Result struct {
 	Totals       Stats     `json:"totals"`
 	Phases       []Stats   `json:"phases"`
 	Expectations []Outcome `json:"expectations"`
+	// Audit are the run's changes to the gateway's policy as its audit trail recorded them,
+	// newest first.
+	Audit []AuditEntry `json:"audit,omitempty"`
 	// Stopped is true when Stop or the context ended the run before its phases did; the
 	// expectations are then not checked.
 	Stopped bool   `json:"stopped,omitempty"`

@@ -42,6 +42,9 @@ type Options struct {
 	// put back (PutBack). Nil: what the run changed lives only in memory, and is lost with
 	// the process.
 	Journal *Journal
+	// Actor names the run's changes in the gateway's audit trail (the admin API's Admin-Actor
+	// header, recorded as "admin:<Actor>"); "" means "playground". Result.Audit lists them.
+	Actor string
 }
 
 // Run is one scenario run in progress. Its methods are safe for concurrent use: the web UI
@@ -167,6 +170,9 @@ func Start(ctx context.Context, sc Scenario, profile string, t Target, o Options
 	if err != nil {
 		return nil, err
 	}
+	if o.Actor != "" {
+		r.sys.actor = o.Actor
+	}
 	r.result = Result{Scenario: sc.Name, Profile: p.Name}
 
 	setupCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
@@ -283,6 +289,7 @@ func (r *Run) run(ctx context.Context) {
 	cleanup, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r.driver.finish(cleanup, r)
+	r.readAudit(cleanup)
 	r.finish(stopped)
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -29,7 +30,8 @@ type fakeSystem struct {
 	control         []string          // PUT /control bodies
 	budgets         []string          // PATCH /admin/services/catalog bodies
 	sawXFF          bool
-	decided         int // requests to /v1/events: each one decision of the store, on /metrics
+	decided         int             // requests to /v1/events: each one decision of the store, on /metrics
+	actors          map[string]bool // the Admin-Actor header of every admin write
 }
 
 func newFakeSystem(routeLimits ...string) *fakeSystem {
@@ -40,7 +42,20 @@ func (f *fakeSystem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	body, _ := io.ReadAll(r.Body)
+	if strings.HasPrefix(r.URL.Path, "/admin/") && r.Method != http.MethodGet {
+		if f.actors == nil {
+			f.actors = map[string]bool{}
+		}
+		f.actors[r.Header.Get("Admin-Actor")] = true
+	}
 	switch {
+	case r.URL.Path == "/admin/audit" && r.Method == http.MethodGet:
+		// The trail holds one change of run r7's; a query for another actor finds nothing.
+		changes := []map[string]any{}
+		if r.URL.Query().Get("actor") == "admin:playground/r7" {
+			changes = append(changes, map[string]any{"change_id": "chg_1", "actor": "admin:playground/r7", "kind": "limit", "id": "lim", "action": "put"})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"changes": changes})
 	case r.URL.Path == "/v1/events":
 		f.decided++
 		f.sawXFF = f.sawXFF || strings.HasPrefix(r.Header.Get("X-Forwarded-For"), "10.")
@@ -143,7 +158,7 @@ func TestRunTurnsKnobsSamplesAndPutsBack(t *testing.T) {
 	}
 	target := Target{Gateway: srv.URL, Admin: srv.URL, AdminToken: "t", Services: map[string][]string{"catalog": {srv.URL}}}
 
-	run, err := Start(context.Background(), sc, "", target, Options{})
+	run, err := Start(context.Background(), sc, "", target, Options{Actor: "playground/r7"})
 	if err != nil {
 		t.Fatalf("Start = %v", err)
 	}
@@ -169,6 +184,15 @@ func TestRunTurnsKnobsSamplesAndPutsBack(t *testing.T) {
 	res := run.Result()
 	if !res.Passed() {
 		t.Errorf("result = %+v, want every expectation met", res.Expectations)
+	}
+	// The run names itself in every admin write, and lists what the trail recorded of it.
+	sys.mu.Lock()
+	if !maps.Equal(sys.actors, map[string]bool{"playground/r7": true}) {
+		t.Errorf("Admin-Actor of the admin writes = %v, want playground/r7 on each", sys.actors)
+	}
+	sys.mu.Unlock()
+	if len(res.Audit) != 1 || res.Audit[0].ChangeID != "chg_1" || res.Audit[0].Actor != "admin:playground/r7" {
+		t.Errorf("Result.Audit = %+v, want the trail's one change of the run", res.Audit)
 	}
 	if len(res.Series) < 4 || len(res.Phases) != 2 {
 		t.Errorf("series %d seconds, %d phases; want at least 4 and 2", len(res.Series), len(res.Phases))

@@ -20,13 +20,14 @@ import (
 // hooks. Every call is bounded by the HTTP client's timeout. It is safe for concurrent use.
 type system struct {
 	t     Target
+	actor string // how the gateway's audit trail names the changes: the Admin-Actor header
 	http  *http.Client
 	nc    *nats.Conn          // nil: each instance's /control over HTTP
 	redis *redisconn.Resolved // the target's Redis, once a stall has needed it (see pauseStore)
 }
 
 func newSystem(t Target) (*system, error) {
-	s := &system{t: t, http: &http.Client{Timeout: 10 * time.Second}}
+	s := &system{t: t, actor: "playground", http: &http.Client{Timeout: 10 * time.Second}}
 	if t.NATS != "" {
 		nc, err := nats.Connect(t.NATS, nats.Name("playground"), nats.Timeout(3*time.Second))
 		if err != nil {
@@ -63,12 +64,12 @@ func (s *system) admin(ctx context.Context, method, path string, in, out any) er
 	if s.t.Admin == "" {
 		return errors.New("the target has no gateway admin API")
 	}
-	return s.call(ctx, method, s.t.Admin+path, "Bearer "+s.t.AdminToken, in, out)
+	return s.call(ctx, method, s.t.Admin+path, http.Header{"Authorization": {"Bearer " + s.t.AdminToken}, "Admin-Actor": {s.actor}}, in, out)
 }
 
 var errNotFound = errors.New("not found")
 
-func (s *system) call(ctx context.Context, method, url, authz string, in, out any) error {
+func (s *system) call(ctx context.Context, method, url string, header http.Header, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -84,8 +85,8 @@ func (s *system) call(ctx context.Context, method, url, authz string, in, out an
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if authz != "" {
-		req.Header.Set("Authorization", authz)
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
@@ -200,7 +201,7 @@ func (s *system) knobs(ctx context.Context, service string) (control.Knobs, erro
 		return control.Knobs{}, fmt.Errorf("the target lists no instance of %s", service)
 	}
 	var k control.Knobs
-	err := s.call(ctx, http.MethodGet, urls[0]+control.Path, "", nil, &k)
+	err := s.call(ctx, http.MethodGet, urls[0]+control.Path, nil, nil, &k)
 	return k, err
 }
 
@@ -217,7 +218,7 @@ func (s *system) setKnobs(ctx context.Context, service string, k control.Knobs) 
 	}
 	var errs []error
 	for _, u := range urls {
-		errs = append(errs, s.call(ctx, http.MethodPut, u+control.Path, "", k, nil))
+		errs = append(errs, s.call(ctx, http.MethodPut, u+control.Path, nil, k, nil))
 	}
 	return errors.Join(errs...)
 }
