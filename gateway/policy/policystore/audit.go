@@ -11,6 +11,7 @@ import (
 	"boxoffice.dev/gateway/policy"
 	"boxoffice.dev/platform/ids"
 	"boxoffice.dev/platform/problem"
+	"boxoffice.dev/platform/sqldb"
 	"boxoffice.dev/platform/sqldb/keyset"
 )
 
@@ -40,8 +41,15 @@ type ChangePage struct {
 	Next    string          `json:"next_cursor,omitempty"`
 }
 
-// newestFirst is the order of ListChanges's pages.
-var newestFirst = keyset.Order{Key: "at_us", Desc: true}
+// changesNewestFirst is the list ListChanges pages through.
+var changesNewestFirst = keyset.List[policy.Change]{
+	Select:  `SELECT id, at_us, actor, replica, kind, element, action, before_json, after_json FROM policy_change`,
+	Order:   keyset.Order{Key: "at_us", Desc: true},
+	Default: DefaultChangesPage,
+	Max:     MaxChangesPage,
+	Scan:    scanChange,
+	Cursor:  func(c policy.Change) keyset.Cursor { return keyset.Cursor{Key: c.At.UnixMicro(), ID: c.ChangeID} },
+}
 
 // RecordChange writes c to the audit trail, stamped with a new ChangeID and the store's
 // clock, and returns it as written. Call it on the Table of InTx that makes the change, so
@@ -73,15 +81,11 @@ func (t *Table) DeleteChange(ctx context.Context, changeID string) error {
 // ListChanges returns the changes q selects, newest first, one page of them. A bad kind,
 // actor, limit or cursor is an Invalid problem naming it.
 func (t *Table) ListChanges(ctx context.Context, q ChangeQuery) (ChangePage, error) {
-	limit, after, err := newestFirst.Read(q.Limit, DefaultChangesPage, MaxChangesPage, q.Cursor)
-	if err != nil {
-		return ChangePage{}, err
-	}
 	if err := q.check(); err != nil {
 		return ChangePage{}, err
 	}
-	cond, args := newestFirst.After(after)
-	where := []string{cond}
+	var where []string
+	var args []any
 	for _, f := range []struct{ col, v string }{{"kind", string(q.Kind)}, {"element", q.ID}, {"action", q.Action}} {
 		if f.v != "" {
 			where = append(where, f.col+" = ?")
@@ -93,19 +97,11 @@ func (t *Table) ListChanges(ctx context.Context, q ChangeQuery) (ChangePage, err
 		where = append(where, "(actor = ? OR substr(actor, 1, ?) = ?)")
 		args = append(args, q.Actor, len(prefix), prefix)
 	}
-	rows, err := t.q.QueryContext(ctx, t.db.Rebind(`SELECT id, at_us, actor, replica, kind, element, action, before_json, after_json
-		FROM policy_change WHERE `+strings.Join(where, " AND ")+` ORDER BY `+newestFirst.By()+` LIMIT ?`), append(args, limit+1)...)
+	changes, next, err := changesNewestFirst.Page(ctx, t.db, q.Limit, q.Cursor, strings.Join(where, " AND "), args...)
 	if err != nil {
 		return ChangePage{}, fmt.Errorf("list policy_change: %w", err)
 	}
-	page := ChangePage{Changes: []policy.Change{}}
-	if page.Changes, err = scanChanges(rows, page.Changes); err != nil {
-		return ChangePage{}, fmt.Errorf("list policy_change: %w", err)
-	}
-	page.Changes, page.Next = keyset.Trim(page.Changes, limit, func(c policy.Change) keyset.Cursor {
-		return keyset.Cursor{Key: c.At.UnixMicro(), ID: c.ChangeID}
-	})
-	return page, nil
+	return ChangePage{Changes: changes, Next: next}, nil
 }
 
 // check refuses a filter that could match nothing for a reason the caller should hear: a
@@ -125,20 +121,14 @@ func (q ChangeQuery) check() error {
 	return nil
 }
 
-func scanChanges(rows *sql.Rows, out []policy.Change) ([]policy.Change, error) {
-	defer rows.Close()
-	for rows.Next() {
-		var c policy.Change
-		var at int64
-		var before, after sql.Null[string]
-		if err := rows.Scan(&c.ChangeID, &at, &c.Actor, &c.Replica, &c.Kind, &c.ID, &c.Action, &before, &after); err != nil {
-			return nil, err
-		}
-		c.At = time.UnixMicro(at).UTC()
-		c.Before, c.After = rawJSON(before), rawJSON(after)
-		out = append(out, c)
-	}
-	return out, rows.Err()
+func scanChange(r sqldb.Scanner) (policy.Change, error) {
+	var c policy.Change
+	var at int64
+	var before, after sql.Null[string]
+	err := r.Scan(&c.ChangeID, &at, &c.Actor, &c.Replica, &c.Kind, &c.ID, &c.Action, &before, &after)
+	c.At = time.UnixMicro(at).UTC()
+	c.Before, c.After = rawJSON(before), rawJSON(after)
+	return c, err
 }
 
 // nullJSON stores JSON null, or nothing, as SQL NULL.
