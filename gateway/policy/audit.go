@@ -28,9 +28,9 @@ var ChangeKinds = []ChangeKind{ChangeLimit, ChangeRoute, ChangeService, ChangeTe
 func (k ChangeKind) Valid() bool { return slices.Contains(ChangeKinds, k) }
 
 // Change is one entry of the audit trail of the policy: who changed what, when, and what it
-// was before. Before and After are the element as it ran, as JSON, whatever its fields (null
-// where it did not exist); the store stamps ChangeID and At. See docs/lessons/gateway.md,
-// "Who changed the policy".
+// was before. Before and After are JSON of whatever the rule is: the element as it ran (null
+// where it did not exist), the file's policy for a reload, the edits dropped for a reset. The
+// store stamps ChangeID and At. See docs/lessons/gateway.md, "Who changed the policy".
 type Change struct {
 	ChangeID string    `json:"change_id"`
 	At       time.Time `json:"at"`
