@@ -94,7 +94,7 @@ func (a *answers) denied(reqs []Request, now time.Time) (Result, bool) {
 	hit := -1
 	var e *answer
 	for i, q := range reqs {
-		if !remembered(q) || q.Charge || !q.Rule.enforced() {
+		if !remembered(q) || q.Charge || !q.enforced() {
 			continue
 		}
 		if e = a.m[keyOf(q)]; e != nil && now.Before(e.deniedUntil) && q.cost() >= e.deniedCost {

@@ -205,7 +205,7 @@ func (f *Failsafe) chargeBack(ctx context.Context, ln *lane, debts []Request, no
 // laneOf is the closed lane for a request with an enforced fail-closed rule, else the open.
 func (f *Failsafe) laneOf(reqs []Request) *lane {
 	for _, q := range reqs {
-		if q.Rule.OnStoreFailure == FailClosed && q.Rule.enforced() {
+		if q.Rule.OnStoreFailure == FailClosed && q.enforced() {
 			return f.closed
 		}
 	}
@@ -284,9 +284,10 @@ func (f *Failsafe) degrade(reqs []Request, now time.Time) Result {
 	var at []int
 	for i, q := range reqs {
 		if q.Rule.OnStoreFailure == FailClosed {
+			mode, unenforced := q.mode()
 			ds[i] = Decision{RetryAfter: f.closed.circuit.cfg.OpenFor, Limit: q.Rule.Limit, Window: q.Rule.Window,
-				Rule: q.Rule.ID, Mode: q.Rule.mode(), Path: PathFailClosed}
-			closed = closed || q.Rule.enforced()
+				Rule: q.Rule.ID, Mode: mode, Unenforced: unenforced, Path: PathFailClosed}
+			closed = closed || q.enforced()
 			continue
 		}
 		sq := share(q, n)

@@ -117,6 +117,8 @@ func (m *metrics) decided(ctx context.Context, res Result, took time.Duration) {
 		}
 		outcome := "allowed"
 		switch {
+		case !d.Allowed && d.Unenforced:
+			outcome = "unenforced_denied"
 		case !d.Allowed && d.Mode == Shadow:
 			outcome = "shadow_denied"
 		case !d.Allowed:

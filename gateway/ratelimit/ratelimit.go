@@ -67,6 +67,9 @@ const (
 	// Shadow computes the decision and reports it but never denies: a new rule can be
 	// watched on real traffic before it bites.
 	Shadow Mode = "shadow"
+	// Partial enforces the rule for Rule.EnforcePercent of its keys, picked by Enforces, and
+	// decides the others as Shadow: a rule's rollout between shadow and enforced for all.
+	Partial Mode = "partial"
 )
 
 // FailureMode says what a rule does while the shared store is unreachable. The zero value is
@@ -97,8 +100,11 @@ type Rule struct {
 	// Cost is what a request spends when it names none; 0 means 1. Concurrency always takes
 	// one slot per request.
 	Cost int
-	// Mode is Enforce (the zero value) or Shadow.
+	// Mode is Enforce (the zero value), Shadow or Partial.
 	Mode Mode
+	// EnforcePercent is the share of keys, 0 to 100, a Partial rule enforces. Other modes
+	// ignore it.
+	EnforcePercent int
 	// OnStoreFailure is FailOpen (the zero value) or FailClosed.
 	OnStoreFailure FailureMode
 	// Lease, when above 0, lets Leases take this many tokens at once from the store and spend
@@ -131,7 +137,8 @@ const (
 )
 
 // RuleError is a rule Validate refuses, naming the field at fault as a policy spells it:
-// limit, window, burst, cost, lease, shards, algorithm, mode, on_store_failure or id.
+// limit, window, burst, cost, lease, shards, algorithm, mode, enforce_percent,
+// on_store_failure or id.
 type RuleError struct {
 	Rule, Field, Problem string
 }
@@ -175,9 +182,12 @@ func (r Rule) Validate() error {
 		return ruleErr(r, "window", "%v: want at most %v", r.Window, MaxWindow)
 	}
 	switch r.Mode {
-	case "", Enforce, Shadow:
+	case "", Enforce, Shadow, Partial:
 	default:
 		return ruleErr(r, "mode", "unknown mode %q", r.Mode)
+	}
+	if r.EnforcePercent < 0 || r.EnforcePercent > 100 {
+		return ruleErr(r, "enforce_percent", "%d: want 0 to 100", r.EnforcePercent)
 	}
 	switch r.OnStoreFailure {
 	case "", FailOpen, FailClosed:
@@ -256,8 +266,6 @@ func (r Rule) capacity() int {
 	return r.Limit
 }
 
-func (r Rule) enforced() bool { return r.Mode != Shadow }
-
 // Request asks one rule about one key.
 type Request struct {
 	Rule Rule
@@ -319,8 +327,11 @@ type Decision struct {
 	Window     time.Duration
 	// Rule is the ID of the rule that decided.
 	Rule string
-	Mode Mode
-	Path Path
+	// Mode is how the rule applies to the request's key: Enforce, or Shadow for a shadow
+	// rule and for a key outside a Partial rule's enforced share, which Unenforced marks.
+	Mode       Mode
+	Unenforced bool
+	Path       Path
 	// Lease is set when an allowed Concurrency rule holds a slot; release it when done.
 	Lease *Lease
 	// skipped marks a rule that was not decided: another rule denied the request first.
@@ -388,6 +399,7 @@ func (v verdict) decision(q Request, path Path) Decision {
 	if q.Charge { // spent whatever the budget said
 		v.allowed, v.retry = true, 0
 	}
+	mode, unenforced := q.mode()
 	return Decision{
 		Allowed:    v.allowed,
 		Remaining:  int(max(0, v.remaining)),
@@ -396,16 +408,10 @@ func (v verdict) decision(q Request, path Path) Decision {
 		Limit:      q.Rule.Limit,
 		Window:     q.Rule.Window,
 		Rule:       q.Rule.ID,
-		Mode:       q.Rule.mode(),
+		Mode:       mode,
+		Unenforced: unenforced,
 		Path:       path,
 	}
-}
-
-func (r Rule) mode() Mode {
-	if r.Mode == "" {
-		return Enforce
-	}
-	return r.Mode
 }
 
 // validate checks every request before anything is spent. A request names each rule and key

@@ -186,7 +186,7 @@ func (c *scriptCall) encode(reqs []Request, keys, leases []string, now any) erro
 		switch {
 		case q.Charge:
 			mode = "charge"
-		case q.Rule.Mode == Shadow:
+		case !q.enforced():
 			mode = "shadow"
 		}
 		var lease any = ""

@@ -72,6 +72,13 @@ func (s *Sharded) Release(ctx context.Context, leases ...Lease) error {
 // shard is q against shard i of its rule.
 func shard(q Request, i int) Request {
 	n := q.Rule.Shards
+	if q.Rule.Mode == Partial { // the key, not its shard, is in the enforced share or not
+		all := 0
+		if Enforces(q.Rule.ID, q.Key, q.Rule.EnforcePercent) {
+			all = 100
+		}
+		q.Rule.EnforcePercent = all
+	}
 	q.Key = shardKey(q.Key, i)
 	q.Rule.Limit = part(q.Rule.Limit, n, i)
 	if q.Rule.Burst > 0 {
