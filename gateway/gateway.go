@@ -72,13 +72,15 @@ type exchange struct {
 }
 
 // decision is a limit step's verdict on a request: the limiter requests it made and their
-// result, the charges to settle after the response, and the shadow rules that would have
-// denied. The zero value is no decision.
+// result, the charges to settle after the response, and the rules that would have denied
+// but did not: in shadow mode, or for a key outside a partial rule's enforced share. The zero
+// value is no decision.
 type decision struct {
-	reqs    []ratelimit.Request
-	result  ratelimit.Result
-	charges []limits.Charge
-	shadow  []string
+	reqs       []ratelimit.Request
+	result     ratelimit.Result
+	charges    []limits.Charge
+	shadow     []string
+	unenforced []string
 }
 
 // outcome is why the gateway answered a request itself, in the words of the access log and

@@ -164,6 +164,9 @@ func (g *gateway) record(rec *recorder, r *http.Request, ex *exchange, ended out
 	if len(ex.limit.shadow) > 0 {
 		attrs = append(attrs, slog.Any("shadow_denied", ex.limit.shadow))
 	}
+	if len(ex.limit.unenforced) > 0 {
+		attrs = append(attrs, slog.Any("unenforced_denied", ex.limit.unenforced))
+	}
 	g.log.LogAttrs(ctx, slog.LevelInfo, "access", attrs...)
 }
 

@@ -331,7 +331,11 @@ func (g *gateway) rateLimit(w http.ResponseWriter, r *http.Request, snap *policy
 	}
 	d := decision{reqs: reqs, result: res, charges: built.Charges}
 	for _, rd := range res.Rules {
-		if rd.Mode == ratelimit.Shadow && !rd.Allowed {
+		switch {
+		case rd.Allowed || rd.Mode != ratelimit.Shadow:
+		case rd.Unenforced:
+			d.unenforced = append(d.unenforced, rd.Rule)
+		default:
 			d.shadow = append(d.shadow, rd.Rule)
 		}
 	}

@@ -142,11 +142,15 @@ func compileLimit(l Limit) *CompiledLimit {
 // and Shards are read by the limiter's Leases and Sharded, which the gateway puts in front
 // of Redis for every rule (see build in run.go).
 func limitRule(l Limit, alg ratelimit.Algorithm, limit int, window time.Duration) ratelimit.Rule {
-	return ratelimit.Rule{
+	r := ratelimit.Rule{
 		ID: l.ID, Algorithm: alg, Limit: limit, Window: window, Burst: l.Burst, Cost: l.Cost,
 		Mode: ratelimit.Mode(l.Mode), OnStoreFailure: ratelimit.FailureMode(l.OnStoreFailure),
 		Lease: l.Lease, Shards: l.Shards,
 	}
+	if p := l.EnforcePercent; p != nil && *p < 100 && r.Mode != ratelimit.Shadow {
+		r.Mode, r.EnforcePercent = ratelimit.Partial, *p
+	}
+	return r
 }
 
 // LocalIPRuleID names the rule of settings.local_ip_limit in 429s, headers and metrics.

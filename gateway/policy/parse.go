@@ -365,6 +365,9 @@ func ValidateLimit(at string, l Limit) error {
 	default:
 		return fieldErr(field("mode"), "%q: want enforce or shadow", l.Mode)
 	}
+	if p := l.EnforcePercent; p != nil && (*p < 0 || *p > 100) {
+		return fieldErr(field("enforce_percent"), "%d: want 0 to 100", *p)
+	}
 	if err := validateHotKey(field, l, alg, limit); err != nil {
 		return err
 	}
@@ -380,7 +383,7 @@ func ValidateLimit(at string, l Limit) error {
 func limitField(err error) string {
 	if re, ok := errors.AsType[*ratelimit.RuleError](err); ok {
 		switch re.Field {
-		case "burst", "cost", "lease", "shards", "algorithm", "mode", "on_store_failure", "id":
+		case "burst", "cost", "lease", "shards", "algorithm", "mode", "enforce_percent", "on_store_failure", "id":
 			return re.Field
 		}
 	}

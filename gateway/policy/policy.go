@@ -236,6 +236,12 @@ type Limit struct {
 	OnStoreFailure string `yaml:"on_store_failure" json:"on_store_failure"`
 	// Mode is enforce (the default) or shadow (decide and report, never deny).
 	Mode string `yaml:"mode" json:"mode"`
+	// EnforcePercent, 0 to 100, enforces an enforce-mode limit for that share of its keys
+	// only, picked by a hash of the limit's id and the key (ratelimit.Enforces); the others
+	// are decided as in shadow mode and counted as unenforced_denied. nil means 100. Mode
+	// shadow overrides it, keeping it for when the mode is enforce again: a pause of a
+	// rollout (docs/lessons/rate-limiting.md, "Gradual enforcement").
+	EnforcePercent *int `yaml:"enforce_percent" json:"enforce_percent,omitempty"`
 	// Lease, for a very hot key, lets each replica take this many units from Redis in one
 	// call and spend them locally, at the price of an overshoot of at most replicas × Lease
 	// per key (docs/lessons/hot-keys.md). 0, the default, asks Redis every time. It must be
