@@ -45,6 +45,7 @@ func TestScenarioRunMeetsEveryExpectation(t *testing.T) {
 		{"rate-limiter", "spike"},
 		{"rate-limiter", "noisy-neighbour"},
 		{"rate-limiter", "shedding"},
+		{"rate-limiter", "rollout"},
 		{"retry-storm", "outage"},
 		{"flash-sale", "on-sale"},
 		// Last: it kills the store the others use (and restarts it).

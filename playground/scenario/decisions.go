@@ -125,20 +125,25 @@ func (d *decisionCounts) next(totals map[string]float64) map[string]float64 {
 }
 
 // decisionTotals reads the gateway's decisions so far, summed by path over rules and
-// outcomes; nil when the target has no admin API or the scrape fails.
-func (s *system) decisionTotals(ctx context.Context) map[string]float64 {
+// outcomes, and by "<outcome>:<rule>" over paths (a scenario's counters such as
+// "unenforced_denied:playground-rate-limiter", the would-deny of a partly enforced limit);
+// nil when the target has no admin API or the scrape fails.
+func (s *system) decisionTotals(ctx context.Context) (byPath, byOutcome map[string]float64) {
 	if s.t.Admin == "" {
-		return nil
+		return nil, nil
 	}
 	samples, err := s.scrapeMetrics(ctx, s.t.Admin+"/metrics", metricDecisions)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	totals := map[string]float64{}
+	byPath, byOutcome = map[string]float64{}, map[string]float64{}
 	for _, smp := range samples {
 		if path := smp.labels["path"]; path != "" {
-			totals[path] += smp.value
+			byPath[path] += smp.value
+		}
+		if outcome, rule := smp.labels["outcome"], smp.labels["rule"]; outcome != "" && rule != "" {
+			byOutcome[outcome+":"+rule] += smp.value
 		}
 	}
-	return totals
+	return byPath, byOutcome
 }

@@ -78,8 +78,9 @@ func TestPathsStackAndKeepTheirColours(t *testing.T) {
 	}
 }
 
-// decisionTotals sums the gateway's decisions by path over rules and outcomes, from its
-// admin /metrics; a gateway that does not answer gives none.
+// decisionTotals sums the gateway's decisions by path over rules and outcomes, and by
+// outcome and rule over paths, from its admin /metrics; a gateway that does not answer gives
+// none.
 func TestDecisionTotalsScrapesTheGateway(t *testing.T) {
 	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {
@@ -93,16 +94,20 @@ func TestDecisionTotalsScrapesTheGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := s.decisionTotals(context.Background())
-	if want := map[string]float64{"store": 127, "fallback": 30, "fail_closed": 4}; !maps.Equal(got, want) {
-		t.Errorf("decisionTotals = %v, want %v", got, want)
+	byPath, byOutcome := s.decisionTotals(context.Background())
+	if want := map[string]float64{"store": 127, "fallback": 30, "fail_closed": 4}; !maps.Equal(byPath, want) {
+		t.Errorf("decisionTotals by path = %v, want %v", byPath, want)
+	}
+	want := map[string]float64{"allowed:api-per-ip": 150, "denied:login-per-account": 7, "denied:login-per-ip": 4}
+	if !maps.Equal(byOutcome, want) {
+		t.Errorf("decisionTotals by outcome = %v, want %v", byOutcome, want)
 	}
 
 	admin.Close()
-	if got := s.decisionTotals(context.Background()); got != nil {
-		t.Errorf("decisionTotals of a gateway that is gone = %v, want nil", got)
+	if byPath, byOutcome := s.decisionTotals(context.Background()); byPath != nil || byOutcome != nil {
+		t.Errorf("decisionTotals of a gateway that is gone = %v, %v; want nil", byPath, byOutcome)
 	}
-	if got := (&system{}).decisionTotals(context.Background()); got != nil {
-		t.Errorf("decisionTotals without an admin API = %v, want nil", got)
+	if byPath, byOutcome := (&system{}).decisionTotals(context.Background()); byPath != nil || byOutcome != nil {
+		t.Errorf("decisionTotals without an admin API = %v, %v; want nil", byPath, byOutcome)
 	}
 }

@@ -20,6 +20,8 @@ import (
 // when the scenario is parsed.
 //
 //	limit, algorithm, rate, burst, key   the scenario's gateway limit (Scenario.Limit) on its route
+//	limit_mode, enforce_percent          that limit's mode (enforce | shadow) and the share
+//	                                     of its keys enforced (a rollout)
 //	capacity, service_time               the backend's slots per instance and work per request
 //	outage                               off | down (503 at once) | hang (no answer in time)
 //	latency                              added to every backend request
@@ -38,7 +40,7 @@ import (
 //	script_holds_via                     rest | graphql | graphql-mobile | graphql-web: the
 //	                                     door a flash sale's scripts hold through (scriptDoors)
 var knobVocabulary = []string{
-	"limit", "algorithm", "rate", "burst", "key",
+	"limit", "algorithm", "rate", "burst", "key", "limit_mode", "enforce_percent",
 	"capacity", "service_time", "outage", "latency",
 	"retry", "retries", "jitter", "budget", "gateway_retry", "gateway_retry_budget",
 	"gateway_max_in_flight", "gateway_adaptive",
@@ -74,7 +76,7 @@ func (r *Run) applyAll(ctx context.Context) error {
 // knobGroup names the set of knobs applied together: the limit's, the backend's.
 func knobGroup(name string) string {
 	switch name {
-	case "limit", "algorithm", "rate", "burst", "key":
+	case "limit", "algorithm", "rate", "burst", "key", "limit_mode", "enforce_percent":
 		return "limit"
 	case "capacity", "service_time", "outage", "latency":
 		return "backend"
@@ -152,6 +154,11 @@ func (r *Run) applyLimit(ctx context.Context) error {
 	}
 	if b := r.knobInt("burst"); b > 0 && (l.Algorithm == "token_bucket" || l.Algorithm == "gcra") {
 		l.Burst = b
+	}
+	l.Mode = r.knob("limit_mode")
+	if r.sc.Knob("enforce_percent") != nil {
+		p := r.knobInt("enforce_percent")
+		l.EnforcePercent = &p
 	}
 	if err := r.sys.putLimit(ctx, l); err != nil {
 		return err

@@ -96,8 +96,9 @@ type Run struct {
 	// run's counters.
 	final map[string]float64
 
-	// decisions turns the gateway's decision totals into Sample.Decisions; the sampler's.
-	decisions decisionCounts
+	// decisions turns the gateway's decision totals into Sample.Decisions, and outcomes
+	// its totals by outcome and rule into the counters named so; the sampler's.
+	decisions, outcomes decisionCounts
 }
 
 // setFinal records the driver's end-of-run tallies.
@@ -184,7 +185,9 @@ func Start(ctx context.Context, sc Scenario, profile string, t Target, o Options
 	}
 
 	// The run's second 0 starts now, set-up done, from the gateway's decisions so far.
-	r.decisions.next(r.sys.decisionTotals(setupCtx))
+	byPath, byOutcome := r.sys.decisionTotals(setupCtx)
+	r.decisions.next(byPath)
+	r.outcomes.next(byOutcome)
 	r.rec = load.NewRecorder(r.o.Now)
 	timeout := r.sc.Client.Timeout.D()
 	if timeout <= 0 {

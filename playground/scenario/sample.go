@@ -47,11 +47,13 @@ func (r *Run) sampleAt(ctx context.Context, i int) Sample {
 	}
 	// The gateway's decisions are read beside the other gauges, not after them: all describe
 	// the second that just ended.
-	decided := make(chan map[string]float64, 1)
+	type totals struct{ byPath, byOutcome map[string]float64 }
+	decided := make(chan totals, 1)
 	go func() {
 		dctx, cancel := context.WithTimeout(ctx, 900*time.Millisecond)
 		defer cancel()
-		decided <- r.sys.decisionTotals(dctx)
+		byPath, byOutcome := r.sys.decisionTotals(dctx)
+		decided <- totals{byPath, byOutcome}
 	}()
 	if svc := r.sc.Backend.Service; svc != "" {
 		pctx, cancel := context.WithTimeout(ctx, 900*time.Millisecond)
@@ -68,10 +70,19 @@ func (r *Run) sampleAt(ctx context.Context, i int) Sample {
 		s.Counters[k] = v
 	}
 	cancel()
+	d := <-decided
+	for k, v := range r.outcomes.next(d.byOutcome) {
+		if r.sc.hasCounter(k) {
+			if s.Counters == nil {
+				s.Counters = map[string]float64{}
+			}
+			s.Counters[k] = v
+		}
+	}
 	if len(s.Counters) == 0 {
 		s.Counters = nil
 	}
-	s.Decisions = r.decisions.next(<-decided)
+	s.Decisions = r.decisions.next(d.byPath)
 	return s
 }
 

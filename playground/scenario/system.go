@@ -56,6 +56,7 @@ type adminLimit struct {
 	Burst          int    `json:"burst,omitempty"`
 	OnStoreFailure string `json:"on_store_failure,omitempty"`
 	Mode           string `json:"mode,omitempty"`
+	EnforcePercent *int   `json:"enforce_percent,omitempty"`
 }
 
 // admin sends one admin API request; in, when not nil, is the JSON body and out, when not
