@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
+	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/problem"
 )
 
@@ -60,7 +61,7 @@ func New(service string, opts ...Options) *Hook {
 		o.Rand = rand.Float64
 	}
 	if o.Sleep == nil {
-		o.Sleep = sleep
+		o.Sleep = clock.Sleep
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -176,15 +177,4 @@ func exempt(path string) bool {
 		return true
 	}
 	return strings.HasPrefix(path, Path+"/")
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
