@@ -42,14 +42,11 @@ var errResponseTimeout = errors.New("upstream response timeout")
 // every BoxOffice hop reads (W3C traceparent and baggage).
 var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
-// Forward sends r to an instance of service and streams the response to w: it sheds (503 at
-// the concurrency limit), picks an instance (503 when none), proxies, and on a connection
-// failure or a timeout retries once elsewhere when ro.Retry is set and the budget has room;
-// a failure not retried answers 502, or 504 for a timeout. A failure of the client's own body
-// is the client's (see clientBody). Once the upstream's headers have arrived, Forward writes
-// nothing of its own: a body cut off aborts the client's connection (http.ErrAbortHandler, as
-// httputil.ReverseProxy does). The response carries HeaderUpstream; r's body is read at most
-// twice and closed. See docs/lessons/failure-modes.md.
+// Forward sends r to an instance of service and streams the answer to w: 503 when shed or no
+// instance is ready, one retry elsewhere after a connection failure or timeout when ro.Retry
+// and the budget allow, else 502 (504 for a timeout). Once upstream headers arrive it writes
+// nothing of its own: a body cut off aborts the client's connection. See
+// docs/lessons/failure-modes.md.
 func (p *Pools) Forward(w http.ResponseWriter, r *http.Request, service string, ro RouteOptions) {
 	pl := (*p.pools.Load())[service]
 	if pl == nil {

@@ -29,14 +29,8 @@ func (c Clock) Now() time.Time {
 	return c.now()
 }
 
-// Sleep pauses for d, or until ctx is done, whichever comes first. It returns nil after the
-// whole pause and ctx.Err() when cut short, so a loop can stop on it:
-//
-//	if clock.Sleep(ctx, backoff) != nil {
-//		return nil // shutting down
-//	}
-//
-// d <= 0 returns at once, with ctx.Err().
+// Sleep pauses for d or until ctx is done: nil after the whole pause, ctx.Err() when cut
+// short (at once for d <= 0), so a loop can stop on it: if clock.Sleep(ctx, d) != nil { return }.
 func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()

@@ -15,23 +15,11 @@ import (
 	"boxoffice.dev/platform/textrule"
 )
 
-// DecodeJSON reads a JSON request body into v (a pointer) and returns a problem a client can
-// act on when it cannot: 415 (problem.UnsupportedMediaType) for a body not sent as JSON, else
-// 400 (problem.Invalid) naming the field at fault by its JSON path ("seats[2].id") and what it should
-// hold in JSON terms ("want a string, got a number"). The answer never names a Go type and
-// never repeats the body: a syntax error is given by its byte offset.
-//
-// A body is JSON when its Content-Type is application/json or application/*+json,
-// parameters allowed; a request without one is refused too, as a proxy and a service may
-// read an unlabelled body differently. The body must be one JSON value with no unknown
-// fields, no data after it, and no object that names a key twice (duplicateKey says why).
-//
-// Every string decoded into v, and every map key, must pass problem.CheckFreeText: JSON can
-// carry NUL and other control characters as escapes (\u0000), which PostgreSQL would refuse
-// as an internal error, so they are refused here, naming the field ("items[2].name").
-// Invalid UTF-8 never gets this far: encoding/json replaces it with U+FFFD. Fields named as
-// identifiers (textrule.Identifier: id, event_id, email...) must pass problem.CheckText: no
-// tab or line break either.
+// DecodeJSON reads a JSON request body into v (a pointer), or returns a problem a client can
+// act on: 415 for a body not labelled application/json (or +json), else 400 naming the field
+// by its JSON path ("seats[2].id") and what it should hold, never a Go type or the body. It
+// refuses unknown fields, trailing data, repeated keys and control characters in strings
+// (tabs and line breaks too in identifiers). Why each: docs/architecture.md, "JSON in and out".
 func DecodeJSON(r *http.Request, v any) error {
 	// A length of -1 is a chunked body: one whose length is unknown, not one that is absent.
 	if r.ContentLength != 0 {

@@ -8,18 +8,9 @@ import (
 )
 
 // duplicateKey returns the path of the first key that an object in body names twice
-// ("seats[2].id" for the second "id" of the third seat), and whether there is one. body
-// must be valid JSON (json.Valid): the scan finds its way through it without checking it.
-//
-// RFC 8259 leaves an object with a repeated key undefined, and parsers differ: encoding/json
-// keeps the last value, others the first. A gateway reading a body to route or limit it and
-// the service behind it could then act on different values of one request, so a repeated
-// key is refused rather than resolved. Keys are compared as decoded ("a" and "\u0061" are one
-// key), byte for byte: encoding/json also matches struct fields regardless of case, which
-// this does not refuse.
-//
-// The scan reads the body once and allocates only for objects of many keys and for keys
-// written with escapes.
+// ("seats[2].id"), and whether there is one; body must be valid JSON. Keys compare as decoded
+// ("a" and "\u0061" are one key), byte for byte. It reads the body once and allocates only
+// for objects of many keys and for escaped keys.
 func duplicateKey(body []byte) (path string, dup bool) {
 	s := keyScan{b: body}
 	return s.value()

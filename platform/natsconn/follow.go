@@ -30,14 +30,10 @@ type FollowOptions struct {
 	Log *slog.Logger
 }
 
-// Follow consumes stream through the durable consumer cfg describes, handing every message
-// to handle, until ctx ends; then it stops the consumer, lets the message in hand finish
-// (or stay unacknowledged, to be redelivered), and returns.
-//
-// A service must outlive the processes it listens to, so setting the consumer up is retried
-// until it works: the stream may not exist yet (its producer starts later; this is not
-// logged, as it is expected at start) or NATS may be away. A consumer that closes while
-// followed (deleted with its stream, say) is set up again.
+// Follow hands every message of stream, through the durable consumer cfg, to handle until
+// ctx ends, then stops the consumer and lets the message in hand finish. Setting up is
+// retried until it works (the stream may not exist yet, NATS may be away), and a consumer
+// that closes while followed is set up again: a service outlives what it listens to.
 func Follow(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, handle jetstream.MessageHandler, o FollowOptions) {
 	log := cmp.Or(o.Log, logging.Discard()).With("stream", stream, "consumer", cfg.Durable)
 	first := cmp.Or(o.RetryEvery, time.Second)

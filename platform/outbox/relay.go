@@ -53,13 +53,10 @@ const maxBackoff = 5 * time.Second
 // would send them again, and past the stream's duplicate window store them twice.
 const recordTimeout = 5 * time.Second
 
-// Relay publishes committed outbox rows to JetStream in seq order and marks them published.
-// Set the fields, then call Run once; Notify may be called from any goroutine. Any number may
-// run over one table: each publishes from the oldest pending row, one at a time, waiting for
-// each acknowledgement, and stops a pass at the first failure that may pass (NATS away, a
-// leader election), so the stream's order is the outbox's. A row JetStream can never accept
-// (over max_payload, headers that do not parse, no stream for its subject even after Ensure)
-// is set aside: logged, failed_at and failure set, counted in boxoffice.outbox.set_aside.
+// Relay publishes committed outbox rows to JetStream in seq order, one at a time, and marks
+// them published; a pass stops at the first failure that may pass, so the stream's order is
+// the outbox's. A row JetStream can never accept is set aside (failed_at, counted). Set the
+// fields, call Run once; Notify is safe from any goroutine; any number may share a table.
 // See docs/adr/0005-nats-jetstream-for-events.md.
 type Relay struct {
 	// DB holds the outbox table (see EnsureTable). Required.

@@ -27,13 +27,9 @@ var grpcCode = map[Code]codes.Code{
 	Unavailable: codes.Unavailable, Internal: codes.Internal,
 }
 
-// GRPC converts err to a gRPC status error for a handler to return. Internal errors carry a
-// generic message and nothing else.
-//
-// A problem's status carries its message, prefixed with the field when there is one
-// ("hold_id: no such hold of yours") for clients that read only the message, and an
-// ErrorInfo detail (domain ErrorDomain, reason the Code, metadata "field") from which
-// FromGRPC rebuilds the exact problem.
+// GRPC converts err to a gRPC status error for a handler to return. A problem keeps its
+// message (prefixed by its field: "hold_id: no such hold of yours") and gains an ErrorInfo
+// detail from which FromGRPC rebuilds it exactly; any other error is a bare Internal.
 func GRPC(err error) error {
 	if err == nil {
 		return nil
@@ -57,15 +53,10 @@ func GRPC(err error) error {
 	return st.Err()
 }
 
-// FromGRPC turns a gRPC client error back into an *Error so a caller two hops away still
-// answers with the right status. It returns err unchanged when err is nil, already holds an
-// *Error (a client whose interceptor converted it), or is not a status.
-//
-// A status GRPC made comes back as the problem it was: code, field and message. A status
-// from elsewhere (no ErrorInfo of ErrorDomain, or one whose reason is not a Code of the
-// status's code) is mapped by its code alone, FailedPrecondition as Gone and InvalidArgument
-// as Invalid; Internal and unknown codes stay plain errors wrapping the status, and a
-// deadline or cancellation is Unavailable.
+// FromGRPC turns a gRPC client error back into an *Error, so a caller two hops away answers
+// with the right status: exactly the problem GRPC sent, or, for a foreign status, one mapped
+// by its code (a deadline or cancellation is Unavailable; Internal and unknown codes stay
+// plain errors). nil, an *Error already, or a non-status error come back unchanged.
 func FromGRPC(err error) error {
 	if err == nil {
 		return nil

@@ -15,25 +15,15 @@ import (
 	"strconv"
 )
 
-// Migration files live at the root of the fs.FS given to Migrate and are named
-//
-//	NNN_name.sql            the same SQL for every dialect
-//	NNN_name.sqlite.sql     this version's SQL for SQLite only
-//	NNN_name.postgres.sql   this version's SQL for PostgreSQL only
-//
-// NNN is the version, applied in numeric order. Where the dialects differ, a version has one
-// file per dialect, each plain SQL a reader can run by hand; a file for one dialect only is
-// an error, so schemas cannot drift apart by omission. No BEGIN/COMMIT: Migrate wraps each.
+// Migration files are named NNN_name.sql (one SQL for both dialects) or, where the dialects
+// differ, NNN_name.sqlite.sql and NNN_name.postgres.sql, both required so that schemas cannot
+// drift apart by omission. NNN is the version, applied in order, each in a transaction of
+// Migrate's (no BEGIN/COMMIT in the file).
 var migrationName = regexp.MustCompile(`^(\d+)_([A-Za-z0-9_]+?)(?:\.(sqlite|postgres))?\.sql$`)
 
-// Dir returns the migrations in directory dir of fsys, the usual `//go:embed migrations/*.sql`
-// of a service, as the root Migrate reads. An invalid dir is not reported here but by
-// Migrate, so a package can keep its migrations in a variable:
-//
-//	//go:embed migrations/*.sql
-//	var migrationFiles embed.FS
-//
-//	var migrations = sqldb.Dir(migrationFiles, "migrations")
+// Dir returns directory dir of fsys (a service's `//go:embed migrations/*.sql`) as the root
+// Migrate reads. An invalid dir is reported by Migrate, not here, so a package can declare
+// its migrations as a plain function (see services/order/migrations.go).
 func Dir(fsys fs.FS, dir string) fs.FS {
 	sub, err := fs.Sub(fsys, dir)
 	if err != nil {
