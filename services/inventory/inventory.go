@@ -346,11 +346,9 @@ var (
 )
 
 // CheckAccountCap says whether an account already holding held tickets of event, across its
-// active holds, may hold asked more when it may hold at most limit at a time. Over the cap
-// the answer is Unprocessable, like a sale that is not open: the request is well formed and
-// the tickets may be free, but this account may not hold them now. Only active holds count:
-// a confirmed hold's tickets are sold and no longer held, so an account that bought its cap
-// may hold again (how many one account may buy in all is another rule, not this one).
+// active holds, may hold asked more when it may hold at most limit at a time; over the cap it
+// answers Unprocessable wrapping ErrAccountCap. Only active holds count: an account that
+// bought its cap may hold again (a cap on buying would be another rule).
 func CheckAccountCap(held, asked, limit int, event string) error {
 	if held+asked <= limit {
 		return nil

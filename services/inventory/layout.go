@@ -16,21 +16,12 @@ const (
 	maxSeatsPerRowPick = 25
 )
 
-// DefaultLayout is the seat map inventory lays out for an event nobody declared one for
-// (see Store.ApplyCatalogLayout), from the event's ticket classes in order: each general-
-// admission class becomes a counter of its capacity, each seated class a section of equal
-// rows of about 20 seats. Sections are lettered "A", "B", … "Z", "AA", … in class order.
-// FlashSale is left false: it belongs to the event, not to its classes.
-//
-// A seated class gets exactly its capacity in seats, never more: the catalog sells no
-// ticket inventory has no seat for, and inventory holds no seat the catalog has no price
-// for. When no row length from 10 to 25 divides the capacity, the class gets rows of 20 and
-// its remaining seats as one shorter row, a section of its own; a class too big for one
-// section (200 rows) spans several. The layout is deterministic, so every replica and every
-// redelivered event lays out the same seats.
-//
-// The result is invalid (Layout.Validate names the field) only when classes are: none, an
-// id inventory cannot store, a capacity below 1, or more seats than a map may hold.
+// DefaultLayout is the seat map of an event nobody declared one for, from its ticket classes
+// in order: a GA class becomes a counter of its capacity, a seated class a section ("A", "B",
+// … "AA") of equal rows of 10 to 25 seats holding exactly its capacity (a remainder row, and
+// every 200 rows, start another section). It is deterministic, so every replica lays out the
+// same seats. FlashSale is left false: it is the event's. The result fails Layout.Validate
+// only when classes do: none, an id inventory cannot store, a capacity below 1, too many seats.
 func DefaultLayout(classes []TicketClass) Layout {
 	var l Layout
 	for _, c := range classes {

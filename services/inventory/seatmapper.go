@@ -24,41 +24,20 @@ const (
 )
 
 // SeatMapConsumer is the durable consumer on CatalogStream that every inventory replica
-// shares. The server hands each change to one of them, as a work queue: the effect lands in
-// the database all replicas share, so one replica applying it is enough, and sharing spreads
-// the work. Search does the opposite, one consumer per instance, because each of its
-// instances keeps an index of its own that must see every change.
+// shares, as a work queue: the seat maps live in the database they share, so one replica
+// applying a change is enough.
 const SeatMapConsumer = "inventory-seatmaps"
 
 // catalogChangeJSON reads the catalog's payloads, skipping fields a newer catalog added, so
 // the two services need not be deployed in lockstep.
 var catalogChangeJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
 
-// SeatMapper lays out the default seat map (DefaultLayout) of every event the catalog has,
-// creates or changes, and keeps when its tickets are on sale (CatalogSale), as
-// Store.ApplyCatalogLayout decides. It is what gives demo events their seat maps in every
-// run mode: the catalog seeds them and announces each one. Set the fields, then call Run
-// once.
-//
-// It learns events two ways: from the changes on CatalogStream, and by reading every event
-// back from the catalog (natsconn.CatchUp) each time its consumer is set up. The stream
-// keeps changes for natsconn.StreamMaxAge at most, so a consumer new to it (a first
-// deployment, one deleted, a NATS that lost its store, inventory down for longer) would
-// never see an event created before: the catalog still lists it. Both ways may bring the
-// same event, in any order; ApplyCatalogLayout keeps the highest version.
-//
-// Delivery is at least once with explicit acks: a change is acknowledged only after its
-// effect is committed, so a crash in between redelivers it, and ApplyCatalogLayout makes
-// the repeat a no-op. A change that can never be applied (an unreadable payload, classes
-// inventory cannot lay out) is terminated rather than redelivered forever; a failure that
-// may pass (the database away) is redelivered after RetryEvery. A catch-up that fails (the
-// catalog or the database away) starts again after a pause, until it completes.
-//
-// Readiness does not wait for the catch-up: holds and seat maps are served from the
-// database, which keeps every map laid out before, and every replica catches up at once, so
-// waiting would take them all out of rotation while the catalog is down. Until the first
-// catch-up completes, only an event never laid out before answers 404. Its outcome is logged
-// and counted (boxoffice.inventory.catalog_catchups).
+// SeatMapper gives every event the catalog has, creates or changes its default seat map
+// (DefaultLayout) and sale window (CatalogSale) through Store.ApplyCatalogLayout, which makes
+// a repeat a no-op. It learns events from CatalogStream and by reading the catalog back at
+// each set-up of its consumer; readiness does not wait for that catch-up (outcome counted in
+// boxoffice.inventory.catalog_catchups). Set the fields, then call Run once. Why each rule:
+// docs/adr/0005-nats-jetstream-for-events.md, "Following the catalog".
 type SeatMapper struct {
 	// JS is the JetStream the catalog publishes to; nil follows no stream and catches up
 	// once, at start (NATS_URL unset): events created later get no seat map that way.
@@ -81,16 +60,10 @@ type SeatMapper struct {
 }
 
 // Run applies the catalog's changes until ctx ends, then returns nil. It waits for
-// CatalogStream to exist, and subscribes again when the consumer goes away (deleted with its
-// stream, say), so the process outlives the catalog's restarts and redeployments; after each
-// subscription it catches up with the catalog.
-//
-// The consumer delivers all the stream holds when it is first made (DeliverAll), although
-// the catch-up also brings every event. The durable is shared, and one made by an earlier
-// build already has that policy, which CreateOrUpdateConsumer refuses to change: switching
-// to DeliverNew would need a new durable name, leaving the old one on the server for good
-// and, during a rolling update, both applying every change. Replaying what the stream holds
-// costs a bounded pass (StreamMaxAge, StreamMaxBytes) that changes nothing twice.
+// CatalogStream to exist, subscribes again when the consumer goes away, and catches up with
+// the catalog after each subscription. The consumer delivers all the stream holds
+// (DeliverAll), as earlier builds' durables do and JetStream cannot change: a bounded replay
+// that changes nothing twice.
 func (m *SeatMapper) Run(ctx context.Context) error {
 	if m.Log == nil {
 		m.Log = logging.Discard()
@@ -103,7 +76,7 @@ func (m *SeatMapper) Run(ctx context.Context) error {
 	catchUp.Follow(ctx, m.JS, CatalogStream, jetstream.ConsumerConfig{
 		Durable:       SeatMapConsumer,
 		FilterSubject: catalogEventSubjects,
-		DeliverPolicy: jetstream.DeliverAllPolicy, // see above: kept for the durables of earlier builds
+		DeliverPolicy: jetstream.DeliverAllPolicy, // kept for the durables of earlier builds
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       cmp.Or(m.AckWait, 30*time.Second),
 	}, func(msg jetstream.Msg) { m.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: m.retryEvery(), Log: m.Log})

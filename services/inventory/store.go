@@ -20,14 +20,10 @@ import (
 )
 
 // Store keeps seat maps and holds in a SQL database (SQLite or PostgreSQL) and writes the
-// events announcing hold changes into the same transactions (platform/outbox).
-//
-// Any number of Stores, in one process or many, may share one database: every claim of a
-// seat or a GA ticket is a single conditional UPDATE, and every change of a hold locks the
-// hold's row first (see PlaceHold and lockHold).
-//
-// Make one as a literal, &Store{DB: db}, and set what else you need: every other field's
-// zero value is its default. Call Init once, then use the Store from any goroutine.
+// events announcing hold changes in the same transactions (platform/outbox). Any number of
+// Stores may share one database: a claim is one conditional UPDATE, a hold's change locks its
+// row first. Make one as &Store{DB: db}; every other field's zero value is its default. Call
+// Init once, then use the Store from any goroutine.
 type Store struct {
 	// DB holds the schema of Migrations. Required.
 	DB *sqldb.DB

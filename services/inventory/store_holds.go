@@ -13,32 +13,22 @@ import (
 	"boxoffice.dev/platform/sqldb"
 )
 
-// PlaceHold claims the tickets req asks for, all or none, for HoldTTL, and records a
-// hold.placed event. It answers NotFound for an event without a seat map, Unprocessable
-// outside the event's SaleWindow or past MaxTicketsPerAccount across the account's active
-// holds (CheckAccountCap: not confirmed, not past their expiry), Forbidden for a flash sale
-// without a valid admission pass, Invalid for seats or a class the event lacks, and Conflict
-// when a seat is taken or too few GA tickets are left. The claim is one conditional UPDATE
-// whose row count is checked in the transaction, so no two holds take one ticket on either
-// engine (docs/lessons/waiting-room.md, "Never oversell"). A request with an IdempotencyKey
-// is placed at most once: see PlaceHoldOnce.
+// PlaceHold claims the tickets req asks for, all or none, for HoldTTL, and records hold.placed.
+// It answers NotFound (no seat map), Unprocessable (outside the SaleWindow, or over the
+// account's cap: CheckAccountCap), Forbidden (a flash sale without a valid pass), Invalid
+// (seats or a class the event lacks) and Conflict (a seat taken, too few GA tickets left).
+// No two holds take one ticket (docs/lessons/waiting-room.md, "Never oversell"); a request
+// with an IdempotencyKey is placed at most once (PlaceHoldOnce).
 func (s *Store) PlaceHold(ctx context.Context, req HoldRequest) (Hold, error) {
 	h, _, err := s.PlaceHoldOnce(ctx, req)
 	return h, err
 }
 
 // PlaceHoldOnce is PlaceHold reporting whether the hold was placed here (created true) or is
-// the one an earlier request with req's IdempotencyKey placed, returned as it is now: still
-// active, or since confirmed, released or expired. A key names one hold for as long as the
-// hold's row exists (for good: holds are not deleted), so a retry after the hold ended
-// learns what became of it rather than silently holding again; a new hold takes a new key.
-// The same key with another request (other seats, class, quantity or event) is Unprocessable,
-// naming the key. A refused request records nothing: its key stays free for a retry.
-//
-// The key is inserted first in the hold's transaction with ON CONFLICT DO NOTHING: of
-// concurrent twins exactly one inserts it (PostgreSQL makes the others wait on the primary
-// key until the first commits or rolls back; SQLite has one writer), and the others find
-// its committed record and answer with its hold.
+// the one an earlier request with req's IdempotencyKey placed, as it is now (active, or since
+// confirmed, released or expired): a key names one hold for good. The key with another
+// request is Unprocessable; a refused request records nothing, leaving its key free. Of
+// concurrent twins exactly one places the hold (docs/architecture.md, "Idempotency keys").
 func (s *Store) PlaceHoldOnce(ctx context.Context, req HoldRequest) (h Hold, created bool, err error) {
 	defer func() {
 		if err != nil {
@@ -177,13 +167,10 @@ func (s *Store) recordKey(ctx context.Context, tx *sql.Tx, req HoldRequest, h Ho
 }
 
 // checkAccountCap refuses h when the tickets h.Account already holds of h.EventID and h's
-// own would pass the cap. Two holds of one account must not both count before either is
-// written, so on PostgreSQL the count runs under a transaction-scoped advisory lock on the
-// (event, account) pair: one account's holds of one event queue from here to their commit,
-// while other accounts' holds run on as before. Row locks would not do: an account's first
-// holds have no rows yet to lock, and locking the event row would queue every fan of a flash
-// sale behind one another. Two pairs whose hashes collide merely queue behind each other.
-// SQLite's IMMEDIATE transactions already run one at a time.
+// own would pass the cap. Count and write must not interleave for one account, so on
+// PostgreSQL they run under an advisory lock on the (event, account) pair, queueing one
+// account's holds of one event and no one else's; SQLite runs one writer at a time. Why not
+// a row lock: docs/lessons/waiting-room.md, "Never oversell".
 func (s *Store) checkAccountCap(ctx context.Context, tx *sql.Tx, h Hold, now time.Time) error {
 	if s.DB.Dialect == sqldb.Postgres {
 		// The two-key form: its keys never meet the one-key locks of the outbox and of migrations.
@@ -285,12 +272,9 @@ func (s *Store) claimGA(ctx context.Context, tx *sql.Tx, h Hold) error {
 
 // ConfirmHold turns an active hold's tickets into sold ones and records hold.confirmed.
 // account "" is a trusted service call; otherwise it must own the hold. Confirming a
-// confirmed hold returns it unchanged. A hold past its expiry is expired on the spot (its
-// seats return to sale at once, not at the sweeper's next pass) and answered with Gone.
-// The sale window is not checked again: a hold placed while tickets were on sale may be
-// confirmed until it expires, even once the event has started, as a box office completes a
-// checkout begun in time. The slack is one hold lifetime at most, and refusing instead would
-// fail an order after its payment, for the saga to refund.
+// confirmed hold returns it unchanged; a hold past its expiry is expired on the spot (its
+// seats back on sale at once) and answered Gone. The sale window is not checked again: a hold
+// placed in time may be confirmed until it expires, or its order would fail after payment.
 func (s *Store) ConfirmHold(ctx context.Context, id, account string) (Hold, error) {
 	var h Hold
 	var answer error // an answer that must not roll back what the transaction did

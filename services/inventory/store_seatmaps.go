@@ -83,24 +83,10 @@ func (s *Store) PutSeatMap(ctx context.Context, eventID string, l Layout) (SeatM
 }
 
 // ApplyCatalogLayout brings eventID's seat map in step with version of the catalog's event,
-// whose ticket classes lay out as l (DefaultLayout, with the event's FlashSale) and whose
-// tickets are on sale in sale (CatalogSale). The rule, in one transaction:
-//   - no seat map: store l and sale (SyncCreated);
-//   - a map an admin declared: keep its seats (SyncDeclared), the explicit map wins, but
-//     follow sale: the catalog, not the map, says when the event is on sale;
-//   - a version no newer than the one applied: leave it (SyncCurrent). Events may come twice
-//     or out of order, as a redelivery or from two replicas sharing the consumer. The one
-//     exception is a map stored before inventory kept sale windows: the same version gives
-//     it its window (SyncUpdated);
-//   - the same seats: follow the flash-sale flag and sale (SyncUpdated, or SyncCurrent if
-//     equal too);
-//   - other seats, none held or sold: lay them out again (SyncReplaced);
-//   - other seats, some held or sold: keep them, never moving seats under a fan, and follow
-//     the flag and sale (SyncInUse). The next change from the catalog tries again.
-//
-// It is idempotent: applying a change again does nothing. Two Stores applying changes of one
-// event at once serialise on the event's row: the first INSERT creates it, the other's
-// does nothing and then waits for the row lock (PostgreSQL) or the write lock (SQLite).
+// laid out as l (DefaultLayout) and on sale in sale (CatalogSale), in one transaction, and
+// says what it did (Sync). A version no newer than the one applied changes nothing; an admin's
+// map keeps its seats, and seats held or sold never move, but both follow the flag and sale.
+// Idempotent; Stores applying one event at once serialise on the event's row.
 func (s *Store) ApplyCatalogLayout(ctx context.Context, eventID string, version int64, l Layout, sale SaleWindow) (Sync, error) {
 	if err := ValidateEventID("event.id", eventID); err != nil {
 		return "", err
