@@ -20,27 +20,11 @@ import (
 	"boxoffice.dev/services/waitroom/pass"
 )
 
-// Queue keeps every event's queue in Redis and admits from it at each event's rate.
-//
-// Per event, all keys share the hash tag {<event id>}, so each script touches one Redis
-// Cluster slot, and every key carries a TTL (QueueTTL, refreshed by joins and admissions):
-//
-//	wr:{evt}:seq       INCR counter: the order of arrival
-//	wr:{evt}:waiting   ZSET account → arrival number; rank + 1 is the position
-//	wr:{evt}:admitted  HASH account → admission time (ms); the pass expires PassTTL later
-//	wr:{evt}:rate      admissions per second, when an admin set one
-//	wr:{evt}:slot      HASH {slot, count}: the current second and how many it admitted
-//	wr:{evt}:sale      present while the event is a flash sale fans may join (see Open)
-//
-// and one key outside any event, wr:events, the SET of events the admitter visits (TTL
-// QueueTTL too, refreshed by joins).
-//
-// Only an opened sale can be joined: a queue for any id a caller makes up would be listed
-// in wr:events and visited by every replica's admitter on every tick, so made-up ids could
-// stretch a tick past its interval and slow the admissions of the real sales.
-//
-// Every read-modify-write is one Lua script, so replicas never interleave inside one.
-// Set the fields, then use the Queue from any goroutine.
+// Queue keeps every event's queue in Redis and admits from it at each event's rate. Every
+// read-modify-write is one Lua script, so replicas never interleave inside one; an event's
+// keys share the hash tag {<event id>} (one Cluster slot per script) and each has a TTL
+// (QueueTTL). Only a sale opened by Open can be joined. Set the fields, then use the Queue
+// from any goroutine. The keys, and why: docs/lessons/waiting-room.md, "The queue".
 type Queue struct {
 	// Redis stores the queues. Required.
 	Redis redis.UniversalClient
@@ -158,13 +142,9 @@ return {0, 0, 0, rate}
 `)
 
 // admitScript admits the head of the queue, up to the rate per second, and answers how many
-// it admitted (-1 when nobody waits: the queue drained or expired).
-//
-// The budget is kept per one-second slot in Redis, not per replica: whichever replica runs
-// the script first in a second admits up to the rate, the others find the slot spent. So N
-// replicas admit at the rate, not N times it. The slot only moves forward: a replica whose
-// clock lags cannot reopen a second another has already closed, so clock skew between
-// replicas can add at most one extra slot's worth over any stretch, never a multiple.
+// it admitted (-1 when nobody waits: the queue drained or expired). The budget is one
+// second's slot in Redis that every replica spends from, and the slot only moves forward, so
+// N replicas admit at the rate (docs/lessons/waiting-room.md, "The queue").
 // KEYS: waiting, admitted, slot, rate. ARGV: now, default rate, queue TTL s.
 var admitScript = redis.NewScript(luaNow + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
@@ -263,15 +243,11 @@ func (q *Queue) Admit(ctx context.Context, event string) (int, error) {
 	return n, nil
 }
 
-// AdmitAll runs Admit for the listed events and reports how many fans it admitted in all.
-//
-// It visits at most MaxEventsPerTick events, one script call each, so a tick's work has a
-// bound whatever is listed; with more events listed, successive calls take them in turns.
-// The trade-off: an event is then visited every few ticks rather than every tick, which
-// costs it nothing while it is visited at least once a second, since its budget is per
-// second (admitScript).
-//
-// An event nobody waits in any more is dropped from the list (see unlist).
+// AdmitAll runs Admit for at most MaxEventsPerTick of the listed events, taking them in turns
+// over successive calls, and reports how many fans it admitted in all. A tick's work is thus
+// bounded whatever is listed, at the price of visiting an event every few ticks, which costs
+// it nothing while it is visited once a second (its budget is per second). An event nobody
+// waits in any more is dropped from the list (see unlist).
 func (q *Queue) AdmitAll(ctx context.Context) (int, error) {
 	events, err := q.Redis.SMembers(ctx, eventsKey).Result()
 	if err != nil {

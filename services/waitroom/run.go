@@ -101,12 +101,9 @@ func build(ctx context.Context, s *server.Server, cfg Config) (http.Handler, err
 }
 
 // generateKey makes a signing key for a process started without WAITROOM_SIGNING_KEY and
-// logs its public half, so a developer can hand it to inventory (WAITROOM_PUBLIC_KEY).
-//
-// Fine for one process on a laptop, wrong anywhere else: inventory verifies passes with ONE
-// public key, so every waitroom replica must sign with the same private key, and the key
-// must survive restarts, or the passes of fans admitted before a restart (or by another
-// replica) are refused at the very moment they try to buy.
+// logs its public half for inventory (WAITROOM_PUBLIC_KEY). Fine for one process on a laptop
+// only: inventory verifies passes with one public key, so every replica must sign with the
+// same key, kept across restarts, or admitted fans' passes are refused as they try to buy.
 func generateKey(log *slog.Logger) (ed25519.PrivateKey, error) {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

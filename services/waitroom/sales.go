@@ -28,12 +28,10 @@ const (
 )
 
 // SaleFollower opens the queue (Queue.Open) of every flash sale the catalog has, creates or
-// changes, until the queue TTL after the event starts; an event that stops being a flash sale
-// keeps its queue until it expires. It learns events from CatalogStream and by reading the
-// catalog back (natsconn.CatchUp) at each set-up of its consumer; opening is idempotent, so
-// repeats and redeliveries are harmless. Readiness does not wait for the catch-up, whose
-// outcome is counted in boxoffice.waitroom.catalog_catchups. Set the fields, then call Run
-// once. See docs/lessons/waiting-room.md, "The queue".
+// changes, until the queue TTL after the event starts. It learns events from CatalogStream
+// and by reading the catalog back at each set-up of its consumer; opening is idempotent, so
+// repeats are harmless, and readiness does not wait for the catch-up. Set the fields, then
+// call Run once. See docs/lessons/waiting-room.md, "The queue".
 type SaleFollower struct {
 	// JS is where the catalog publishes; nil follows no stream and catches up once, at
 	// start (NATS_URL unset): flash sales created later open no queue that way.
@@ -50,15 +48,10 @@ type SaleFollower struct {
 }
 
 // Run opens the catalog's flash sales until ctx ends, then returns nil. It waits for
-// CatalogStream to exist and subscribes again when the consumer goes away; after each
-// subscription it catches up with the catalog.
-//
-// The consumer delivers all the stream holds when it is first made (DeliverAll), although
-// the catch-up also brings every event. The durable is shared, and one made by an earlier
-// build already has that policy, which CreateOrUpdateConsumer refuses to change: switching
-// to DeliverNew would need a new durable name, leaving the old one on the server for good
-// and, during a rolling update, both applying every change. Replaying what the stream holds
-// costs a bounded pass (StreamMaxAge, StreamMaxBytes) of idempotent opens.
+// CatalogStream to exist, subscribes again when the consumer goes away, and catches up with
+// the catalog after each subscription. The consumer delivers all the stream holds
+// (DeliverAll), as earlier builds' durables do and JetStream cannot change: a bounded replay
+// of idempotent opens (docs/adr/0005-nats-jetstream-for-events.md, "Following the catalog").
 func (f *SaleFollower) Run(ctx context.Context) error {
 	if f.Log == nil {
 		f.Log = logging.Discard()
@@ -70,7 +63,7 @@ func (f *SaleFollower) Run(ctx context.Context) error {
 	catchUp.Follow(ctx, f.JS, CatalogStream, jetstream.ConsumerConfig{
 		Durable:       SaleConsumer,
 		FilterSubject: catalogEventSubjects,
-		DeliverPolicy: jetstream.DeliverAllPolicy, // see above: kept for the durables of earlier builds
+		DeliverPolicy: jetstream.DeliverAllPolicy, // kept for the durables of earlier builds
 		AckPolicy:     jetstream.AckExplicitPolicy,
 	}, func(msg jetstream.Msg) { f.handle(ctx, msg) }, natsconn.FollowOptions{RetryEvery: f.retryEvery(), Log: f.Log})
 	return nil

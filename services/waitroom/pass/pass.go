@@ -98,14 +98,10 @@ func Check(pub ed25519.PublicKey, token string, now time.Time, eventID, user str
 	return p, nil
 }
 
-// keyEncoding is how keys travel in environment variables: standard base64 without padding
-// (WAITROOM_SIGNING_KEY holds the 32-byte seed, WAITROOM_PUBLIC_KEY the 32-byte public key).
-// Padded input is accepted too, since most tools pad. Any 32 random bytes are a seed:
-//
-//	head -c 32 /dev/urandom | base64
-//
-// EncodePublicKey derives the matching public key; a waitroom started without a seed
-// generates one and logs its public key.
+// keyEncoding is how keys travel in environment variables: base64 without padding (padded
+// input is accepted too). WAITROOM_SIGNING_KEY holds a 32-byte seed, any 32 random bytes
+// (`head -c 32 /dev/urandom | base64`); WAITROOM_PUBLIC_KEY holds its public key, which
+// EncodePublicKey writes and a waitroom started without a seed logs.
 var keyEncoding = base64.RawStdEncoding
 
 // ParsePrivateKey decodes a base64 32-byte seed into a private key.
