@@ -38,24 +38,12 @@ type Inbox interface {
 
 var _ Inbox = (*Store)(nil)
 
-// Consumer turns events into inbox messages. Set the fields, then call Run once.
-//
-// Delivery is at least once with explicit acks: a message is acknowledged only after its
-// effect is stored (or found already stored), so a crash between the two redelivers it, and
-// the store's unique event id absorbs the repeat. A payload that can never be read is
-// terminated rather than retried forever.
-//
-// Any other failure to store (the database away, a constraint that keeps failing) never
-// drops the event: the message is redelivered after a back-off that doubles with each
-// delivery, from Backoff up to MaxBackoff, and then every MaxBackoff until it is stored.
-// There is no dead-letter subject: a message parked there needs someone to replay it, and
-// a database outage would park every event of the outage; here an operator fixes the cause
-// and the stuck messages flow again by themselves, within MaxBackoff. They are visible
-// meanwhile: WARN lines while the back-off grows, an ERROR when it reaches MaxBackoff and
-// every 12th delivery after (hourly with the default), and the gauge
-// boxoffice.notification.events_redelivered (metrics.go). A
-// stuck message holds one of the consumer's unacknowledged slots (MaxAckPending, 1000 by
-// default); the others keep flowing, as inbox messages need no order.
+// Consumer turns events into inbox messages, at least once: a message is acknowledged only
+// after its effect is stored (or found stored), and the store's unique event id absorbs the
+// repeats. An unreadable payload is terminated; any other failure never drops the event, which
+// is redelivered after a back-off growing from Backoff to MaxBackoff, and logged and counted
+// meanwhile. Set the fields, then call Run once. Why no dead-letter subject:
+// docs/lessons/failure-modes.md, "The database or NATS is down".
 type Consumer struct {
 	JS    jetstream.JetStream
 	Store Inbox

@@ -43,21 +43,11 @@ type Feeder struct {
 // Ready reports whether the first rebuild is done; until then results would be incomplete.
 func (f *Feeder) Ready() bool { return f.ready.Load() }
 
-// Run follows the catalog's events, then rebuilds the index, retrying either step until it
-// succeeds, and keeps following until ctx is done. It returns nil then.
-//
-// The consumer starts first: a change made while the rebuild pages through the catalog
-// arrives as an event, and one made before is in the pages. Both paths may bring the same
-// event, in any order; Index.Put keeps the highest version.
-//
-// Each time the consumer has to be set up again (deleted, NATS restarted without its
-// store), the index is rebuilt the same way: the new consumer starts at the stream's end,
-// so a change made while there was none is only in the catalog. A rebuild reads the whole
-// catalog once (natsconn.CatchUp); replaying the stream from its start instead would read
-// every change the stream still keeps, would miss those older than its limits
-// (natsconn.StreamMaxAge) and the changes a NATS that lost its store never had, and could
-// not reuse a durable whose deliver policy differs. The index keeps serving,
-// and stays ready, during such a rebuild: it lags as it would behind a slow consumer.
+// Run follows the catalog's events, then rebuilds the index from the catalog, retrying either
+// step until it succeeds, and keeps following until ctx is done; it returns nil then. Both
+// may bring one event, in any order: Index.Put keeps the highest version. Each new set-up of
+// the consumer rebuilds again while the index keeps serving, and stays ready. Why a rebuild,
+// not a replay: docs/adr/0005-nats-jetstream-for-events.md, "Following the catalog".
 func (f *Feeder) Run(ctx context.Context) error {
 	if f.Log == nil {
 		f.Log = slog.New(slog.DiscardHandler)

@@ -12,13 +12,8 @@ import (
 // Index is an inverted index of event documents: for every term, the documents holding it
 // and in which fields. The zero value is not usable; call NewIndex. It is safe for
 // concurrent use: queries share a read lock, and a Put holds the write lock for one
-// document's terms.
-//
-// A query word that may be a prefix is matched by a binary search of the sorted vocabulary
-// for the range of terms starting with it, so a query costs the terms it matches, not the
-// size of the vocabulary. The price is paid by a Put that adds or removes terms: it moves
-// the runs of the sorted list between them, a memory move of the vocabulary (microseconds
-// for tens of thousands of terms) under the write lock.
+// document's terms. A prefix query binary-searches the sorted vocabulary, so it costs the
+// terms it matches; the price is a Put that adds or removes terms shifting that sorted list.
 type Index struct {
 	mu       sync.RWMutex
 	docs     map[string]*entry
