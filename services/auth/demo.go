@@ -37,14 +37,10 @@ func DemoEmail(i int) string { return fmt.Sprintf("fan%04d@boxoffice.test", i) }
 const demoBatch = 250
 
 // SeedDemo stores the demo accounts and tenants when there are no users yet, and reports
-// whether it did. It is safe to run from several instances at once: every insert skips
-// rows that exist, and demo tenants have fixed ids.
-//
-// All demo accounts share one password, hashed once. The hash is what bcrypt makes slow on
-// purpose — around 50ms at cost 10 — so hashing it for each of 2,000 rows would take
-// minutes; reusing one hash (its salt included) costs nothing in a demo, and every fan still
-// logs in through the real bcrypt comparison. Never do this with real accounts: a shared
-// salt lets one cracked hash open them all.
+// whether it did; several instances may run it at once (inserts skip existing rows, demo
+// tenants have fixed ids). All demo accounts share one bcrypt hash, salt included, made once:
+// hashing 2,000 would take minutes, and each login still runs the real comparison. Never do
+// this with real accounts: one cracked hash would open them all.
 func (s *Service) SeedDemo(ctx context.Context) (bool, error) {
 	if any, err := s.Store.HasUsers(ctx); err != nil || any {
 		return false, err

@@ -9,15 +9,11 @@ import (
 	"time"
 )
 
-// SigningKey is one Ed25519 key that signs access tokens during its turn.
-//
-// Keys form a sequence of generations. A key is published in the JWKS from CreatedAt, signs
-// from ActivatesAt until the next generation activates, and stays published after that for
-// as long as a token it signed can live. Its state is derived from those instants and the
-// clock, never stored, so every instance reading the same rows agrees on which key signs.
-//
-// The private key is stored as it is. Encrypting it at rest (a KMS, an envelope key) is out
-// of scope for this reference system; whoever can read the auth database can mint tokens.
+// SigningKey is one Ed25519 key that signs access tokens during its turn: published in the
+// JWKS from CreatedAt, signing from ActivatesAt until the next generation activates, then
+// published as long as a token it signed can live. Its state is derived from those instants
+// and the clock, never stored, so every instance agrees on which key signs. The private key
+// is stored unencrypted: whoever can read the auth database can mint tokens.
 type SigningKey struct {
 	ID          string // the kid
 	Generation  int64  // 1, 2, 3…; unique, so two instances cannot both add the next key
@@ -136,18 +132,11 @@ func (r *Keyring) Expired(now time.Time) []SigningKey {
 	return out
 }
 
-// NextKey says whether a new key is due at now and when it should start signing.
-//
-//   - No key at all: the first key signs at once. No verifier has cached anything yet, so
-//     there is nothing to lead.
-//   - A key is already waiting (state next): nothing is due; rotating twice before either
-//     key signed would publish a key that never signs.
-//   - Otherwise a successor is due one publish lead before the active key's period ends, and
-//     signs when that period ends. Force (the admin's "rotate now") makes it due at once; it
-//     then signs one publish lead from now, so caches still learn it first.
-//
-// The activation instant is never earlier than now plus the lead, so a rotation that was
-// missed (every instance down) still publishes before it signs.
+// NextKey says whether a new key is due at now and when it should start signing: the first
+// key at once; none while a key already waits to sign; otherwise a successor one publish lead
+// before the active key's period ends (at once when force), signing when that period ends but
+// never sooner than one lead from now, so caches learn a key before it signs, even after a
+// missed rotation. See docs/lessons/gateway.md, "What it does, step by step".
 func (r *Keyring) NextKey(now time.Time, force bool) (activatesAt time.Time, due bool) {
 	if len(r.keys) == 0 {
 		return now, true

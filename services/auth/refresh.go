@@ -13,16 +13,11 @@ type TokenPair struct {
 	ExpiresIn    time.Duration // of the access token
 }
 
-// RefreshToken is the stored state of one refresh token.
-//
-// Refresh tokens rotate: each use spends the token and issues a new one in the same family
-// (the login it descends from). A legitimate client only ever holds the newest token, so a
-// spent token presented again means two parties hold copies of it — the client and a thief —
-// and the server cannot tell which is which. It therefore revokes the whole family: the
-// thief's next refresh fails, and so does the client's, which must log in again. That is
-// the rotation with reuse detection of the OAuth 2.0 Security BCP (RFC 9700, 4.14.2).
-// The cost: a client that sends the same refresh twice (two tabs racing, a retry after a
-// lost response) is logged out too.
+// RefreshToken is the stored state of one refresh token. Refresh tokens rotate: each use
+// spends the token and issues the next of its family (the login it descends from), and a
+// spent token presented again revokes the whole family (RFC 9700, 4.14.2): a thief's copy
+// stops working, at the price of logging out a client that sends one refresh twice. See
+// docs/lessons/gateway.md, "What it does, step by step".
 type RefreshToken struct {
 	Hash           string
 	FamilyID       string

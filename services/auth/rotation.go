@@ -11,12 +11,9 @@ import (
 	"boxoffice.dev/services/auth/token"
 )
 
-// Every instance keeps a copy of the keys (a Keyring) and reads the stored ones again every
-// keyCheck interval. The database is the source of truth: a key is added there first, with
-// its activation instant, and every instance derives "which key signs now" from the same
-// rows and the clock. An instance learns of a key another one added within one interval,
-// which is a fraction of the publish lead, so all of them switch to it at the same instant
-// (give or take their clocks' skew) without talking to each other.
+// keyCheck is how often an instance rereads the stored keys: a fraction of the publish lead,
+// so every instance learns of a key another added before it signs, and all switch to it at
+// the same instant (give or take clock skew) without talking to each other.
 func (c Config) keyCheck() time.Duration {
 	return min(max(c.PublishLead/4, time.Second), time.Minute)
 }

@@ -15,16 +15,9 @@ import (
 // Spec names the process and its default listen addresses.
 var Spec = server.Spec{Name: "auth", HTTPAddr: ":8101", GRPCAddr: ":9101"}
 
-// Run starts the process and serves until ctx is done. Its own variables, beside the
-// platform's:
-//
-//	AUTH_ISSUER            iss of access tokens (default boxoffice-auth)
-//	ACCESS_TOKEN_TTL       access token lifetime (default 15m)
-//	REFRESH_TOKEN_TTL      refresh token lifetime from each refresh (default 720h)
-//	AUTH_KEY_ROTATION      how long a signing key signs (default 24h)
-//	AUTH_KEY_PUBLISH_LEAD  how long a key is in the JWKS before it signs (default 10m)
-//	SEED_DEMO              store the demo fans and tenants when there are no users (default false)
-//	DEMO_SECRET            derives the demo tenants' API keys (default boxoffice-demo)
+// Run starts the process and serves until ctx is done. Its variables, beside the platform's,
+// are those Config's fields name (defaults in DefaultConfig) and SEED_DEMO, which stores the
+// demo fans and tenants when there are no users (default false).
 func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	type settings struct {
 		cfg  Config

@@ -29,12 +29,10 @@ func newSecret(random io.Reader, prefix string) (string, error) {
 	return prefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// HashSecret is what the store keeps of an API key or a refresh token: SHA-256 in hex.
-//
-// A fast, unsalted hash is right here, unlike for passwords. A password is guessable, so its
-// hash must be slow and salted to make each guess expensive; a 256-bit random secret cannot
-// be guessed at any speed, so a leaked table of hashes is useless either way, and a fast
-// hash lets every request resolve its key with one indexed lookup.
+// HashSecret is what the store keeps of an API key or a refresh token: SHA-256 in hex. Fast
+// and unsalted, unlike a password's hash: a 256-bit random secret cannot be guessed at any
+// speed, so slowness would protect nothing, and a fast hash resolves a key with one indexed
+// lookup per request.
 func HashSecret(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])

@@ -126,11 +126,9 @@ func (s *Service) Signup(ctx context.Context, email, password, name string) (Use
 }
 
 // Login checks an email and password and starts a session: an access token and the first
-// refresh token of a new family.
-//
-// An unknown email and a wrong password get the same answer after the same work: without an
-// account the password is still compared, against a dummy hash. Otherwise the time taken
-// (a bcrypt comparison or none) would tell an attacker which emails have accounts.
+// refresh token of a new family. An unknown email and a wrong password get the same answer
+// after the same work (a comparison against a dummy hash), so the time taken cannot tell an
+// attacker which emails have accounts.
 func (s *Service) Login(ctx context.Context, email, password string) (TokenPair, error) {
 	email, err := ValidateLogin(email, password)
 	if err != nil {

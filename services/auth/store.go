@@ -110,13 +110,10 @@ func (s *Store) StartSession(ctx context.Context, first RefreshToken) error {
 }
 
 // RotateRefresh spends the refresh token whose hash is hash and stores next in its family,
-// in one transaction, and returns the token's user. next's FamilyID and UserID are filled in.
-//
-// A token that is unknown or expired is refused. A spent token, or one a concurrent call
-// spent first, revokes its family (see RefreshToken) and that revocation is committed
-// although the call fails. Two calls with one token can therefore never both succeed: the
-// token is spent by a conditional UPDATE that only one of them can win, whatever the
-// isolation level.
+// in one transaction, and returns the token's user; next's FamilyID and UserID are filled in.
+// An unknown or expired token is refused. A spent one, or one a concurrent call spent first,
+// revokes its family, committed although the call fails: one conditional UPDATE spends the
+// token, so two calls with it never both succeed, whatever the isolation level.
 func (s *Store) RotateRefresh(ctx context.Context, hash string, next RefreshToken, now time.Time) (_ RefreshToken, err error) {
 	tx, err := s.DB.BeginTx(ctx, nil)
 	if err != nil {
