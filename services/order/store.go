@@ -22,10 +22,8 @@ var errStale = errors.New("order changed meanwhile")
 
 // Store keeps orders, their idempotency records and their events (through the outbox) in
 // SQLite or PostgreSQL. It is safe for concurrent use, and several Stores (instances) may
-// share a database: every write is a transaction guarded by a unique key or a version.
-//
-// Make one as a literal, &Store{DB: db}, and set what else you need: every other field's
-// zero value is its default.
+// share a database: every write is a transaction guarded by a unique key or a version. Make
+// one as &Store{DB: db}; every other field's zero value is its default.
 type Store struct {
 	// DB holds the schema of Migrations and the outbox table. Required.
 	DB *sqldb.DB
@@ -64,14 +62,10 @@ func (s *Store) Replay(ctx context.Context, req CreateRequest) (o Order, found b
 	return o, err == nil, err
 }
 
-// Create stores o with req's idempotency record and its created event, all in one
-// transaction, and returns it with created true. When req's key is already taken (a retry,
-// or a concurrent twin that won) it stores nothing and returns Replay's answer instead.
-// A hold that already has an order under another key is a Conflict.
-//
-// The key is inserted first with ON CONFLICT DO NOTHING: of concurrent twins exactly one
-// inserts it (PostgreSQL makes the others wait on the unique index until the first commits;
-// SQLite has one writer), and the others find its committed record.
+// Create stores o with req's idempotency record and its created event, in one transaction,
+// and returns it with created true. When req's key is already taken (a retry, or a concurrent
+// twin that won) it stores nothing and returns Replay's answer instead; a hold that already
+// has an order under another key is a Conflict. See docs/architecture.md, "Idempotency keys".
 func (s *Store) Create(ctx context.Context, req CreateRequest, o Order) (Order, bool, error) {
 	lines, err := json.Marshal(o.Lines)
 	if err != nil {

@@ -12,9 +12,8 @@ import (
 // LateAnswers makes a share of charges answer late, after the money was taken: the nastiest
 // failure a payment client meets, since a caller that times out cannot tell it from a charge
 // that never happened. The control hook's latency and errors strike before the handler runs,
-// so nothing is charged; this strikes after. Order's saga settles it with GetCharge.
-//
-// A nil *LateAnswers never delays. It is safe for concurrent use.
+// so nothing is charged; this strikes after. Order's saga settles it with GetCharge. A nil
+// *LateAnswers never delays; it is safe for concurrent use.
 type LateAnswers struct {
 	// Rate is the share of charges answered late, 0..1.
 	Rate float64

@@ -16,10 +16,8 @@ import (
 
 // Store keeps charges in SQLite or PostgreSQL. It is safe for concurrent use, and so are
 // several Stores (several payment instances) on one database: every guarantee rests on the
-// unique idempotency key, not on locks held in this process.
-//
-// Make one as a literal, &Store{DB: db}, and set what else you need: every other field's
-// zero value is its default.
+// unique idempotency key, not on locks held in this process. Make one as &Store{DB: db};
+// every other field's zero value is its default.
 type Store struct {
 	// DB holds the schema of Migrations. Required.
 	DB *sqldb.DB
@@ -33,13 +31,9 @@ const chargeColumns = `id, idempotency_key, order_id, account, currency, amount_
 
 // Charge records req's charge once per idempotency key and returns it. A later call with the
 // same key returns the first charge (created false); with another order, account or amount
-// it is an Unprocessable problem naming idempotency_key. A voided key returns the voided
-// record: whatever the request, it takes nothing.
-//
-// Insert-or-select in one transaction: INSERT … ON CONFLICT DO NOTHING either writes the row
-// or, when a concurrent call holds the key, waits for it (PostgreSQL blocks on the unique
-// index until the other transaction ends; SQLite has one writer) and writes nothing, and the
-// SELECT then reads the winner's row.
+// it is Unprocessable, naming idempotency_key. A voided key returns the voided record,
+// whatever the request: it takes nothing. Of concurrent calls with one key exactly one
+// writes (docs/architecture.md, "Idempotency keys").
 func (s *Store) Charge(ctx context.Context, req ChargeRequest) (c Charge, created bool, err error) {
 	if err := req.Validate(); err != nil {
 		return Charge{}, false, err
