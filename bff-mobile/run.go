@@ -35,12 +35,11 @@ type Config struct {
 	GraphiQL      bool          // GRAPHIQL: the GraphiQL page and introspection (all-in-one mode)
 }
 
-// LoadConfig reads bff-mobile's variables. The call timeout is short on purpose: a phone
-// user waits for the whole answer, so a slow availability is better dropped (its field null,
-// with an error) than waited for. Writes get a long one, within the gateway's response
-// timeout: a write cut short by the BFF is done by the service all the same, and only its
-// answer is lost (upstream.Deadlines). The depth limit fits the app's deepest query (a hold's
-// fields, 4 levels) with room; the complexity limit one full feed page of 50 cards, not two.
+// LoadConfig reads bff-mobile's variables. Reads get a short timeout: a phone user waits for
+// the whole answer, so a slow availability is better dropped (its field null, with an error)
+// than waited for; writes a long one (upstream.Deadlines). The depth limit fits the app's
+// deepest query (a hold's fields, 4 levels) with room; the complexity limit one full feed
+// page of 50 cards, not two.
 func LoadConfig(r *config.Reader) Config {
 	return Config{
 		CatalogAddr:   r.Addr("CATALOG_GRPC_ADDR", "127.0.0.1:9102"),

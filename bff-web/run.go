@@ -40,13 +40,10 @@ type Config struct {
 }
 
 // LoadConfig reads bff-web's variables. Reads get BFF_CALL_TIMEOUT, writes the longer
-// BFF_WRITE_TIMEOUT, within the gateway's response timeout: a write cut short by the BFF is
-// done by the service all the same, and only its answer is lost (upstream.Deadlines). The
-// depth limit leaves room for the deepest query the web app sends (an order's event's seat
-// map, seats included: 9 levels is over it); the
-// complexity limit for a search page of 100 hits as a results list shows them (title, price,
-// venue name, availability level: 1410), not for 100 hits with every field and each venue's
-// sections (2910, refused).
+// BFF_WRITE_TIMEOUT (upstream.Deadlines). The depth limit leaves room for the web app's
+// deepest query (an order's event's seat map, seats included: 9 levels is over it); the
+// complexity limit admits a search page of 100 hits as a results list shows them (1410), not
+// 100 hits with every field and each venue's sections (2910).
 func LoadConfig(r *config.Reader) Config {
 	return Config{
 		CatalogAddr:      r.Addr("CATALOG_GRPC_ADDR", "127.0.0.1:9102"),

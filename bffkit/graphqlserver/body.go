@@ -10,12 +10,11 @@ import (
 	"boxoffice.dev/platform/problem"
 )
 
-// checkBody refuses a POST whose body is no GraphQL request, as application/problem+json
-// like the body limit's 413, before gqlgen reads it: 415 when it is not labelled
-// application/json, 400 when it is not one JSON object, names a key twice, or holds a
-// request member of the wrong kind (httpapi.DecodeJSON says what and where). gqlgen's own
-// answer to a body it cannot decode names Go types and repeats the body. Members other than
-// the four of a GraphQL request are let through, as gqlgen ignores them.
+// checkBody refuses a POST whose body is no GraphQL request before gqlgen reads it, as
+// application/problem+json (gqlgen's own answer names Go types and repeats the body): 415
+// when it is not labelled application/json, 400 when it is not one JSON object, names a key
+// twice, or holds a request member of the wrong kind (httpapi.DecodeJSON says what and where).
+// Members other than the four of a GraphQL request pass, as gqlgen ignores them.
 func checkBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {

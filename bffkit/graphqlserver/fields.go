@@ -11,11 +11,10 @@ import (
 )
 
 // FieldLimit is a gqlgen handler extension that refuses an operation with more than Max
-// fields once its fragments are expanded, before gqlgen's complexity limit walks them one by
-// one: fragments that each spread the next twice make 2^n fields of a few hundred bytes
-// (twenty took half a second of a core). It reuses each fragment's count, a walk of the
-// document. Max is the complexity limit, which every field costs at least one of, so the
-// answer, and its code, are that limit's.
+// fields once its fragments are expanded, counting each fragment once, before gqlgen's
+// complexity limit walks them one by one: fragments that each spread the next twice make 2^n
+// fields of a few hundred bytes (twenty took half a second of a core). Max is the complexity
+// limit, which every field costs at least one of, so the answer and its code are that limit's.
 type FieldLimit struct {
 	Max int // at least 1
 }

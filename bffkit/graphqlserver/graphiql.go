@@ -14,11 +14,10 @@ import (
 )
 
 // GraphiQL is the GraphiQL page of one GraphQL endpoint, served with its assets by the BFF
-// itself: no CDN, so it works without internet (a classroom), and its pinned files are those
-// graphiql/README.md names. The page loads without a token and sends its queries with the
-// headers of its headers editor, which opens on {"Authorization": "Bearer <paste …>"}: through
-// the gateway, a fan's token goes there. The zero value is not usable: Path and Endpoint are
-// required.
+// itself: no CDN, so it works offline (a classroom); its pinned files are those
+// graphiql/README.md names. The page loads without a token; its headers editor opens on
+// {"Authorization": "Bearer <paste …>"}, where a fan's token goes through the gateway. The
+// zero value is not usable: Path and Endpoint are required.
 type GraphiQL struct {
 	// Title names the page; "" = "GraphQL".
 	Title string

@@ -9,11 +9,9 @@ import (
 )
 
 // NoIntrospection is a gqlgen handler extension that refuses an operation asking for the
-// schema (__schema or __type) before any resolver runs, on an endpoint that does not serve
-// introspection. Without it, gqlgen fails such a field while executing, with a plain error
-// that reads as the server's fault (code internal, logged as one) when it is the request
-// that asks for what is not served. The answer is a validation failure, as for any field the
-// schema does not offer; __typename stays allowed.
+// schema (__schema or __type) before any resolver runs, as a validation failure like any field
+// the schema does not offer; __typename stays allowed. Without it gqlgen fails the field while
+// executing, with an error that reads as the server's fault (code internal, logged as one).
 type NoIntrospection struct{}
 
 var _ interface {

@@ -11,12 +11,11 @@ import (
 	waitroomv1 "boxoffice.dev/proto/boxoffice/waitroom/v1"
 )
 
-// Deadlines bounds each call a BFF makes to a service. Read bounds the calls that only look:
-// short, because a slow read is better dropped (its field null, with an error) than waited
-// for. Write bounds the calls in Writes, which change something: long, in line with the
-// gateway's response timeout, because a write cut short by the BFF is not undone by it. The
-// service goes on and completes it, and the client is told a failure that did not happen (a
-// hold placed, an order charged). 0 = no deadline of the BFF's own (the caller's alone).
+// Deadlines bounds each call a BFF makes to a service; 0 means none of the BFF's own (the
+// caller's alone). Read bounds calls that only look: short, as a slow read is better dropped
+// (its field null, with an error) than waited for. Write bounds the calls in Writes: long, in
+// line with the gateway's, since a write the BFF cuts short is done by the service all the
+// same and only its answer is lost (docs/lessons/bff.md, "Writes: exactly once across the hop").
 type Deadlines struct {
 	Read  time.Duration
 	Write time.Duration

@@ -12,10 +12,9 @@ import (
 
 // Connect dials every service in addrs (service name → host:port) with s's telemetry and
 // d's deadline on each call (WithDeadlines), closes the connections with s, and makes the
-// connection to essential
-// a readiness check of s. Only one: readiness takes an instance out of rotation, and a
-// service that every replica calls being down would take all of them out at once, where a
-// partial answer (null for that service's fields, with an error) serves the client better.
+// connection to essential, and only that one, a readiness check of s: a service every replica
+// calls being down would take them all out of rotation at once, where a partial answer (null
+// for that service's fields, with an error) serves the client better.
 func Connect(s *server.Server, d Deadlines, addrs map[string]string, essential string) (map[string]grpc.ClientConnInterface, error) {
 	if _, ok := addrs[essential]; !ok {
 		return nil, fmt.Errorf("upstream: essential service %q has no address", essential)
