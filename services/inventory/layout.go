@@ -19,9 +19,8 @@ const (
 // DefaultLayout is the seat map of an event nobody declared one for, from its ticket classes
 // in order: a GA class becomes a counter of its capacity, a seated class a section ("A", "B",
 // … "AA") of equal rows of 10 to 25 seats holding exactly its capacity (a remainder row, and
-// every 200 rows, start another section). It is deterministic, so every replica lays out the
-// same seats. FlashSale is left false: it is the event's. The result fails Layout.Validate
-// only when classes do: none, an id inventory cannot store, a capacity below 1, too many seats.
+// every 200 rows, start another section). Deterministic; FlashSale is left false (the event's).
+// Layout.Validate fails only for bad classes: none, a bad id, a capacity below 1, too many seats.
 func DefaultLayout(classes []TicketClass) Layout {
 	var l Layout
 	for _, c := range classes {

@@ -35,9 +35,8 @@ var catalogChangeJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
 // SeatMapper gives every event the catalog has, creates or changes its default seat map
 // (DefaultLayout) and sale window (CatalogSale) through Store.ApplyCatalogLayout, which makes
 // a repeat a no-op. It learns events from CatalogStream and by reading the catalog back at
-// each set-up of its consumer; readiness does not wait for that catch-up (outcome counted in
-// boxoffice.inventory.catalog_catchups). Set the fields, then call Run once. Why each rule:
-// docs/adr/0005-nats-jetstream-for-events.md, "Following the catalog".
+// each set-up of its consumer; readiness does not wait for it. Set the fields, then call Run once.
+// See docs/adr/0005-nats-jetstream-for-events.md, "Following the catalog".
 type SeatMapper struct {
 	// JS is the JetStream the catalog publishes to; nil follows no stream and catches up
 	// once, at start (NATS_URL unset): events created later get no seat map that way.

@@ -14,11 +14,10 @@ import (
 )
 
 // PlaceHold claims the tickets req asks for, all or none, for HoldTTL, and records hold.placed.
-// It answers NotFound (no seat map), Unprocessable (outside the SaleWindow, or over the
-// account's cap: CheckAccountCap), Forbidden (a flash sale without a valid pass), Invalid
-// (seats or a class the event lacks) and Conflict (a seat taken, too few GA tickets left).
-// No two holds take one ticket (docs/lessons/waiting-room.md, "Never oversell"); a request
-// with an IdempotencyKey is placed at most once (PlaceHoldOnce).
+// It answers NotFound (no seat map), Unprocessable (outside the SaleWindow, over the account's
+// cap), Forbidden (a flash sale without a valid pass), Invalid (seats or a class the event
+// lacks), Conflict (a seat taken, too few GA tickets). No two holds take one ticket
+// (docs/lessons/waiting-room.md, "Never oversell"); an IdempotencyKey places it once at most.
 func (s *Store) PlaceHold(ctx context.Context, req HoldRequest) (Hold, error) {
 	h, _, err := s.PlaceHoldOnce(ctx, req)
 	return h, err

@@ -40,10 +40,9 @@ var _ Inbox = (*Store)(nil)
 
 // Consumer turns events into inbox messages, at least once: a message is acknowledged only
 // after its effect is stored (or found stored), and the store's unique event id absorbs the
-// repeats. An unreadable payload is terminated; any other failure never drops the event, which
-// is redelivered after a back-off growing from Backoff to MaxBackoff, and logged and counted
-// meanwhile. Set the fields, then call Run once. Why no dead-letter subject:
-// docs/lessons/failure-modes.md, "The database or NATS is down".
+// repeats. An unreadable payload is terminated; any other failure never drops the event but
+// redelivers it after a back-off from Backoff to MaxBackoff. Set the fields, then call Run
+// once. Why no dead-letter subject: docs/lessons/failure-modes.md.
 type Consumer struct {
 	JS    jetstream.JetStream
 	Store Inbox

@@ -14,11 +14,10 @@ import (
 const observeTimeout = 2 * time.Second
 
 // observeRedelivered registers the gauge boxoffice.notification.events_redelivered: per
-// source's consumer, the events delivered more than once and not acknowledged yet, most
-// often messages in back-off after failed store writes (the rest were redelivered after an
-// instance stopped with them in hand). It is read from the server, which knows every
-// instance's messages, so every instance reports the same value: aggregate with max, not
-// sum. A consumer that does not exist yet is left out. Unregister it when done.
+// source's consumer, the events delivered more than once and not acknowledged yet (mostly in
+// back-off after failed store writes). It is read from the server, so every instance reports
+// the same value: aggregate with max, not sum. A consumer not there yet is left out.
+// Unregister it when done.
 func observeRedelivered(mp metric.MeterProvider, js jetstream.JetStream, sources []Source) (metric.Registration, error) {
 	if mp == nil {
 		mp = noop.NewMeterProvider()

@@ -86,11 +86,10 @@ const (
 )
 
 // joinScript puts ARGV[1] at the back of the queue unless already in it (same position when
-// joining twice) or admitted with a live pass. A lapsed admission goes to the back again.
-// Taking a new place needs the sale open (KEYS[5]); a fan already in the queue keeps theirs
-// even after the sale closed. A join keeps the sale open for at least the queue TTL.
-// KEYS: waiting, admitted, seq, rate, sale. ARGV: account, now, pass TTL ms, queue TTL s,
-// default rate.
+// joining twice) or admitted with a live pass; a lapsed admission goes to the back again. A
+// new place needs the sale open (KEYS[5]), a place taken is kept after it closes, and a join
+// keeps the sale open for at least the queue TTL.
+// KEYS: waiting, admitted, seq, rate, sale. ARGV: account, now, pass TTL ms, queue TTL s, default rate.
 var joinScript = redis.NewScript(luaNow + `
 local now = now_ms(ARGV[2])
 local rate = tonumber(redis.call('GET', KEYS[4]) or ARGV[5])
