@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -256,4 +257,60 @@ func ruleKeys(t *testing.T, c *redis.Client, rule string) []string {
 		t.Fatalf("SCAN: %v", err)
 	}
 	return keys
+}
+
+// TestHotKeysEndpointNamesTheHotKey runs two replicas on one Redis under a skewed load: half
+// the requests carry one client id, the rest ids drawn from 10,000. GET /admin/hotkeys, on
+// either replica, names that client first with about half of all decisions, both replicas'
+// counts merged in Redis.
+func TestHotKeysEndpointNamesTheHotKey(t *testing.T) {
+	const policy = `
+services:
+  - {name: echo, instances: ["BACKEND"], probe: {interval: 50ms, timeout: 500ms, healthy_after: 1}}
+routes:
+  - {id: api, match: {method: GET, path: /v1/api}, service: echo, auth: none, limits: [per-client]}
+limits:
+  - {id: per-client, key: "header:X-Client", algorithm: token_bucket, rate: 100000/1h}
+`
+	be := newBackend(t)
+	rd := testkit.StartRedis(t)
+	env := map[string]string{"REDIS_URL": rd.URL(), "RATELIMIT_TIMEOUT": "1s"}
+	gws := []*process{startGateway(t, policy, be, env), startGateway(t, policy, be, env)}
+	const n = 2000
+	for i := range n {
+		client := "bot-7"
+		if i%2 == 1 {
+			client = "fan-" + strconv.Itoa((i*7919)%10_000)
+		}
+		if res := gws[i/2%2].call(t, "GET", "/v1/api", "", "X-Client", client); res.status != http.StatusOK {
+			t.Fatalf("request %d = %d %s, want 200", i+1, res.status, res.body)
+		}
+	}
+	type hotKeys struct {
+		HotKeys []struct {
+			Rule, Key string
+			Decisions int64
+			Share     float64
+		} `json:"hot_keys"`
+	}
+	var got hotKeys
+	testkit.Eventually(t, 15*time.Second, "both replicas publish their counts", func() bool {
+		status, body := gws[0].adminCall(t, "GET", "/admin/hotkeys?limit=3", "")
+		got = hotKeys{}
+		if status != http.StatusOK || json.Unmarshal([]byte(body), &got) != nil || len(got.HotKeys) == 0 {
+			return false
+		}
+		// Both published: the hot client's every decision is in, and the others' share too.
+		return got.HotKeys[0].Decisions == n/2 && got.HotKeys[0].Share < 0.6
+	})
+	top := got.HotKeys[0]
+	if top.Rule != "per-client" || !strings.HasPrefix(top.Key, "header:x-client:") || top.Share < 0.45 || top.Share > 0.55 {
+		t.Errorf("GET /admin/hotkeys first = %+v; want the hot client's key of per-client with about half the decisions", top)
+	}
+	if len(got.HotKeys) != 3 || got.HotKeys[1].Share > 0.01 {
+		t.Errorf("GET /admin/hotkeys?limit=3 = %+v; want 3 keys, the others each under 1%%", got.HotKeys)
+	}
+	if status, body := gws[1].adminCall(t, "GET", "/admin/hotkeys?limit=0", ""); status != http.StatusBadRequest || !strings.Contains(body, "limit") {
+		t.Errorf("GET /admin/hotkeys?limit=0 = %d %s, want 400 naming limit", status, body)
+	}
 }

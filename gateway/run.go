@@ -116,7 +116,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 		return reload.FollowTable(ctx, table, live, s.NATS, cfg.TableRefresh, s.Log)
 	})
 
-	if err := serveAdmin(ctx, s, cfg, live, pools, store, replica); err != nil {
+	if err := serveAdmin(ctx, s, cfg, live, pools, store, replica, limiter); err != nil {
 		return nil, err
 	}
 	m, err := newMetrics(mp)

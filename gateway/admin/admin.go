@@ -28,6 +28,7 @@
 //	PUT, DELETE  /admin/tenant-limits/{tenant}/{route}   route * for every route
 //	GET          /admin/upstreams                        every instance's readiness and load
 //	GET          /admin/audit                            who changed the policy, when, before and after
+//	GET          /admin/hotkeys                          the keys taking most decisions, all replicas
 //	GET, PUT     /control                                the playground's fault-injection knobs
 //	GET          /metrics                                Prometheus metrics, no token
 package admin
@@ -110,6 +111,8 @@ type Options struct {
 	// Audit records every change to the tables with the change, and answers GET
 	// /admin/audit; nil records nothing and answers 404 there.
 	Audit Audit
+	// HotKeys answers GET /admin/hotkeys; nil answers 404 there.
+	HotKeys HotKeys
 	// Replica names this gateway replica in the audit trail.
 	Replica string
 	// Log records every change; nil discards. Tokens are never logged.
@@ -141,6 +144,7 @@ func New(o Options) http.Handler {
 	mux.HandleFunc("DELETE /admin/edits", a.resetEdits)
 	mux.HandleFunc("DELETE /admin/edits/{kind}/{id}", a.deleteEdit)
 	mux.HandleFunc("GET /admin/upstreams", a.listUpstreams)
+	mux.HandleFunc("GET /admin/hotkeys", a.listHotKeys)
 	mux.HandleFunc("GET /admin/tenant-limits", a.listTenantLimits)
 	mux.HandleFunc("PUT /admin/tenant-limits/{tenant}/{route}", a.putTenantLimit)
 	mux.HandleFunc("DELETE /admin/tenant-limits/{tenant}/{route}", a.deleteTenantLimit)

@@ -409,6 +409,9 @@ func validateHotKey(field func(string) string, l Limit, alg ratelimit.Algorithm,
 		return fieldErr(field("shards"), "%d: want at most %d, so that every shard has a budget of at least one", l.Shards, most)
 	}
 	if l.Lease == 0 {
+		if l.LeaseWhenHot {
+			return fieldErr(field("lease_when_hot"), "true without a lease: set lease, the batch a hot key takes")
+		}
 		return nil
 	}
 	switch alg {

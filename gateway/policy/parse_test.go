@@ -210,6 +210,8 @@ func TestValidateLimitNamesBareFields(t *testing.T) {
 		{"sharded and leased", func(l *Limit) { l.Shards, l.Lease = 4, 25 }, ""},
 		{"negative lease", func(l *Limit) { l.Lease = -1 }, "lease"},
 		{"leased concurrency", func(l *Limit) { l.Algorithm, l.Lease = "concurrency", 2 }, "lease"},
+		{"leased when hot", func(l *Limit) { l.Lease, l.LeaseWhenHot = 10, true }, ""},
+		{"lease_when_hot without a lease", func(l *Limit) { l.LeaseWhenHot = true }, "lease_when_hot"},
 		{"negative shards", func(l *Limit) { l.Shards = -2 }, "shards"},
 	}
 	for _, tt := range tests {

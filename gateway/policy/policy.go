@@ -248,6 +248,10 @@ type Limit struct {
 	// above a request's cost and at most the limit (the burst for token_bucket and gcra, per
 	// shard when sharded); not for concurrency or sliding_log.
 	Lease int `yaml:"lease" json:"lease,omitempty"`
+	// LeaseWhenHot leases only the keys the gateway finds hot (a large share of its
+	// decisions; GET /admin/hotkeys lists them), so the overshoot a lease allows is paid only
+	// where it saves round trips. Needs Lease.
+	LeaseWhenHot bool `yaml:"lease_when_hot" json:"lease_when_hot,omitempty"`
 	// Shards, above 1, splits the budget over this many Redis keys with their own hash tags,
 	// so a Redis Cluster spreads a key too hot for one node (docs/lessons/hot-keys.md). At
 	// most the limit (and the burst): every shard needs a budget of one. 0 or 1, the default,

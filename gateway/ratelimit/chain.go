@@ -34,14 +34,14 @@ type Options struct {
 
 // Chain is the limiter of a gateway replica, outermost first:
 //
-//	Leases → Sharded → Failsafe → Redis (open lane)
-//	                            → Redis on connections of its own (fail-closed lane)
+//	HotKeys → Leases → Sharded → Failsafe → Redis (open lane)
+//	                                      → Redis on connections of its own (fail-closed lane)
 //
 // Leases is outermost, so a replica's lease overshoot stays replicas × lease whatever the
 // shards (docs/lessons/hot-keys.md). Each Redis ends its calls at their context's deadline,
 // so Failsafe's budgets hold by themselves. Run announces the replica; Close closes them.
 type Chain struct {
-	*Leases
+	*HotKeys
 	failsafe *Failsafe
 	stores   []*Redis
 	replicas *Replicas
@@ -72,10 +72,15 @@ func New(o Options) (*Chain, error) {
 	c.failsafe, err = NewFailsafe(open, FailsafeOptions{
 		Timeout: o.Timeout, QueueWait: o.QueueWait, ClosedStore: closed, ClosedTimeout: o.ClosedTimeout,
 		DenyFor: o.DenyFor, Breaker: o.Breaker, Replicas: c.replicas, Clock: o.Clock, Meter: o.Meter, Logger: o.Logger})
+	var leases *Leases
 	if err == nil {
-		c.Leases, err = NewLeasesWith(NewSharded(c.failsafe, nil), LeasesOptions{Clock: o.Clock, Meter: o.Meter})
+		leases, err = NewLeasesWith(NewSharded(c.failsafe, nil), LeasesOptions{Clock: o.Clock, Meter: o.Meter})
 	}
 	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if c.HotKeys, err = NewHotKeys(leases, o.Client, HotKeysOptions{Clock: o.Clock, Meter: o.Meter}); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -131,8 +136,17 @@ func (c *Chain) Warm(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Run announces this replica until ctx ends.
-func (c *Chain) Run(ctx context.Context) error { return c.replicas.Run(ctx) }
+// Run announces this replica and publishes its hot keys until ctx ends.
+func (c *Chain) Run(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.HotKeys.Run(ctx)
+	}()
+	err := c.replicas.Run(ctx)
+	<-done
+	return err
+}
 
 // BreakerOpen reports whether the open lane's store calls are being skipped.
 func (c *Chain) BreakerOpen() bool { return c.failsafe.BreakerOpen() }

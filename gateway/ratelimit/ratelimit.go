@@ -110,6 +110,9 @@ type Rule struct {
 	// Lease, when above 0, lets Leases take this many tokens at once from the store and spend
 	// them locally. Only Leases reads it.
 	Lease int
+	// LeaseWhenHot leases (Lease) only the keys HotKeys finds hot; a cold key asks the store
+	// every time. Only HotKeys reads it.
+	LeaseWhenHot bool
 	// Shards, when above 1, lets Sharded split the rule's budget over this many sub-keys.
 	// Only Sharded reads it.
 	Shards int
@@ -137,7 +140,7 @@ const (
 )
 
 // RuleError is a rule Validate refuses, naming the field at fault as a policy spells it:
-// limit, window, burst, cost, lease, shards, algorithm, mode, enforce_percent,
+// limit, window, burst, cost, lease, lease_when_hot, shards, algorithm, mode, enforce_percent,
 // on_store_failure or id.
 type RuleError struct {
 	Rule, Field, Problem string
@@ -193,6 +196,9 @@ func (r Rule) Validate() error {
 	case "", FailOpen, FailClosed:
 	default:
 		return ruleErr(r, "on_store_failure", "unknown on_store_failure %q", r.OnStoreFailure)
+	}
+	if r.LeaseWhenHot && r.Lease == 0 {
+		return ruleErr(r, "lease_when_hot", "a rule leases only with a lease: set lease too")
 	}
 	switch r.Algorithm {
 	case TokenBucket, GCRA:

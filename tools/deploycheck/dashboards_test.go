@@ -202,6 +202,17 @@ limits:
 	// Allowed, then shadow-denied (1/min), then denied (3/min).
 	testkit.Eventually(t, 10*time.Second, "GET /open answers 200 (upstream probed ready)", func() bool { return status("GET", "/open") == http.StatusOK })
 	testkit.Eventually(t, 5*time.Second, "GET /open answers 429", func() bool { return status("GET", "/open") == http.StatusTooManyRequests })
+	// A hot key: this client's, over 100 decisions in one of HotKeys' 2-second counts. The
+	// series lasts while the key is hot, so the scrape that saw it is kept.
+	var hot map[string]map[string]bool
+	testkit.Eventually(t, 15*time.Second, "ratelimit_hot_key_share names the client's key", func() bool {
+		for range 150 {
+			status("GET", "/open")
+		}
+		hot = scrape(t, "http://"+adminAddr)
+		_, ok := hot["ratelimit_hot_key_share"]
+		return ok
+	})
 	// Shed: one request holds the only slot of the service, the next is answered 503.
 	go status("GET", "/slow")
 	select {
@@ -226,7 +237,9 @@ limits:
 		return ok
 	})
 
-	return scrape(t, "http://"+adminAddr) // the gateway serves /metrics on its admin listener
+	scraped := scrape(t, "http://"+adminAddr) // the gateway serves /metrics on its admin listener
+	scraped["ratelimit_hot_key_share"] = hot["ratelimit_hot_key_share"]
+	return scraped
 }
 
 // scrapeBusyService returns the sample names and label names of a service's /metrics after
