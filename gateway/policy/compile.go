@@ -145,7 +145,7 @@ func limitRule(l Limit, alg ratelimit.Algorithm, limit int, window time.Duration
 	r := ratelimit.Rule{
 		ID: l.ID, Algorithm: alg, Limit: limit, Window: window, Burst: l.Burst, Cost: l.Cost,
 		Mode: ratelimit.Mode(l.Mode), OnStoreFailure: ratelimit.FailureMode(l.OnStoreFailure),
-		Lease: l.Lease, LeaseWhenHot: l.LeaseWhenHot, Shards: l.Shards,
+		Lease: l.Lease, LeaseWhenHot: l.LeaseWhenHot, Shards: l.Shards, Sync: time.Duration(l.Sync),
 	}
 	if p := l.EnforcePercent; p != nil && *p < 100 && r.Mode != ratelimit.Shadow {
 		r.Mode, r.EnforcePercent = ratelimit.Partial, *p

@@ -371,6 +371,9 @@ func ValidateLimit(at string, l Limit) error {
 	if err := validateHotKey(field, l, alg, limit); err != nil {
 		return err
 	}
+	if sync := time.Duration(l.Sync); sync != 0 && (sync < 10*time.Millisecond || sync >= window) {
+		return fieldErr(field("sync"), "%v: want from 10ms to less than the window (%v): counts synced less often than the window would never meet", sync, window)
+	}
 	rule := limitRule(l, alg, limit, window)
 	if err := rule.Validate(); err != nil {
 		return fieldErr(field(limitField(err)), "%v", err)
@@ -383,7 +386,7 @@ func ValidateLimit(at string, l Limit) error {
 func limitField(err error) string {
 	if re, ok := errors.AsType[*ratelimit.RuleError](err); ok {
 		switch re.Field {
-		case "burst", "cost", "lease", "shards", "algorithm", "mode", "enforce_percent", "on_store_failure", "id":
+		case "burst", "cost", "lease", "lease_when_hot", "shards", "sync", "algorithm", "mode", "enforce_percent", "on_store_failure", "id":
 			return re.Field
 		}
 	}

@@ -211,6 +211,11 @@ func TestValidateLimitNamesBareFields(t *testing.T) {
 		{"negative lease", func(l *Limit) { l.Lease = -1 }, "lease"},
 		{"leased concurrency", func(l *Limit) { l.Algorithm, l.Lease = "concurrency", 2 }, "lease"},
 		{"leased when hot", func(l *Limit) { l.Lease, l.LeaseWhenHot = 10, true }, ""},
+		{"approximate fixed window", func(l *Limit) { l.Algorithm, l.Sync = "fixed_window", Duration(100*time.Millisecond) }, ""},
+		{"approximate bucket", func(l *Limit) { l.Sync = Duration(100 * time.Millisecond) }, "sync"},
+		{"sync too often", func(l *Limit) { l.Algorithm, l.Sync = "fixed_window", Duration(time.Millisecond) }, "sync"},
+		{"sync past the window", func(l *Limit) { l.Algorithm, l.Sync = "sliding_window", Duration(time.Hour) }, "sync"},
+		{"approximate and leased", func(l *Limit) { l.Algorithm, l.Sync, l.Lease = "fixed_window", Duration(time.Second), 10 }, "sync"},
 		{"lease_when_hot without a lease", func(l *Limit) { l.LeaseWhenHot = true }, "lease_when_hot"},
 		{"negative shards", func(l *Limit) { l.Shards = -2 }, "shards"},
 	}

@@ -252,6 +252,11 @@ type Limit struct {
 	// decisions; GET /admin/hotkeys lists them), so the overshoot a lease allows is paid only
 	// where it saves round trips. Needs Lease.
 	LeaseWhenHot bool `yaml:"lease_when_hot" json:"lease_when_hot,omitempty"`
+	// Sync, when set, decides the limit in each replica's memory and syncs its counts with
+	// Redis this often, one round trip for all keys (docs/lessons/distributed.md, "Counting
+	// locally, syncing often"): far fewer Redis calls, and an overshoot of up to
+	// (replicas−1) × what one replica admits between syncs. fixed_window and sliding_window only.
+	Sync Duration `yaml:"sync" json:"sync,omitempty"`
 	// Shards, above 1, splits the budget over this many Redis keys with their own hash tags,
 	// so a Redis Cluster spreads a key too hot for one node (docs/lessons/hot-keys.md). At
 	// most the limit (and the burst): every shard needs a budget of one. 0 or 1, the default,

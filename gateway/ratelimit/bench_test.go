@@ -280,3 +280,58 @@ func scriptTime(b *testing.B, stats *redis.Client) int64 {
 	}
 	return total
 }
+
+// BenchmarkApproximate compares a fixed window decided in Redis on every request with the
+// same limit decided approximately (Rule.Sync 100ms: counted in memory, synced in one
+// pipeline per interval), on 10 busy keys against one redis-server, serially and from many
+// goroutines. Besides decisions/s it reports the Redis commands one decision costs
+// (redis-cmds/decision, counted at the client: a script call is one, a sync's INCRBY and
+// PEXPIRE one each, the last sync included). A key synced costs two commands an interval
+// however few decisions it had: approximate mode pays off on busy keys only. Run with
+// `make bench`.
+func BenchmarkApproximate(b *testing.B) {
+	srv := testkit.StartRedis(b)
+	ctx := context.Background()
+	exact := Rule{ID: "window", Algorithm: FixedWindow, Limit: 100_000_000, Window: time.Minute}
+	approx := exact
+	approx.ID, approx.Sync = "window-approx", 100*time.Millisecond
+	for _, bc := range []struct {
+		name string
+		rule Rule
+	}{{"exact", exact}, {"approximate-100ms", approx}} {
+		for _, parallelism := range []int{0, 4} {
+			name := bc.name + "/serial"
+			if parallelism > 0 {
+				name = bc.name + "/parallel"
+			}
+			b.Run(name, func(b *testing.B) {
+				cmds := &countingHook{}
+				client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+				client.AddHook(cmds)
+				b.Cleanup(func() { _ = client.Close() })
+				a, err := NewApproximate(NewRedis(client), client, ApproximateOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				runCtx, stop := context.WithCancel(ctx)
+				var wg sync.WaitGroup
+				wg.Go(func() { a.Run(runCtx, 10*time.Millisecond) })
+				defer func() { stop(); wg.Wait() }()
+				decide := func(key string) error {
+					key = key[len(key)-1:] // "user:123" → "3": 10 busy keys
+					_, err := a.Allow(ctx, []Request{{Rule: bc.rule, Key: key}})
+					return err
+				}
+				if err := decide("warm-up"); err != nil { // loads the script
+					b.Fatal(err)
+				}
+				cmds.commands.Store(0)
+				measure(b, parallelism, nil, decide)
+				if err := a.SyncNow(ctx); err != nil { // what is owed counts too
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(cmds.commands.Load())/float64(b.N), "redis-cmds/decision")
+			})
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,8 +35,8 @@ type Options struct {
 
 // Chain is the limiter of a gateway replica, outermost first:
 //
-//	HotKeys → Leases → Sharded → Failsafe → Redis (open lane)
-//	                                      → Redis on connections of its own (fail-closed lane)
+//	HotKeys → Approximate → Leases → Sharded → Failsafe → Redis (open lane)
+//	                                                    → Redis on connections of its own (fail-closed lane)
 //
 // Leases is outermost, so a replica's lease overshoot stays replicas × lease whatever the
 // shards (docs/lessons/hot-keys.md). Each Redis ends its calls at their context's deadline,
@@ -43,6 +44,7 @@ type Options struct {
 type Chain struct {
 	*HotKeys
 	failsafe *Failsafe
+	approx   *Approximate
 	stores   []*Redis
 	replicas *Replicas
 	clients  []redis.UniversalClient
@@ -80,7 +82,14 @@ func New(o Options) (*Chain, error) {
 		c.Close()
 		return nil, err
 	}
-	if c.HotKeys, err = NewHotKeys(leases, o.Client, HotKeysOptions{Clock: o.Clock, Meter: o.Meter}); err != nil {
+	if err == nil {
+		c.approx, err = NewApproximate(leases, o.Client, ApproximateOptions{Clock: o.Clock, Meter: o.Meter})
+	}
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if c.HotKeys, err = NewHotKeys(c.approx, o.Client, HotKeysOptions{Clock: o.Clock, Meter: o.Meter}); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -136,15 +145,18 @@ func (c *Chain) Warm(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Run announces this replica and publishes its hot keys until ctx ends.
+// syncTick is how often the chain looks for approximate counts due for a sync; a rule's own
+// Sync, at least this, says when.
+const syncTick = 10 * time.Millisecond
+
+// Run announces this replica, publishes its hot keys and syncs its approximate counts until
+// ctx ends.
 func (c *Chain) Run(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = c.HotKeys.Run(ctx)
-	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = c.HotKeys.Run(ctx) })
+	wg.Go(func() { c.approx.Run(ctx, syncTick) })
 	err := c.replicas.Run(ctx)
-	<-done
+	wg.Wait()
 	return err
 }
 

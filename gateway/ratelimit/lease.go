@@ -86,6 +86,10 @@ func (l *Leases) Allow(ctx context.Context, reqs []Request) (Result, error) {
 	if err := validate(reqs); err != nil {
 		return Result{}, err
 	}
+	return l.allowValid(ctx, reqs)
+}
+
+func (l *Leases) allowValid(ctx context.Context, reqs []Request) (Result, error) {
 	if !slices.ContainsFunc(reqs, func(q Request) bool { return leased(q.Rule) }) {
 		return allowValid(ctx, l.inner, reqs)
 	}

@@ -109,22 +109,26 @@ func newMetrics(mp metric.MeterProvider, breakers func() map[string]BreakerState
 	return &ms, nil
 }
 
+// outcomeOf is d's outcome label: allowed, denied, shadow_denied or unenforced_denied.
+func outcomeOf(d Decision) string {
+	switch {
+	case d.Allowed:
+		return "allowed"
+	case d.Unenforced:
+		return "unenforced_denied"
+	case d.Mode == Shadow:
+		return "shadow_denied"
+	}
+	return "denied"
+}
+
 // decided records one request's decisions and how long they took.
 func (m *metrics) decided(ctx context.Context, res Result, took time.Duration) {
 	for _, d := range res.Rules {
 		if d.skipped {
 			continue
 		}
-		outcome := "allowed"
-		switch {
-		case !d.Allowed && d.Unenforced:
-			outcome = "unenforced_denied"
-		case !d.Allowed && d.Mode == Shadow:
-			outcome = "shadow_denied"
-		case !d.Allowed:
-			outcome = "denied"
-		}
-		m.decisions.add(ctx, outcomeKey{d.Rule, outcome, d.Path})
+		m.decisions.add(ctx, outcomeKey{d.Rule, outcomeOf(d), d.Path})
 		switch d.Path {
 		case PathFallback:
 			m.fallbacks.Add(ctx, 1, metric.WithAttributes(attribute.String("rule", d.Rule)))

@@ -113,6 +113,10 @@ type Rule struct {
 	// LeaseWhenHot leases (Lease) only the keys HotKeys finds hot; a cold key asks the store
 	// every time. Only HotKeys reads it.
 	LeaseWhenHot bool
+	// Sync, when above 0, lets Approximate decide the rule in each replica's memory and sync
+	// its counts with the store this often (fixed_window and sliding_window only). Only
+	// Approximate reads it.
+	Sync time.Duration
 	// Shards, when above 1, lets Sharded split the rule's budget over this many sub-keys.
 	// Only Sharded reads it.
 	Shards int
@@ -140,7 +144,7 @@ const (
 )
 
 // RuleError is a rule Validate refuses, naming the field at fault as a policy spells it:
-// limit, window, burst, cost, lease, lease_when_hot, shards, algorithm, mode, enforce_percent,
+// limit, window, burst, cost, lease, lease_when_hot, shards, sync, algorithm, mode, enforce_percent,
 // on_store_failure or id.
 type RuleError struct {
 	Rule, Field, Problem string
@@ -199,6 +203,9 @@ func (r Rule) Validate() error {
 	}
 	if r.LeaseWhenHot && r.Lease == 0 {
 		return ruleErr(r, "lease_when_hot", "a rule leases only with a lease: set lease too")
+	}
+	if r.Sync < 0 || r.Sync > 0 && (r.Algorithm != FixedWindow && r.Algorithm != SlidingCounter || r.Lease > 0 || r.Shards > 1) {
+		return ruleErr(r, "sync", "%v: want 0, or a positive interval on a fixed_window or sliding_window without lease or shards", r.Sync)
 	}
 	switch r.Algorithm {
 	case TokenBucket, GCRA:

@@ -208,19 +208,21 @@ func hammer(t *testing.T, ls []*Redis, reqs []Request, n int) int {
 	return int(allowed.Load())
 }
 
-// countingHook counts round trips: a pipeline is one.
-type countingHook struct{ trips atomic.Int64 }
+// countingHook counts round trips (a pipeline is one) and commands (each of a pipeline's).
+type countingHook struct{ trips, commands atomic.Int64 }
 
 func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.trips.Add(1)
+		h.commands.Add(1)
 		return next(ctx, cmd)
 	}
 }
 func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		h.trips.Add(1)
+		h.commands.Add(int64(len(cmds)))
 		return next(ctx, cmds)
 	}
 }

@@ -1,0 +1,290 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
+
+	"boxoffice.dev/platform/clock"
+)
+
+// Approximate decides the rules with Sync set in this replica's memory, by their algorithm,
+// on the counts the store reported at the last sync plus this replica's own admissions since,
+// and pushes and pulls the counts of every key it holds in one round trip per sync (SyncNow).
+// A busy key then costs a few store commands per interval instead of one per request. The
+// price: between syncs a replica does not see the others' admissions, so with R replicas a
+// window may admit up to limit + (R−1) × what one replica admits between two of its syncs.
+// Other rules go to the inner limiter in the same call. Safe for concurrent use. See
+// docs/lessons/distributed.md, "Counting locally, syncing often".
+type Approximate struct {
+	inner     Limiter
+	client    redis.UniversalClient
+	now       func() time.Time
+	decisions *decisionCounter // nil: no metrics
+
+	mu   sync.Mutex
+	keys map[approxKey]*approxState
+}
+
+type approxKey struct{ rule, key string }
+
+// approxState is one rule and key as this replica knows it: the algorithm's state, whose
+// counts the last sync replaced with the store's, and what it admitted since, by window.
+type approxState struct {
+	rule    Rule
+	st      state           // *fixedWindow or *slidingCounter
+	pending map[int64]int64 // window start (µs) → units admitted here and not yet pushed
+	synced  int64           // µs; 0 before the first sync
+	used    int64           // µs of the last decision, for dropping idle keys
+}
+
+// ApproximateOptions are what NewApproximate adds to the inner limiter and the store.
+type ApproximateOptions struct {
+	// Clock is the time source; the zero Clock is time.Now.
+	Clock clock.Clock
+	// Meter receives the decisions made here, in ratelimit_decisions_total with path
+	// approximate; nil means none.
+	Meter metric.MeterProvider
+}
+
+// PathApproximate: decided in this replica's memory on the counts of the last sync.
+const PathApproximate Path = "approximate"
+
+// NewApproximate wraps inner and syncs with client.
+func NewApproximate(inner Limiter, client redis.UniversalClient, o ApproximateOptions) (*Approximate, error) {
+	a := &Approximate{inner: inner, client: client, now: o.Clock.Now, keys: map[approxKey]*approxState{}}
+	if o.Meter != nil {
+		c, err := newDecisionCounter(o.Meter.Meter(meterName))
+		if err != nil {
+			return nil, fmt.Errorf("ratelimit metrics: %w", err)
+		}
+		a.decisions = c
+	}
+	return a, nil
+}
+
+var _ Limiter = (*Approximate)(nil)
+
+func approximate(r Rule) bool { return r.Sync > 0 }
+
+// Allow decides the approximate rules here and the others on the inner limiter, spending
+// nothing unless every enforced rule allows.
+func (a *Approximate) Allow(ctx context.Context, reqs []Request) (Result, error) {
+	if err := validate(reqs); err != nil {
+		return Result{}, err
+	}
+	return a.allowValid(ctx, reqs)
+}
+
+func (a *Approximate) allowValid(ctx context.Context, reqs []Request) (Result, error) {
+	if !slices.ContainsFunc(reqs, func(q Request) bool { return approximate(q.Rule) }) {
+		return allowValid(ctx, a.inner, reqs)
+	}
+	ds := make([]Decision, len(reqs))
+	commits := a.decide(reqs, ds)
+	var fwd []Request
+	var at []int
+	for i, q := range reqs {
+		if !approximate(q.Rule) {
+			fwd, at = append(fwd, q), append(at, i)
+		}
+	}
+	denied := false
+	for i, q := range reqs {
+		denied = denied || approximate(q.Rule) && !ds[i].Allowed && ds[i].Mode != Shadow
+	}
+	if denied { // here: the other rules are reported, not asked
+		for _, i := range at {
+			ds[i] = verdict{allowed: true, remaining: int64(reqs[i].Rule.capacity())}.decision(reqs[i], PathApproximate)
+			ds[i].skipped = true
+		}
+		a.count(ctx, reqs, ds)
+		return combine(ds), nil
+	}
+	if len(fwd) > 0 {
+		res, err := allowValid(ctx, a.inner, fwd)
+		if err != nil {
+			return Result{}, err
+		}
+		for j, d := range res.Rules {
+			ds[at[j]] = d
+		}
+		if !res.Allowed {
+			a.count(ctx, reqs, ds)
+			return combine(ds), nil
+		}
+	}
+	a.commit(reqs, commits)
+	a.count(ctx, reqs, ds)
+	return combine(ds), nil
+}
+
+// decide fills in the decisions of the approximate rules of reqs and returns how to spend
+// each, nil for the others.
+func (a *Approximate) decide(reqs []Request, ds []Decision) []func() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now().UnixMicro()
+	commits := make([]func(), len(reqs))
+	for i, q := range reqs {
+		if !approximate(q.Rule) {
+			continue
+		}
+		k := approxKey{q.Rule.ID, q.Key}
+		s := a.keys[k]
+		if s == nil || s.rule != q.Rule { // a rule edited starts afresh, as in the store
+			s = &approxState{rule: q.Rule, st: newState(q.Rule.Algorithm), pending: map[int64]int64{}}
+			a.keys[k] = s
+		}
+		s.used = now
+		p, cost := q.Rule.params(), q.cost()
+		v, spend := s.st.try(p, now, cost, "")
+		ds[i] = v.decision(q, PathApproximate)
+		start := now - now%p.window
+		commits[i] = func() {
+			spend()
+			s.pending[start] += cost
+		}
+	}
+	return commits
+}
+
+// commit spends the approximate rules' costs, once every rule allowed the request.
+func (a *Approximate) commit(reqs []Request, commits []func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range reqs {
+		if commits[i] != nil {
+			commits[i]()
+		}
+	}
+}
+
+// count records the decisions made here.
+func (a *Approximate) count(ctx context.Context, reqs []Request, ds []Decision) {
+	if a.decisions == nil {
+		return
+	}
+	for i, q := range reqs {
+		if approximate(q.Rule) {
+			a.decisions.add(ctx, outcomeKey{q.Rule.ID, outcomeOf(ds[i]), PathApproximate})
+		}
+	}
+}
+
+// Release passes leases to the inner limiter: approximate rules hold none.
+func (a *Approximate) Release(ctx context.Context, leases ...Lease) error {
+	return a.inner.Release(ctx, leases...)
+}
+
+// syncKey is where the store counts a window of an approximate rule and key: its own keys,
+// beside the exact algorithms' (storageKey), so switching a rule between exact and
+// approximate never reads a state of the other kind.
+func syncKey(k approxKey, start int64) string {
+	return storageKey(k.rule, k.key) + ":approx:" + strconv.FormatInt(start, 10)
+}
+
+// pushed is what one key's sync sent: the units added per window and the replies to read.
+type pushed struct {
+	k        approxKey
+	s        *approxState
+	sent     map[int64]int64
+	cur      *redis.IntCmd    // the current window's count, this replica's push included
+	prev     *redis.StringCmd // the previous window's, for sliding_window
+	curStart int64
+}
+
+// SyncNow pushes what this replica admitted since the last sync of every key whose rule's
+// Sync has passed, and reads back the store's counts, in one pipelined round trip; keys idle
+// for two windows with nothing to push are forgotten. A failed sync keeps the pending counts
+// for the next one.
+func (a *Approximate) SyncNow(ctx context.Context) error {
+	a.mu.Lock()
+	now := a.now().UnixMicro()
+	var due []*pushed
+	for k, s := range a.keys {
+		w := s.rule.Window.Microseconds()
+		if len(s.pending) == 0 && now-s.used > 2*w {
+			delete(a.keys, k)
+			continue
+		}
+		if now-s.synced < s.rule.Sync.Microseconds() {
+			continue
+		}
+		due = append(due, &pushed{k: k, s: s, sent: maps.Clone(s.pending), curStart: now - now%w})
+		clear(s.pending)
+	}
+	a.mu.Unlock()
+	if len(due) == 0 {
+		return nil
+	}
+	_, err := a.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, d := range due {
+			w := d.s.rule.Window
+			for start, n := range d.sent {
+				if start != d.curStart {
+					p.IncrBy(ctx, syncKey(d.k, start), n)
+					p.PExpire(ctx, syncKey(d.k, start), 2*w)
+				}
+			}
+			d.cur = p.IncrBy(ctx, syncKey(d.k, d.curStart), d.sent[d.curStart])
+			p.PExpire(ctx, syncKey(d.k, d.curStart), 2*w)
+			if d.s.rule.Algorithm == SlidingCounter {
+				d.prev = p.Get(ctx, syncKey(d.k, d.curStart-w.Microseconds()))
+			}
+		}
+		return nil
+	})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil && err != redis.Nil {
+		for _, d := range due { // pushed or not, it is pushed again: INCRBY is not idempotent, but a lost count is worse
+			for start, n := range d.sent {
+				d.s.pending[start] += n
+			}
+		}
+		return fmt.Errorf("ratelimit: sync approximate counts: %w", err)
+	}
+	for _, d := range due {
+		if a.keys[d.k] != d.s {
+			continue // the rule changed meanwhile: its new state starts afresh
+		}
+		d.s.synced = now
+		// The store's count, and what this replica admitted during the round trip.
+		cur := d.cur.Val() + d.s.pending[d.curStart]
+		switch st := d.s.st.(type) {
+		case *fixedWindow:
+			if st.start == d.curStart {
+				st.count = cur
+			}
+		case *slidingCounter:
+			if st.start == d.curStart {
+				st.cur = cur
+				prev, _ := d.prev.Int64() // absent: nothing was admitted then
+				st.prev = prev
+			}
+		}
+	}
+	return nil
+}
+
+// Run syncs every interval until ctx ends; a failed sync is tried again at the next tick.
+func (a *Approximate) Run(ctx context.Context, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		_ = a.SyncNow(ctx)
+	}
+}
