@@ -21,6 +21,7 @@ type metrics struct {
 	failClosed metric.Int64Counter
 	charged    metric.Int64Counter
 	latency    metric.Float64Histogram
+	usage      *usage
 }
 
 // decisionCounter is ratelimit_decisions_total, the series Failsafe and Leases share.
@@ -57,6 +58,70 @@ type outcomeKey struct {
 	path          Path
 }
 
+// NearLimitRatio is the share of a key's budget past which an allowed decision counts as near
+// its limit: the default of Envoy's ratelimit (NEAR_LIMIT_RATIO), where near_limit too counts
+// only requests that passed. A denied one is counted as denied, not as near.
+const NearLimitRatio = 0.8
+
+// usage is ratelimit_utilization and ratelimit_near_limit_decisions_total: how full a key's
+// budget was at each decision, per rule. Labelled by rule only, never by key, whose values
+// are unbounded; which keys run hot is another question (docs/lessons/hot-keys.md).
+type usage struct {
+	near metric.Int64Counter
+	full metric.Float64Histogram
+	// rules holds each rule's attributes, made on first use as decisionCounter's are; kept as
+	// option slices so that recording passes them on without building one per decision.
+	rules sync.Map // rule ID → ruleOptions
+}
+
+type ruleOptions struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+func newUsage(m metric.Meter) (*usage, error) {
+	near, err := m.Int64Counter("ratelimit.near_limit.decisions",
+		metric.WithDescription("Allowed rule decisions that left the key's budget more than 80 % spent."))
+	if err != nil {
+		return nil, err
+	}
+	full, err := m.Float64Histogram("ratelimit.utilization",
+		metric.WithDescription("Share of the key's budget spent after each rule decision: 0 untouched, 1 exhausted."),
+		metric.WithExplicitBucketBoundaries(0.1, 0.25, 0.5, 0.75, NearLimitRatio, 0.9, 0.95, 0.99))
+	if err != nil {
+		return nil, err
+	}
+	return &usage{near: near, full: full}, nil
+}
+
+// record counts one decided rule: its utilization, and whether it passed near the limit.
+func (u *usage) record(ctx context.Context, d Decision) {
+	if d.Limit <= 0 {
+		return
+	}
+	o, ok := u.rules.Load(d.Rule)
+	if !ok {
+		set := metric.WithAttributeSet(attribute.NewSet(attribute.String("rule", d.Rule)))
+		o = ruleOptions{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
+		u.rules.Store(d.Rule, o)
+	}
+	opts := o.(ruleOptions)
+	used := Utilization(d)
+	u.full.Record(ctx, used, opts.record...)
+	if d.Allowed && used > NearLimitRatio {
+		u.near.Add(ctx, 1, opts.add...)
+	}
+}
+
+// Utilization is the share of d's budget spent once d is decided, from 0 (untouched) to 1
+// (exhausted, or overdrawn by a charge); 0 for a decision without a limit.
+func Utilization(d Decision) float64 {
+	if d.Limit <= 0 {
+		return 0
+	}
+	return min(max(float64(d.Limit-d.Remaining)/float64(d.Limit), 0), 1)
+}
+
 // meterName is the instrumentation scope of the package's metrics.
 const meterName = "boxoffice.dev/gateway/ratelimit"
 
@@ -70,6 +135,8 @@ func newMetrics(mp metric.MeterProvider, breakers func() map[string]BreakerState
 	var ms metrics
 	var err, e error
 	ms.decisions, e = newDecisionCounter(m)
+	err = errors.Join(err, e)
+	ms.usage, e = newUsage(m)
 	err = errors.Join(err, e)
 	ms.storeErrs, e = m.Int64Counter("ratelimit.store.errors", metric.WithDescription("Failed or skipped store calls by kind."))
 	err = errors.Join(err, e)
@@ -129,6 +196,7 @@ func (m *metrics) decided(ctx context.Context, res Result, took time.Duration) {
 			continue
 		}
 		m.decisions.add(ctx, outcomeKey{d.Rule, outcomeOf(d), d.Path})
+		m.usage.record(ctx, d)
 		switch d.Path {
 		case PathFallback:
 			m.fallbacks.Add(ctx, 1, metric.WithAttributes(attribute.String("rule", d.Rule)))
