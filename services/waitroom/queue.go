@@ -45,11 +45,13 @@ type Queue struct {
 	// turns when there are more; 0 means DefaultMaxEventsPerTick.
 	MaxEventsPerTick int
 	// MeterProvider receives boxoffice.waitroom.admissions, fans admitted by this replica per
-	// event (sum over replicas for the total); nil means none.
+	// event (sum over replicas for the total), and boxoffice.waitroom.waiting, the fans each
+	// event's queue held when this replica last admitted from it (take the max over
+	// replicas); nil means none.
 	MeterProvider metric.MeterProvider
 
-	once       sync.Once
-	admissions metric.Int64Counter
+	once    sync.Once
+	metrics *queueMetrics
 	// turn is where the next AdmitAll starts in the sorted list of events.
 	turn atomic.Uint64
 }
@@ -141,12 +143,12 @@ return {0, 0, 0, rate}
 `)
 
 // admitScript admits the head of the queue, up to the rate per second, and answers how many
-// it admitted (-1 when nobody waits: the queue drained or expired). The budget is one
-// second's slot in Redis that every replica spends from, and the slot only moves forward, so
-// N replicas admit at the rate (docs/lessons/waiting-room.md, "The queue").
+// it admitted (-1 when nobody waits: the queue drained or expired) and how many still wait.
+// The budget is one second's slot in Redis that every replica spends from, and the slot only
+// moves forward, so N replicas admit at the rate (docs/lessons/waiting-room.md, "The queue").
 // KEYS: waiting, admitted, slot, rate. ARGV: now, default rate, queue TTL s.
 var admitScript = redis.NewScript(luaNow + `
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0} end
 local now = now_ms(ARGV[1])
 local slot = math.floor(now / 1000)
 local rate = tonumber(redis.call('GET', KEYS[4]) or ARGV[2])
@@ -154,14 +156,14 @@ local cur = redis.call('HMGET', KEYS[3], 'slot', 'count')
 local cur_slot, count = tonumber(cur[1]) or -1, tonumber(cur[2]) or 0
 if slot > cur_slot then cur_slot, count = slot, 0 end
 local room = rate - count
-if room <= 0 then return 0 end
+if room <= 0 then return {0, redis.call('ZCARD', KEYS[1])} end
 local popped = redis.call('ZPOPMIN', KEYS[1], room)
 local n = #popped / 2
-if n == 0 then return 0 end
+if n == 0 then return {0, 0} end
 for i = 1, #popped, 2 do redis.call('HSET', KEYS[2], popped[i], now) end
 redis.call('HSET', KEYS[3], 'slot', cur_slot, 'count', count + n)
 for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
-return n
+return {n, redis.call('ZCARD', KEYS[1])}
 `)
 
 // Join puts user in event's queue, or answers their place if already in it. Only the queue
@@ -233,13 +235,22 @@ func (q *Queue) status(event, user string, res []int64) (Status, error) {
 // Admit admits the head of event's queue within this second's budget and reports how many
 // it admitted; -1 when the event has no queue any more.
 func (q *Queue) Admit(ctx context.Context, event string) (int, error) {
+	n, _, err := q.admit(ctx, event)
+	return n, err
+}
+
+// admit is Admit that also answers how many fans still wait.
+func (q *Queue) admit(ctx context.Context, event string) (admitted int, waiting int64, err error) {
 	k := keysFor(event)
-	n, err := admitScript.Run(ctx, q.Redis, []string{k.waiting, k.admitted, k.slot, k.rate},
-		q.nowArg(), q.defaultRate(), seconds(q.queueTTL())).Int()
+	res, err := admitScript.Run(ctx, q.Redis, []string{k.waiting, k.admitted, k.slot, k.rate},
+		q.nowArg(), q.defaultRate(), seconds(q.queueTTL())).Int64Slice()
 	if err != nil {
-		return 0, fmt.Errorf("admit %s: %w", event, err)
+		return 0, 0, fmt.Errorf("admit %s: %w", event, err)
 	}
-	return n, nil
+	if len(res) != 2 {
+		return 0, 0, fmt.Errorf("admit %s: answer %v, want [admitted waiting]", event, res)
+	}
+	return int(res[0]), res[1], nil
 }
 
 // AdmitAll runs Admit for at most MaxEventsPerTick of the listed events, taking them in turns
@@ -254,10 +265,11 @@ func (q *Queue) AdmitAll(ctx context.Context) (int, error) {
 	}
 	total := 0
 	for _, event := range q.turnOf(events) {
-		n, err := q.Admit(ctx, event)
+		n, waiting, err := q.admit(ctx, event)
 		if err != nil {
 			return total, err
 		}
+		q.meters().sawWaiting(event, waiting, n < 0)
 		if n < 0 {
 			if err := q.unlist(ctx, event); err != nil {
 				return total, err
@@ -265,7 +277,7 @@ func (q *Queue) AdmitAll(ctx context.Context) (int, error) {
 			continue
 		}
 		if n > 0 {
-			q.counter().Add(ctx, int64(n), metric.WithAttributes(attribute.String("event", event)))
+			q.meters().admissions.Add(ctx, int64(n), metric.WithAttributes(attribute.String("event", event)))
 		}
 		total += n
 	}
@@ -388,19 +400,51 @@ func (q *Queue) Settings(ctx context.Context, event string) (Settings, error) {
 	return s, nil
 }
 
-// counter is the admissions counter, made on first use so a Queue needs no constructor.
-func (q *Queue) counter() metric.Int64Counter {
+// meters are the queue's instruments, made on first use so a Queue needs no constructor.
+func (q *Queue) meters() *queueMetrics {
 	q.once.Do(func() {
 		mp := q.MeterProvider
 		if mp == nil {
 			mp = noop.NewMeterProvider()
 		}
+		q.metrics = &queueMetrics{waiting: map[string]int64{}}
+		m := mp.Meter("boxoffice.dev/services/waitroom")
 		// Instrument errors only come from an invalid name or unit, fixed here: the SDK then
 		// returns a working no-op instrument, so it is safe to ignore.
-		q.admissions, _ = mp.Meter("boxoffice.dev/services/waitroom").Int64Counter("boxoffice.waitroom.admissions",
+		q.metrics.admissions, _ = m.Int64Counter("boxoffice.waitroom.admissions",
 			metric.WithDescription("Fans admitted from an event's queue."), metric.WithUnit("{fan}"))
+		_, _ = m.Int64ObservableGauge("boxoffice.waitroom.waiting",
+			metric.WithDescription("Fans waiting in an event's queue when this replica last admitted from it."),
+			metric.WithUnit("{fan}"), metric.WithInt64Callback(q.metrics.observeWaiting))
 	})
-	return q.admissions
+	return q.metrics
+}
+
+// queueMetrics holds the admissions counter and the queue lengths AdmitAll last saw.
+type queueMetrics struct {
+	admissions metric.Int64Counter
+	mu         sync.Mutex
+	waiting    map[string]int64 // event → fans waiting; only listed events, so bounded as they are
+}
+
+// sawWaiting records the length of event's queue; gone drops the event's series.
+func (m *queueMetrics) sawWaiting(event string, waiting int64, gone bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if gone {
+		delete(m.waiting, event)
+		return
+	}
+	m.waiting[event] = waiting
+}
+
+func (m *queueMetrics) observeWaiting(_ context.Context, o metric.Int64Observer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for event, n := range m.waiting {
+		o.Observe(n, metric.WithAttributes(attribute.String("event", event)))
+	}
+	return nil
 }
 
 func (q *Queue) check(event, user string) error {
