@@ -95,7 +95,7 @@ func TestDashboardsCountReplicasOnce(t *testing.T) {
 func TestDashboardsQueryRealMetrics(t *testing.T) {
 	w := loadWorkspace(t)
 	scrapes := map[string]map[string]map[string]bool{
-		"gateway.json":  scrapeBusyGateway(t),
+		"gateway.json":  busyGatewayMetrics(t),
 		"services.json": scrapeBusyService(t),
 	}
 
@@ -117,27 +117,34 @@ func TestDashboardsQueryRealMetrics(t *testing.T) {
 				t.Fatalf("DashboardQueries(%s) found no queries", f)
 			}
 			for _, q := range queries {
-				metrics := PromQLMetrics(q)
-				if len(metrics) == 0 {
-					t.Errorf("query %q selects no metric", q)
-				}
-				labels := map[string]bool{"job": true, "instance": true} // added by Prometheus
-				for _, m := range metrics {
-					ls, ok := scraped[m]
-					if !ok {
-						t.Errorf("query %q: the process exports no %s", q, m)
-					}
-					for l := range ls {
-						labels[l] = true
-					}
-				}
-				for _, l := range PromQLLabels(q) {
-					if !labels[l] {
-						t.Errorf("query %q: no series of %v has label %s", q, metrics, l)
-					}
-				}
+				checkQuery(t, fmt.Sprintf("query %q", q), q, scraped)
 			}
 		})
+	}
+}
+
+// checkQuery reports, as what, each metric expr selects that is not in scraped (sample names
+// and their label names) and each label it names that none of its metrics has.
+func checkQuery(t *testing.T, what, expr string, scraped map[string]map[string]bool) {
+	t.Helper()
+	metrics := PromQLMetrics(expr)
+	if len(metrics) == 0 {
+		t.Errorf("%s selects no metric", what)
+	}
+	labels := map[string]bool{"job": true, "instance": true} // added by Prometheus
+	for _, m := range metrics {
+		ls, ok := scraped[m]
+		if !ok {
+			t.Errorf("%s: the process exports no %s", what, m)
+		}
+		for l := range ls {
+			labels[l] = true
+		}
+	}
+	for _, l := range PromQLLabels(expr) {
+		if !labels[l] {
+			t.Errorf("%s: no series of %v has label %s", what, metrics, l)
+		}
 	}
 }
 

@@ -13,19 +13,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite generated files (the Kubernetes policy) instead of comparing them")
 
-// TestKubernetesPolicy keeps deploy/k8s/base/gateway-policy.yaml what KubernetesPolicy makes
-// of gateway/policy.yaml: a route or limit changed in one is changed in the other.
-func TestKubernetesPolicy(t *testing.T) {
-	w := loadWorkspace(t)
-	src, err := os.ReadFile(filepath.Join(w.Root, "gateway", "policy.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := KubernetesPolicy(src, w)
-	if err != nil {
-		t.Fatalf("KubernetesPolicy(gateway/policy.yaml) = %v", err)
-	}
-	file := filepath.Join(w.Root, "deploy", "k8s", "base", "gateway-policy.yaml")
+// checkGenerated holds file to got, what its generator makes now; with -update (go generate
+// ./tools/deploycheck) it writes got there first.
+func checkGenerated(t *testing.T, file string, got []byte) {
+	t.Helper()
 	if *update {
 		if err := os.WriteFile(file, got, 0o644); err != nil {
 			t.Fatal(err)
@@ -38,6 +29,21 @@ func TestKubernetesPolicy(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s is stale: run go generate ./tools/deploycheck", file)
 	}
+}
+
+// TestKubernetesPolicy keeps deploy/k8s/base/gateway-policy.yaml what KubernetesPolicy makes
+// of gateway/policy.yaml: a route or limit changed in one is changed in the other.
+func TestKubernetesPolicy(t *testing.T) {
+	w := loadWorkspace(t)
+	src, err := os.ReadFile(filepath.Join(w.Root, "gateway", "policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := KubernetesPolicy(src, w)
+	if err != nil {
+		t.Fatalf("KubernetesPolicy(gateway/policy.yaml) = %v", err)
+	}
+	checkGenerated(t, filepath.Join(w.Root, "deploy", "k8s", "base", "gateway-policy.yaml"), got)
 
 	// What the gateway reads: the same routes and limits, every service by DNS.
 	k8s, err := policy.Parse(got)
