@@ -29,8 +29,9 @@ type decisionCounter struct {
 	counter metric.Int64Counter
 	// outcomes holds the attributes of each rule, outcome and path, made on first use: a
 	// set of attributes is sorted and copied when made, which at every decision cost more
-	// than the counting itself. One entry per rule of the policy, outcome and path.
-	outcomes sync.Map // outcomeKey → metric.AddOption
+	// than the counting itself. One entry per rule of the policy, outcome and path; a slice,
+	// so that Add does not allocate one for its variadic options at every call.
+	outcomes sync.Map // outcomeKey → []metric.AddOption
 }
 
 func newDecisionCounter(m metric.Meter) (*decisionCounter, error) {
@@ -45,11 +46,11 @@ func newDecisionCounter(m metric.Meter) (*decisionCounter, error) {
 func (c *decisionCounter) add(ctx context.Context, k outcomeKey) {
 	o, ok := c.outcomes.Load(k)
 	if !ok {
-		o = metric.WithAttributeSet(attribute.NewSet(attribute.String("rule", k.rule),
-			attribute.String("outcome", k.outcome), attribute.String("path", string(k.path))))
+		o = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("rule", k.rule),
+			attribute.String("outcome", k.outcome), attribute.String("path", string(k.path))))}
 		c.outcomes.Store(k, o)
 	}
-	c.counter.Add(ctx, 1, o.(metric.AddOption))
+	c.counter.Add(ctx, 1, o.([]metric.AddOption)...)
 }
 
 // outcomeKey names one series of ratelimit_decisions_total.

@@ -104,6 +104,17 @@ func TestUsageRecordAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestDecidedAllocatesNothing: recording a request's decisions (counter, utilization, near
+// limit, latency) costs no allocation once each rule's series exist.
+func TestDecidedAllocatesNothing(t *testing.T) {
+	m, res := benchMetrics(t)
+	ctx := context.Background()
+	m.decided(ctx, res, time.Millisecond)
+	if allocs := testing.AllocsPerRun(100, func() { m.decided(ctx, res, time.Millisecond) }); allocs != 0 {
+		t.Errorf("metrics.decided allocates %v times a request, want 0", allocs)
+	}
+}
+
 // BenchmarkMetricsDecided measures what recording one request's metrics costs, three rules
 // decided, on the OpenTelemetry SDK as the gateway runs it: all of it (decided), and apart
 // the decision counter and the utilization and near-limit series (usage), whose sum is most
@@ -111,15 +122,7 @@ func TestUsageRecordAllocatesNothing(t *testing.T) {
 //
 //	go test -run '^$' -bench MetricsDecided -benchmem ./gateway/ratelimit/
 func BenchmarkMetricsDecided(b *testing.B) {
-	m, err := newMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())), func() map[string]BreakerState { return nil })
-	if err != nil {
-		b.Fatal(err)
-	}
-	res := Result{Rules: []Decision{
-		{Allowed: true, Rule: "rate", Limit: 100, Remaining: 50, Path: PathStore},
-		{Allowed: true, Rule: "minute", Limit: 100, Remaining: 10, Path: PathStore},
-		{Allowed: true, Rule: "quota", Limit: 100, Remaining: 99, Path: PathStore},
-	}}
+	m, res := benchMetrics(b)
 	ctx := context.Background()
 	b.Run("decided", func(b *testing.B) {
 		b.ReportAllocs()
@@ -143,6 +146,21 @@ func BenchmarkMetricsDecided(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchMetrics returns the package's metrics on the OpenTelemetry SDK and a request's result
+// of three allowed rules, one of them near its limit.
+func benchMetrics(t testing.TB) (*metrics, Result) {
+	t.Helper()
+	m, err := newMetrics(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())), func() map[string]BreakerState { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, Result{Rules: []Decision{
+		{Allowed: true, Rule: "rate", Limit: 100, Remaining: 50, Path: PathStore},
+		{Allowed: true, Rule: "minute", Limit: 100, Remaining: 10, Path: PathStore},
+		{Allowed: true, Rule: "quota", Limit: 100, Remaining: 99, Path: PathStore},
+	}}
 }
 
 func newTestUsage(t testing.TB) *usage {
