@@ -150,6 +150,7 @@ func limitRule(l Limit, alg ratelimit.Algorithm, limit int, window time.Duration
 	if p := l.EnforcePercent; p != nil && *p < 100 && r.Mode != ratelimit.Shadow {
 		r.Mode, r.EnforcePercent = ratelimit.Partial, *p
 	}
+	queueRule(&r, l.Queue)
 	return r
 }
 
@@ -172,7 +173,7 @@ func localIPRule(l *LocalLimit) (*ratelimit.Rule, error) {
 	}
 	r := ratelimit.Rule{ID: LocalIPRuleID, Algorithm: ratelimit.TokenBucket, Limit: limit, Window: window, Burst: l.Burst}
 	if err := r.Validate(); err != nil {
-		return nil, fieldErr(at+"."+limitField(err), "%v", err)
+		return nil, fieldErr(at+"."+limitField(err, false), "%v", err)
 	}
 	return &r, nil
 }

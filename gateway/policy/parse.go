@@ -368,6 +368,9 @@ func ValidateLimit(at string, l Limit) error {
 	if p := l.EnforcePercent; p != nil && (*p < 0 || *p > 100) {
 		return fieldErr(field("enforce_percent"), "%d: want 0 to 100", *p)
 	}
+	if err := validateQueue(field, l, alg); err != nil {
+		return err
+	}
 	if err := validateHotKey(field, l, alg, limit); err != nil {
 		return err
 	}
@@ -376,15 +379,21 @@ func ValidateLimit(at string, l Limit) error {
 	}
 	rule := limitRule(l, alg, limit, window)
 	if err := rule.Validate(); err != nil {
-		return fieldErr(field(limitField(err)), "%v", err)
+		return fieldErr(field(limitField(err, l.Queue != nil)), "%v", err)
 	}
 	return nil
 }
 
 // limitField names the field of a limit that the rate limiter's validation refused: rate
-// holds the rule's limit and window.
-func limitField(err error) string {
+// holds the rule's limit and window, and a queue its burst and max delay.
+func limitField(err error, queued bool) string {
 	if re, ok := errors.AsType[*ratelimit.RuleError](err); ok {
+		switch {
+		case re.Field == "max_delay":
+			return "queue.max_delay"
+		case re.Field == "burst" && queued:
+			return "queue.size"
+		}
 		switch re.Field {
 		case "burst", "cost", "lease", "lease_when_hot", "shards", "sync", "algorithm", "mode", "enforce_percent", "on_store_failure", "id":
 			return re.Field
@@ -404,9 +413,12 @@ func validateHotKey(field func(string) string, l Limit, alg ratelimit.Algorithm,
 	}
 	// capacity is the most one request may take at once: the bucket's size for token_bucket
 	// and gcra, the window's limit otherwise.
-	capacity := limit
-	if (alg == ratelimit.TokenBucket || alg == ratelimit.GCRA) && l.Burst > 0 {
-		capacity = l.Burst
+	capacity, burst := limit, l.Burst
+	if l.Queue != nil {
+		burst = l.Queue.Size
+	}
+	if (alg == ratelimit.TokenBucket || alg == ratelimit.GCRA) && burst > 0 {
+		capacity = burst
 	}
 	if most := min(limit, capacity); l.Shards > most {
 		return fieldErr(field("shards"), "%d: want at most %d, so that every shard has a budget of at least one", l.Shards, most)

@@ -385,3 +385,62 @@ func TestParseAdaptiveConcurrency(t *testing.T) {
 		t.Errorf("adaptive_concurrency unset = %+v, want nil (a fixed max_in_flight)", got)
 	}
 }
+
+// TestCompileQueue: a gcra limit's queue becomes a rule whose burst is the queue's size and
+// whose max delay is the queue's, none with nodelay (a meter), and keeps its names through
+// JSON, as the admin API reads and writes a limit.
+func TestCompileQueue(t *testing.T) {
+	const gcra = "algorithm: gcra, rate: 10/1m,"
+	tests := []struct {
+		name        string
+		queue       string
+		burst       int
+		maxDelay    time.Duration
+		wantJSONHas string
+	}{
+		{"delay", "queue: {size: 20, max_delay: 2s},", 20, 2 * time.Second, `"queue":{"size":20,"max_delay":"2s"}`},
+		{"bounded by the size", "queue: {size: 20},", 20, ratelimit.MaxWindow, `"queue":{"size":20}`},
+		{"nodelay", "queue: {size: 401, nodelay: true},", 401, 0, `"queue":{"size":401,"nodelay":true}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustCompile(t, strings.Replace(base, gcra, gcra+" "+tt.queue, 1))
+			r := s.Limit("login-per-ip").Rule
+			if r.Burst != tt.burst || r.MaxDelay != tt.maxDelay {
+				t.Errorf("rule burst, max delay = %d, %v; want %d, %v", r.Burst, r.MaxDelay, tt.burst, tt.maxDelay)
+			}
+			b, err := json.Marshal(s.Limit("login-per-ip").Limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), tt.wantJSONHas) {
+				t.Errorf("json.Marshal = %s, want it to hold %s", b, tt.wantJSONHas)
+			}
+		})
+	}
+}
+
+// TestCompileQueueNamesTheField: a queue that cannot be held exactly is refused, naming the
+// field as the policy spells it.
+func TestCompileQueueNamesTheField(t *testing.T) {
+	const gcra = "algorithm: gcra, rate: 10/1m,"
+	tests := []struct{ name, edit, field string }{
+		{"not gcra", "algorithm: token_bucket, rate: 10/1m, queue: {size: 5},", "queue"},
+		{"with a burst", gcra + " burst: 5, queue: {size: 5},", "burst"},
+		{"no size", gcra + " queue: {max_delay: 1s},", "queue.size"},
+		{"negative delay", gcra + " queue: {size: 5, max_delay: -1s},", "queue.max_delay"},
+		{"nodelay with a delay", gcra + " queue: {size: 5, max_delay: 1s, nodelay: true},", "queue.max_delay"},
+		{"leased", gcra + " lease: 2, queue: {size: 5, max_delay: 1s},", "lease"},
+		{"sharded", gcra + " shards: 2, queue: {size: 5},", "shards"},
+		{"size too large", gcra + " queue: {size: 1125899906842624},", "queue.size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := compileChanged(t, gcra, tt.edit)
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != "limits[login-per-ip]."+tt.field {
+				t.Errorf("Compile() = %v, want an error naming limits[login-per-ip].%s", err, tt.field)
+			}
+		})
+	}
+}

@@ -263,6 +263,9 @@ type Limit struct {
 	// keeps one key; switching shards on or off starts from fresh keys, forgetting once the
 	// budget already spent.
 	Shards int `yaml:"shards" json:"shards,omitempty"`
+	// Queue, on a gcra limit, delays requests over the rate in a bounded queue instead of
+	// refusing them (Queue); nil refuses them at once. Its size replaces burst.
+	Queue *Queue `yaml:"queue" json:"queue,omitempty"`
 }
 
 // Plan is what a partner's API key is allowed. In YAML either a mapping {api, quota} or the

@@ -186,15 +186,23 @@ func (s *tokenBucket) try(p params, now, cost int64, _ string) (verdict, func() 
 
 // gcra stores the theoretical arrival time (TAT): when the bucket would be empty again if
 // requests kept coming at exactly the rate. A request passes if, after adding its cost, the
-// TAT is no more than burst intervals ahead of now.
+// TAT is no more than burst intervals ahead of now. With a queue (maxDelay > 0) the TAT is
+// where the queue ends: an allowed request waits until it, at most maxDelay, and its retry
+// is that wait (verdict).
 type gcra struct{ tat int64 }
 
 func (s *gcra) try(p params, now, cost int64, _ string) (verdict, func() int64) {
 	tat := max(s.tat, now)
 	next := tat + cost*p.interval
 	allowAt := next - p.burst*p.interval
+	if p.maxDelay > 0 {
+		allowAt = max(allowAt, tat-p.maxDelay)
+	}
 	v := verdict{allowed: now >= allowAt}
 	if v.allowed {
+		if p.maxDelay > 0 && cost > 0 { // its turn: once the requests ahead have left
+			v.retry = tat - now
+		}
 		tat = next
 	}
 	v.remaining = (now + p.burst*p.interval - tat) / p.interval

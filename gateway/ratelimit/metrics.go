@@ -22,6 +22,7 @@ type metrics struct {
 	charged    metric.Int64Counter
 	latency    metric.Float64Histogram
 	usage      *usage
+	queueDelay metric.Float64Histogram
 }
 
 // decisionCounter is ratelimit_decisions_total, the series Failsafe and Leases share.
@@ -149,6 +150,10 @@ func newMetrics(mp metric.MeterProvider, breakers func() map[string]BreakerState
 		metric.WithDescription("Time to decide one request, all rules included."),
 		metric.WithExplicitBucketBoundaries(0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1))
 	err = errors.Join(err, e)
+	ms.queueDelay, e = m.Float64Histogram("ratelimit.queue.delay", metric.WithUnit("s"),
+		metric.WithDescription("Wait given to requests that a shaping rule queued, by rule."),
+		metric.WithExplicitBucketBoundaries(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10))
+	err = errors.Join(err, e)
 	ms.charged, e = m.Int64Counter("ratelimit.chargeback.units", metric.WithDescription("Units the fallback spent, charged back to the store once it answered again."))
 	err = errors.Join(err, e)
 	_, e = m.Int64ObservableGauge("ratelimit.breaker.open", metric.WithDescription("1 while the lane's circuit breaker skips the store."),
@@ -196,7 +201,12 @@ func (m *metrics) decided(ctx context.Context, res Result, took time.Duration) {
 		if d.skipped {
 			continue
 		}
-		m.decisions.add(ctx, outcomeKey{d.Rule, outcomeOf(d), d.Path})
+		outcome := outcomeOf(d)
+		if outcome == "allowed" && d.Delay > 0 && res.Allowed {
+			outcome = "delayed"
+			m.queueDelay.Record(ctx, d.Delay.Seconds(), metric.WithAttributes(attribute.String("rule", d.Rule)))
+		}
+		m.decisions.add(ctx, outcomeKey{d.Rule, outcome, d.Path})
 		m.usage.record(ctx, d)
 		switch d.Path {
 		case PathFallback:

@@ -120,6 +120,11 @@ type Rule struct {
 	// Shards, when above 1, lets Sharded split the rule's budget over this many sub-keys.
 	// Only Sharded reads it.
 	Shards int
+	// MaxDelay, above 0, makes a GCRA rule shape rather than meter: Burst is then a queue's
+	// size, the request leaving now included, and a request over the rate is allowed after
+	// waiting its turn (Decision.Delay), at most MaxDelay. 0 denies it at once. See
+	// docs/lessons/algorithms.md, "Throttling by delay".
+	MaxDelay time.Duration
 }
 
 // The bounds Validate keeps a rule within, so that every number the Lua scripts compute is
@@ -144,8 +149,8 @@ const (
 )
 
 // RuleError is a rule Validate refuses, naming the field at fault as a policy spells it:
-// limit, window, burst, cost, lease, lease_when_hot, shards, sync, algorithm, mode, enforce_percent,
-// on_store_failure or id.
+// limit, window, burst, cost, lease, lease_when_hot, shards, sync, max_delay, algorithm, mode,
+// enforce_percent, on_store_failure or id.
 type RuleError struct {
 	Rule, Field, Problem string
 }
@@ -226,6 +231,9 @@ func (r Rule) Validate() error {
 			return ruleErr(r, "limit", "%d per %v: limit × window too large for sliding_counter; use fixed_window", r.Limit, r.Window)
 		}
 	}
+	if err := r.checkQueue(); err != nil {
+		return err
+	}
 	if r.Shards > 1 { // each shard is a rule of its own, with a share of the limit and burst
 		if err := shard(Request{Rule: r}, r.Shards-1).Rule.Validate(); err != nil {
 			return ruleErr(r, "shards", "%d: a shard does not validate: %v", r.Shards, err)
@@ -260,10 +268,11 @@ func (r Rule) checkSpan() error {
 type params struct {
 	limit, window, burst int64 // window in µs
 	interval             int64 // µs per token for the buckets
+	maxDelay             int64 // µs; above 0, GCRA queues (Rule.MaxDelay)
 }
 
 func (r Rule) params() params {
-	p := params{limit: int64(r.Limit), window: r.Window.Microseconds(), burst: int64(r.Burst)}
+	p := params{limit: int64(r.Limit), window: r.Window.Microseconds(), burst: int64(r.Burst), maxDelay: r.MaxDelay.Microseconds()}
 	if p.burst == 0 {
 		p.burst = p.limit
 	}
@@ -338,6 +347,9 @@ type Decision struct {
 	RetryAfter time.Duration
 	Limit      int
 	Window     time.Duration
+	// Delay is how long an allowed request waits before it goes on: its turn in a shaping
+	// rule's queue (Rule.MaxDelay), reserved already. 0 when it passes at once or is denied.
+	Delay time.Duration
 	// Rule is the ID of the rule that decided.
 	Rule string
 	// Mode is how the rule applies to the request's key: Enforce, or Shadow for a shadow
@@ -402,7 +414,9 @@ func allowValid(ctx context.Context, l Limiter, reqs []Request) (Result, error) 
 	return l.Allow(ctx, reqs)
 }
 
-// verdict is one rule's answer in microseconds, as both implementations compute it.
+// verdict is one rule's answer in microseconds, as both implementations compute it. retry
+// is the time until the request conforms: for a denied one, its RetryAfter; for an allowed
+// one, the wait its slot in a queue reserves (Decision.Delay), 0 for every other algorithm.
 type verdict struct {
 	allowed                 bool
 	remaining, reset, retry int64
@@ -413,7 +427,7 @@ func (v verdict) decision(q Request, path Path) Decision {
 		v.allowed, v.retry = true, 0
 	}
 	mode, unenforced := q.mode()
-	return Decision{
+	d := Decision{
 		Allowed:    v.allowed,
 		Remaining:  int(max(0, v.remaining)),
 		Reset:      time.Duration(v.reset) * time.Microsecond,
@@ -425,6 +439,10 @@ func (v verdict) decision(q Request, path Path) Decision {
 		Unenforced: unenforced,
 		Path:       path,
 	}
+	if v.allowed {
+		d.Delay, d.RetryAfter = d.RetryAfter, 0
+	}
+	return d
 }
 
 // validate checks every request before anything is spent. A request names each rule and key
@@ -493,12 +511,17 @@ func combine(ds []Decision) Result {
 	res.Decision.Lease = nil
 	res.Allowed = allowed
 	if !allowed {
+		res.Delay = 0
 		return res
 	}
 	res.RetryAfter = 0
+	res.Delay = 0
 	for _, d := range ds {
 		if d.Mode == Shadow && !d.Allowed {
 			res.Path = PathShadow
+		}
+		if d.Mode != Shadow { // a request waits for the longest of its queues
+			res.Delay = max(res.Delay, d.Delay)
 		}
 	}
 	return res

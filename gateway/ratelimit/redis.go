@@ -189,12 +189,15 @@ func (c *scriptCall) encode(reqs []Request, keys, leases []string, now any) erro
 		case !q.enforced():
 			mode = "shadow"
 		}
-		var lease any = ""
-		if leases != nil && leases[i] != "" {
-			lease = leases[i]
-		}
 		p := q.Rule.params()
-		c.args = append(c.args, algorithmArgs[q.Rule.Algorithm], p.limit, p.window, p.burst, q.cost(), mode, lease)
+		var extra any = "" // the lease id, or a queue's max delay
+		switch {
+		case leases != nil && leases[i] != "":
+			extra = leases[i]
+		case p.maxDelay > 0:
+			extra = p.maxDelay
+		}
+		c.args = append(c.args, algorithmArgs[q.Rule.Algorithm], p.limit, p.window, p.burst, q.cost(), mode, extra)
 	}
 	if now != nil {
 		c.args = append(c.args, now)

@@ -16,9 +16,9 @@ import (
 
 // sameDecision reports how two decisions differ, or "" when they agree.
 func sameDecision(got, want Decision) string {
-	if got.Allowed != want.Allowed || got.Remaining != want.Remaining || got.Reset != want.Reset || got.RetryAfter != want.RetryAfter {
-		return fmt.Sprintf("allowed %v remaining %d reset %v retry %v, want %v %d %v %v",
-			got.Allowed, got.Remaining, got.Reset, got.RetryAfter, want.Allowed, want.Remaining, want.Reset, want.RetryAfter)
+	if got.Allowed != want.Allowed || got.Remaining != want.Remaining || got.Reset != want.Reset || got.RetryAfter != want.RetryAfter || got.Delay != want.Delay {
+		return fmt.Sprintf("allowed %v remaining %d reset %v retry %v delay %v, want %v %d %v %v %v",
+			got.Allowed, got.Remaining, got.Reset, got.RetryAfter, got.Delay, want.Allowed, want.Remaining, want.Reset, want.RetryAfter, want.Delay)
 	}
 	return ""
 }

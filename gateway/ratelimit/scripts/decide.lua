@@ -23,15 +23,18 @@
 --
 -- KEYS[i]      the state of rule i, "rl:{tag}:rule". Keys of one call share a slot in a
 --              Cluster.
--- ARGV         7 arguments per rule: algorithm, limit, window (µs), burst, cost, mode, lease
---              id. mode is enforce, shadow, or charge: spend the cost whatever the budget
---              says (a cost known only after the response), which may overdraw it.
+-- ARGV         7 arguments per rule: algorithm, limit, window (µs), burst, cost, mode, and
+--              the lease id of a concurrency rule or the max delay (µs) of a gcra with a
+--              queue, '' otherwise. mode is enforce, shadow, or charge: spend the cost
+--              whatever the budget says (a cost known only after the response), which may
+--              overdraw it.
 -- ARGV[7n + 1] only from tests: now, in microseconds. Production leaves it out, and the
 --              time is the server's TIME: one clock for every gateway.
 --
 -- Each algorithm is a function (key, limit, window, burst, cost, lease) that reads the key
 -- and returns its verdict, allowed, remaining, reset (µs), retry-after (µs), and a function
--- that spends the request: writes the new state and the key's TTL.
+-- that spends the request: writes the new state and the key's TTL. The retry-after of an
+-- allowed request is the wait a queue gives it (gcra.lua), 0 everywhere else.
 --
 -- Two passes: check every rule first; spend every rule only if all enforced ones allow, so a
 -- request denied by one rule spends nothing from the others. A single rule needs no second

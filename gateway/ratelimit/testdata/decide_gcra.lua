@@ -23,15 +23,18 @@
 --
 -- KEYS[i]      the state of rule i, "rl:{tag}:rule". Keys of one call share a slot in a
 --              Cluster.
--- ARGV         7 arguments per rule: algorithm, limit, window (µs), burst, cost, mode, lease
---              id. mode is enforce, shadow, or charge: spend the cost whatever the budget
---              says (a cost known only after the response), which may overdraw it.
+-- ARGV         7 arguments per rule: algorithm, limit, window (µs), burst, cost, mode, and
+--              the lease id of a concurrency rule or the max delay (µs) of a gcra with a
+--              queue, '' otherwise. mode is enforce, shadow, or charge: spend the cost
+--              whatever the budget says (a cost known only after the response), which may
+--              overdraw it.
 -- ARGV[7n + 1] only from tests: now, in microseconds. Production leaves it out, and the
 --              time is the server's TIME: one clock for every gateway.
 --
 -- Each algorithm is a function (key, limit, window, burst, cost, lease) that reads the key
 -- and returns its verdict, allowed, remaining, reset (µs), retry-after (µs), and a function
--- that spends the request: writes the new state and the key's TTL.
+-- that spends the request: writes the new state and the key's TTL. The retry-after of an
+-- allowed request is the wait a queue gives it (gcra.lua), 0 everywhere else.
 --
 -- Two passes: check every rule first; spend every rule only if all enforced ones allow, so a
 -- request denied by one rule spends nothing from the others. A single rule needs no second
@@ -116,15 +119,25 @@ local algorithms = {}
 -- now. Part of decide.lua, which defines now, idiv and ttl_ms; gcra.try in algorithms.go is
 -- its Go twin.
 --
+-- With a queue, max_delay (µs, the rule's seventh argument; '' for none) bounds the wait: an
+-- allowed request waits until the TAT, where the queue ends, and that wait is its retry.
+--
 -- State: the TAT in µs, a STRING holding one number.
 
-algorithms.gcra = function(key, limit, window, burst, cost)
+algorithms.gcra = function(key, limit, window, burst, cost, max_delay)
   local every = math.max(1, idiv(window, limit)) -- µs per token
   local tat = math.max(tonumber(redis.call('GET', key)) or 0, now)
   local nxt = tat + cost * every
   local allow_at = nxt - burst * every
+  max_delay = tonumber(max_delay)
+  if max_delay then
+    allow_at = math.max(allow_at, tat - max_delay)
+  end
   local allowed, retry = now >= allow_at, 0
   if allowed then
+    if max_delay and cost > 0 then -- its turn: once the requests ahead have left
+      retry = tat - now
+    end
     tat = nxt
   elseif cost > burst then -- never fits: come back after a full window
     retry = window
