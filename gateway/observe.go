@@ -160,6 +160,9 @@ func (g *gateway) record(rec *recorder, r *http.Request, ex *exchange, ended out
 	}
 	if res := ex.limit.result; len(ex.limit.reqs) > 0 {
 		attrs = append(attrs, slog.String("rule", res.Rule), slog.String("decision", string(res.Path)), slog.Int("remaining", res.Remaining))
+		if res.Allowed && res.Delay > 0 {
+			attrs = append(attrs, slog.Float64("queued_ms", float64(res.Delay.Microseconds())/1000))
+		}
 	}
 	if len(ex.limit.shadow) > 0 {
 		attrs = append(attrs, slog.Any("shadow_denied", ex.limit.shadow))

@@ -83,6 +83,10 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request, ex *exchange) {
 	// Deferred: a client that hangs up mid-body makes the reverse proxy panic
 	// (http.ErrAbortHandler), and the slots and costs must be settled all the same.
 	defer g.enforcer.Settle(r.Context(), ex.limit.result, ex.limit.charges, w.Header(), nil)
+	// a shaping limit's queue: the request waits the turn its decision reserved
+	if ex.outcome = g.waitTurn(w, r, ex.limit.result.Delay); ex.outcome != proceed {
+		return
+	}
 	g.forward(w, r, ex.route) // 6–8. shedding, balancing, timeouts, retry
 }
 
