@@ -22,6 +22,8 @@ import (
 //	limit, algorithm, rate, burst, key   the scenario's gateway limit (Scenario.Limit) on its route
 //	limit_mode, enforce_percent          that limit's mode (enforce | shadow) and the share
 //	                                     of its keys enforced (a rollout)
+//	queue, max_delay                     off | delay | nodelay: that limit shapes, a gcra whose
+//	                                     queue holds burst requests (shapeLimit)
 //	capacity, service_time               the backend's slots per instance and work per request
 //	outage                               off | down (503 at once) | hang (no answer in time)
 //	latency                              added to every backend request
@@ -40,7 +42,7 @@ import (
 //	script_holds_via                     rest | graphql | graphql-mobile | graphql-web: the
 //	                                     door a flash sale's scripts hold through (scriptDoors)
 var knobVocabulary = []string{
-	"limit", "algorithm", "rate", "burst", "key", "limit_mode", "enforce_percent",
+	"limit", "algorithm", "rate", "burst", "key", "limit_mode", "enforce_percent", "queue", "max_delay",
 	"capacity", "service_time", "outage", "latency",
 	"retry", "retries", "jitter", "budget", "gateway_retry", "gateway_retry_budget",
 	"gateway_max_in_flight", "gateway_adaptive",
@@ -76,7 +78,7 @@ func (r *Run) applyAll(ctx context.Context) error {
 // knobGroup names the set of knobs applied together: the limit's, the backend's.
 func knobGroup(name string) string {
 	switch name {
-	case "limit", "algorithm", "rate", "burst", "key", "limit_mode", "enforce_percent":
+	case "limit", "algorithm", "rate", "burst", "key", "limit_mode", "enforce_percent", "queue", "max_delay":
 		return "limit"
 	case "capacity", "service_time", "outage", "latency":
 		return "backend"
@@ -160,6 +162,7 @@ func (r *Run) applyLimit(ctx context.Context) error {
 		p := r.knobInt("enforce_percent")
 		l.EnforcePercent = &p
 	}
+	shapeLimit(&l, r.knob("queue"), r.knobInt("burst"), r.knob("max_delay"))
 	if err := r.sys.putLimit(ctx, l); err != nil {
 		return err
 	}

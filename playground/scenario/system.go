@@ -57,6 +57,15 @@ type adminLimit struct {
 	OnStoreFailure string `json:"on_store_failure,omitempty"`
 	Mode           string `json:"mode,omitempty"`
 	EnforcePercent *int   `json:"enforce_percent,omitempty"`
+	// Queue shapes instead of refusing (policy.Queue); nil refuses.
+	Queue *adminQueue `json:"queue,omitempty"`
+}
+
+// adminQueue is a gcra limit's queue in the admin API (policy.Queue).
+type adminQueue struct {
+	Size     int    `json:"size"`
+	MaxDelay string `json:"max_delay,omitempty"`
+	NoDelay  bool   `json:"nodelay,omitempty"`
 }
 
 // admin sends one admin API request; in, when not nil, is the JSON body and out, when not
