@@ -23,6 +23,8 @@ type labRequest struct {
 	Window     string   `json:"window"`
 	Burst      int      `json:"burst"`
 	Algorithms []string `json:"algorithms"`
+	// MaxDelay, a Go duration, adds the queue's line (lab.Config.MaxDelay); "" or "0s" none.
+	MaxDelay string `json:"max_delay"`
 }
 
 // labAnswer is what the lab page draws: the parsed trace (so times, keys and costs are read
@@ -89,6 +91,11 @@ func (in labRequest) parse() ([]lab.Request, lab.Config, error) {
 		return nil, cfg, problem.InvalidField("burst", "must not be negative (0 means the limit)")
 	}
 	cfg = lab.Config{Limit: in.Limit, Window: window, Burst: in.Burst}
+	if in.MaxDelay != "" {
+		if cfg.MaxDelay, err = time.ParseDuration(in.MaxDelay); err != nil || cfg.MaxDelay < 0 {
+			return nil, cfg, problem.InvalidField("max_delay", "want a duration such as 2s, or 0s for no queue")
+		}
+	}
 	for _, name := range in.Algorithms {
 		a, err := ratelimit.ParseAlgorithm(strings.TrimSpace(name))
 		if err != nil {

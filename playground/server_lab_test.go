@@ -101,6 +101,8 @@ func TestLabRejectsWhatTheCommandRejects(t *testing.T) {
 		{"empty trace", with("trace", "# nothing\n"), "trace", "no requests"},
 		{"too long a trace", with("trace", strings.Repeat("0\n", 20001)), "trace", "more than the 20000"},
 		{"unknown field", with("limt", 3), "limt", "unknown field"},
+		{"bad max delay", with("max_delay", "soon"), "max_delay", "duration"},
+		{"negative max delay", with("max_delay", "-1s"), "max_delay", "duration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -241,5 +243,40 @@ func TestLabOffersEverySampleTrace(t *testing.T) {
 	slices.Sort(offered)
 	if !reflect.DeepEqual(offered, present) {
 		t.Errorf("lab.html offers %v, want the files in web/traces %v", offered, present)
+	}
+}
+
+// TestLabShowsTheQueue: with a max delay the lab adds the queue's line, request by request:
+// forty at once into a queue of 20 at 10 a second pass one at once, delay 19 by 0.1 to
+// 1.9 s and refuse 20, where the gcra meter lets the same twenty through at once.
+func TestLabShowsTheQueue(t *testing.T) {
+	p := testkit.RunProcess(t, playground.Run, nil)
+	text, err := os.ReadFile(filepath.Join("web", "traces", "forty-at-once.trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, body := testkit.PostJSON(t, p.HTTPURL+"/api/lab", map[string]any{"trace": string(text), "limit": 10, "window": "1s",
+		"burst": 20, "max_delay": "2s", "algorithms": []string{"gcra"}})
+	if status != http.StatusOK {
+		t.Fatalf("POST /api/lab = %d %s, want 200", status, body)
+	}
+	var got labAnswer
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	if len(got.Results) != 2 || got.Results[1].Label != lab.QueueLabel {
+		t.Fatalf("results = %+v, want gcra then %s", got.Results, lab.QueueLabel)
+	}
+	var waited []float64
+	for i, d := range got.Results[1].Delays {
+		if d > 0 {
+			waited = append(waited, d)
+		}
+		if got.Results[1].Decisions[i] != got.Results[0].Decisions[i] {
+			t.Errorf("request %d: the queue decided %v, the meter %v; want the same requests served", i+1, got.Results[1].Decisions[i], got.Results[0].Decisions[i])
+		}
+	}
+	if got.Results[1].Allowed != 20 || len(waited) != 19 || waited[0] != 0.1 || waited[18] != 1.9 {
+		t.Errorf("queue allowed %d, waits %v; want 20, 19 of 0.1 s to 1.9 s", got.Results[1].Allowed, waited)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -22,13 +23,14 @@ import (
 // request with each algorithm's decision and remaining budget; with --json, all of it as JSON.
 func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	setUsage(fs, "usage: boxoffice lab --trace FILE --limit N --window DUR [--burst B] [--algorithms a,b,…] [--show totals|requests] [--json]\n\n"+
+	setUsage(fs, "usage: boxoffice lab --trace FILE --limit N --window DUR [--burst B] [--max-delay DUR] [--algorithms a,b,…] [--show totals|requests] [--json]\n\n"+
 		"FILE has one request per line, seconds[,key[,cost]]; '#' starts a comment.\n"+
 		"Sample traces are in playground/web/traces.\n")
 	tracePath := fs.String("trace", "", "the trace `file`")
 	limit := fs.Int("limit", 0, "requests (cost units) per window")
 	window := fs.Duration("window", 0, "the window, e.g. 1s or 1m")
 	burst := fs.Int("burst", 0, "token_bucket and gcra capacity (default: limit)")
+	maxDelay := fs.Duration("max-delay", 0, "add the line "+lab.QueueLabel+": a gcra whose queue of burst requests delays each by at most this")
 	algorithms := fs.String("algorithms", "", "comma-separated `list` to compare (default: all of "+names(ratelimit.Algorithms)+")")
 	show := fs.String("show", "totals", "the table to print: totals (a row per algorithm) or requests (a row per request); --json prints both")
 	asJSON := fs.Bool("json", false, "print JSON with every request's decision and remaining budget")
@@ -43,7 +45,10 @@ func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if *show != "totals" && *show != "requests" {
 		return fmt.Errorf("lab: --show %q: want totals or requests", *show)
 	}
-	cfg := lab.Config{Limit: *limit, Window: *window, Burst: *burst}
+	if *maxDelay < 0 {
+		return fmt.Errorf("lab: --max-delay %v: want 0 (no queue) or more", *maxDelay)
+	}
+	cfg := lab.Config{Limit: *limit, Window: *window, Burst: *burst, MaxDelay: *maxDelay}
 	if *algorithms != "" {
 		for name := range strings.SplitSeq(*algorithms, ",") {
 			a, err := ratelimit.ParseAlgorithm(strings.TrimSpace(name))
@@ -90,7 +95,7 @@ func printLabTotals(w io.Writer, results []lab.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "algorithm\tallowed\tdenied")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Algorithm, r.Allowed, r.Denied)
+		fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Name(), r.Allowed, r.Denied)
 	}
 	return tw.Flush()
 }
@@ -99,11 +104,14 @@ func printLabTotals(w io.Writer, results []lab.Result) error {
 // each algorithm whether it passed and the budget left after it.
 func printLabRequests(w io.Writer, trace []lab.Request, results []lab.Result) error {
 	fmt.Fprintln(w, "Each algorithm's column: allow or deny, then the budget remaining after the request.")
+	if slices.ContainsFunc(results, func(r lab.Result) bool { return r.Delays != nil }) {
+		fmt.Fprintln(w, lab.QueueLabel+": allow (at once), wait and the seconds waited, or deny, then the places left in the queue.")
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "#\ttime (s)\tkey\tcost")
 	for _, r := range results {
-		fmt.Fprintf(tw, "\t%s", r.Algorithm)
+		fmt.Fprintf(tw, "\t%s", r.Name())
 	}
 	fmt.Fprintln(tw)
 	for i, q := range trace {
@@ -114,7 +122,10 @@ func printLabRequests(w io.Writer, trace []lab.Request, results []lab.Result) er
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d", i+1, seconds(q.At), key, q.Cost)
 		for _, r := range results {
 			verdict := "deny"
-			if r.Decisions[i] {
+			switch {
+			case r.Decisions[i] && r.Delays != nil && r.Delays[i] > 0:
+				verdict = "wait " + strconv.FormatFloat(r.Delays[i], 'f', 3, 64)
+			case r.Decisions[i]:
 				verdict = "allow"
 			}
 			fmt.Fprintf(tw, "\t%s %d", verdict, r.Remaining[i])

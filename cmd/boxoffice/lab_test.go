@@ -42,6 +42,8 @@ func TestLabGolden(t *testing.T) {
 			"--algorithms", "token_bucket,gcra", "--show", "requests"}, "sustained.requests.golden"},
 		{"sliding estimate: 30 + 80 × 45/60 = 90", []string{"--trace", sample("sliding-estimate"), "--limit", "100", "--window", "1m",
 			"--algorithms", "sliding_counter,sliding_log", "--show", "requests"}, "sliding-estimate.requests.golden"},
+		{"forty at once: 20 at once, or 1 at once and 19 waiting", []string{"--trace", sample("forty-at-once"), "--limit", "10", "--window", "1s", "--burst", "20",
+			"--max-delay", "2s", "--algorithms", "gcra", "--show", "requests"}, "forty-at-once.requests.golden"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,11 +22,12 @@ async function loadPreset(name) {
   if (!resp.ok) throw new Error(`sample trace ${name}: ${resp.status}`);
   traceBox.value = await resp.text();
   // Each sample says in its comment which limit shows it best; the form starts from that.
-  const m = traceBox.value.match(/--limit (\d+) --window (\S+)(?: --burst (\d+))?/);
+  const m = traceBox.value.match(/--limit (\d+) --window (\S+)(?: --burst (\d+))?(?: --max-delay (\S+))?/);
   if (m) {
     form.limit.value = m[1];
     form.window.value = m[2].replace(/[:,.]$/, "");
     form.burst.value = m[3] ?? "0";
+    form.max_delay.value = (m[4] ?? "").replace(/[:,.]$/, "");
   }
 }
 
@@ -40,6 +41,7 @@ function request() {
     limit: Number(form.limit.value),
     window: form.window.value.trim(),
     burst: Number(form.burst.value || 0),
+    max_delay: form.max_delay.value.trim(),
     algorithms: chosenAlgorithms(),
   };
 }
@@ -47,6 +49,7 @@ function request() {
 function showCommand(req) {
   let cmd = `boxoffice lab --trace my.trace --limit ${req.limit} --window ${req.window}`;
   if (req.burst) cmd += ` --burst ${req.burst}`;
+  if (req.max_delay) cmd += ` --max-delay ${req.max_delay}`;
   if (req.algorithms.length && req.algorithms.length < algorithmsBox.querySelectorAll("input").length) {
     cmd += ` --algorithms ${req.algorithms.join(",")}`;
   }
@@ -79,11 +82,12 @@ async function replay() {
 function drawSummary({ requests, results }, req) {
   const box = document.getElementById("summary");
   clear(box);
-  box.append(el("p", {}, `${requests.length} requests, limit ${req.limit} per ${req.window}` + (req.burst ? `, burst ${req.burst}` : "") + "."));
+  box.append(el("p", {}, `${requests.length} requests, limit ${req.limit} per ${req.window}` + (req.burst ? `, burst ${req.burst}` : "") +
+    (req.max_delay ? `, a queue waiting at most ${req.max_delay}` : "") + "."));
   const table = el("table", { id: "summary-table" },
     el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "algorithm"), el("th", { scope: "col", class: "num" }, "allowed"), el("th", { scope: "col", class: "num" }, "denied"))),
-    el("tbody", {}, ...results.map((r) => el("tr", { "data-algorithm": r.algorithm },
-      el("th", { scope: "row" }, r.algorithm),
+    el("tbody", {}, ...results.map((r) => el("tr", { "data-algorithm": name(r) },
+      el("th", { scope: "row" }, name(r)),
       el("td", { class: "num" }, String(r.allowed)),
       el("td", { class: "num" }, String(r.denied))))));
   box.append(table);
@@ -95,7 +99,7 @@ function drawSummary({ requests, results }, req) {
 
 function drawCharts({ requests, results }) {
   const xs = requests.map((q) => q.at);
-  const names = results.map((r) => r.algorithm);
+  const names = results.map(name);
 
   const laneBox = document.getElementById("lanes");
   lanes?.plot.destroy();
@@ -113,10 +117,23 @@ function drawCharts({ requests, results }) {
     step: true,
     series: [
       { label: "sent", colour: colours.muted, dash: [6, 4] },
-      ...results.map((r, i) => ({ label: r.algorithm, colour: cycle[i % cycle.length] })),
+      ...results.map((r, i) => ({ label: name(r), colour: cycle[i % cycle.length] })),
     ],
   });
   cumulative.setData(xs, [requests.map((q) => (sent += q.cost)), ...results.map((r) => running(r.decisions))]);
+}
+
+// name is a line's name: the queue's label, or the algorithm.
+function name(r) {
+  return r.label || r.algorithm;
+}
+
+// verdict says what a line did with request i: allowed at once, waited its turn (the queue's
+// line), or denied.
+function verdict(r, i) {
+  if (!r.decisions[i]) return "✗ deny";
+  const wait = r.delays?.[i] ?? 0;
+  return wait > 0 ? `⏳ wait ${wait.toFixed(3)} s` : "✓ allow";
 }
 
 function drawDecisions({ requests, results }) {
@@ -124,7 +141,7 @@ function drawDecisions({ requests, results }) {
   clear(box);
   const head = el("tr", {}, el("th", { scope: "col", class: "num" }, "#"), el("th", { scope: "col", class: "num" }, "time (s)"),
     el("th", { scope: "col" }, "key"), el("th", { scope: "col", class: "num" }, "cost"),
-    ...results.map((r) => el("th", { scope: "col" }, r.algorithm)));
+    ...results.map((r) => el("th", { scope: "col" }, name(r))));
   const rows = requests.map((q, i) => {
     const flags = results.map((r) => r.decisions[i]);
     const disagree = flags.some((f) => f !== flags[0]);
@@ -132,7 +149,7 @@ function drawDecisions({ requests, results }) {
       el("td", { class: "num" }, String(i + 1)), el("td", { class: "num" }, q.at.toFixed(3)),
       el("td", {}, q.key || "(none)"), el("td", { class: "num" }, String(q.cost)),
       ...results.map((r, j) => el("td", { class: flags[j] ? "allowed" : "denied" },
-        `${flags[j] ? "✓ allow" : "✗ deny"} ${r.remaining[i]}`)));
+        `${verdict(r, i)} ${r.remaining[i]}`)));
   });
   box.append(el("table", { id: "decision-table" }, el("thead", {}, head), el("tbody", {}, ...rows)));
 }

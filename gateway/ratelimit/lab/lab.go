@@ -86,6 +86,9 @@ type Config struct {
 	Burst int
 	// Algorithms to compare, in order; nil means all of them.
 	Algorithms []ratelimit.Algorithm
+	// MaxDelay, above 0, adds the line QueueLabel after them: a gcra that queues (Burst its
+	// size) with this max delay, whose requests pass at once, wait their turn or are refused.
+	MaxDelay time.Duration
 }
 
 // Result is one algorithm's replay of a trace.
@@ -101,6 +104,19 @@ type Result struct {
 	Remaining []int `json:"remaining"`
 	// Note says how this algorithm read the trace differently from the others, if it did.
 	Note string `json:"note,omitempty"`
+	// Label names a line that is not an algorithm alone (QueueLabel); "" means Algorithm.
+	Label string `json:"label,omitempty"`
+	// Delays holds, for the queue's line, the seconds each request waited its turn, in trace
+	// order: 0 for one that passed at once or was refused.
+	Delays []float64 `json:"delays,omitempty"`
+}
+
+// Name is the line's name: its label, else its algorithm.
+func (r Result) Name() string {
+	if r.Label != "" {
+		return r.Label
+	}
+	return string(r.Algorithm)
 }
 
 // NoteConcurrencyCost is the Note of a concurrency replay whose trace has a request costing
@@ -118,32 +134,54 @@ func Replay(trace []Request, cfg Config) ([]Result, error) {
 	if len(algs) == 0 {
 		algs = ratelimit.Algorithms
 	}
-	results := make([]Result, 0, len(algs))
+	results := make([]Result, 0, len(algs)+1)
 	for _, a := range algs {
-		rule := ratelimit.Rule{ID: string(a), Algorithm: a, Limit: cfg.Limit, Window: cfg.Window, Burst: cfg.Burst}
-		if err := rule.Validate(); err != nil {
+		res, err := replay(trace, ratelimit.Rule{ID: string(a), Algorithm: a, Limit: cfg.Limit, Window: cfg.Window, Burst: cfg.Burst})
+		if err != nil {
 			return nil, err
 		}
-		var now time.Time
-		mem := ratelimit.NewMemory(clock.Func(func() time.Time { return now }))
-		res := Result{Algorithm: a, Decisions: make([]bool, len(trace)), Remaining: make([]int, len(trace))}
-		for i, q := range trace {
-			if a == ratelimit.Concurrency && q.Cost > 1 {
-				res.Note = NoteConcurrencyCost
-			}
-			now = time.UnixMicro(0).Add(q.At)
-			d, err := mem.Allow(context.Background(), []ratelimit.Request{{Rule: rule, Key: q.Key, Cost: q.Cost}})
-			if err != nil {
-				return nil, fmt.Errorf("%s: request %d: %w", a, i+1, err)
-			}
-			res.Decisions[i], res.Remaining[i] = d.Allowed, d.Remaining
-			if d.Allowed {
-				res.Allowed++
-			} else {
-				res.Denied++
-			}
+		results = append(results, res)
+	}
+	if cfg.MaxDelay > 0 {
+		res, err := replayQueue(trace, cfg)
+		if err != nil {
+			return nil, err
 		}
 		results = append(results, res)
 	}
 	return results, nil
+}
+
+// replay runs trace through rule on an in-memory limiter of its own and a virtual clock.
+func replay(trace []Request, rule ratelimit.Rule) (Result, error) {
+	if err := rule.Validate(); err != nil {
+		return Result{}, err
+	}
+	a := rule.Algorithm
+	var now time.Time
+	mem := ratelimit.NewMemory(clock.Func(func() time.Time { return now }))
+	res := Result{Algorithm: a, Decisions: make([]bool, len(trace)), Remaining: make([]int, len(trace))}
+	if rule.MaxDelay > 0 {
+		res.Delays = make([]float64, len(trace))
+	}
+	for i, q := range trace {
+		if a == ratelimit.Concurrency && q.Cost > 1 {
+			res.Note = NoteConcurrencyCost
+		}
+		now = time.UnixMicro(0).Add(q.At)
+		d, err := mem.Allow(context.Background(), []ratelimit.Request{{Rule: rule, Key: q.Key, Cost: q.Cost}})
+		if err != nil {
+			return Result{}, fmt.Errorf("%s: request %d: %w", rule.ID, i+1, err)
+		}
+		res.Decisions[i], res.Remaining[i] = d.Allowed, d.Remaining
+		if res.Delays != nil {
+			res.Delays[i] = d.Delay.Seconds()
+		}
+		if d.Allowed {
+			res.Allowed++
+		} else {
+			res.Denied++
+		}
+	}
+	return res, nil
 }

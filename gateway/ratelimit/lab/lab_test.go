@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -85,5 +86,36 @@ func TestReplayConcurrencyIgnoresCost(t *testing.T) {
 	ones := []Request{{At: 0, Key: "a", Cost: 1}}
 	if got, _ := Replay(ones, Config{Limit: 3, Window: time.Second, Algorithms: []ratelimit.Algorithm{ratelimit.Concurrency}}); got[0].Note != "" {
 		t.Errorf("Replay of cost-1 requests: concurrency note %q, want none", got[0].Note)
+	}
+}
+
+// TestReplayQueue: with a max delay the lab adds the queue's line, whose every request
+// passed at once, waited its turn, or was refused: forty at once into a queue of 20 at 10 a
+// second pass one, delay 19 by 0.1 to 1.9 s and refuse 20.
+func TestReplayQueue(t *testing.T) {
+	trace := make([]Request, 40)
+	for i := range trace {
+		trace[i] = Request{Key: "fan", Cost: 1}
+	}
+	results, err := Replay(trace, Config{Limit: 10, Window: time.Second, Burst: 20, MaxDelay: 2 * time.Second,
+		Algorithms: []ratelimit.Algorithm{ratelimit.GCRA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 || results[0].Name() != "gcra" || results[1].Name() != QueueLabel {
+		t.Fatalf("lines = %d, want gcra then %s", len(results), QueueLabel)
+	}
+	meter, queue := results[0], results[1]
+	if meter.Allowed != 20 || meter.Delays != nil {
+		t.Errorf("gcra allowed %d with delays %v, want 20 and none: a meter does not delay", meter.Allowed, meter.Delays)
+	}
+	for i, d := range queue.Delays {
+		want := 0.0
+		if i < 20 {
+			want = float64(i) / 10
+		}
+		if queue.Decisions[i] != (i < 20) || math.Abs(d-want) > 1e-9 {
+			t.Errorf("request %d: allowed %v after %vs, want %v after %vs", i+1, queue.Decisions[i], d, i < 20, want)
+		}
 	}
 }
