@@ -368,7 +368,7 @@ func ValidateLimit(at string, l Limit) error {
 	if p := l.EnforcePercent; p != nil && (*p < 0 || *p > 100) {
 		return fieldErr(field("enforce_percent"), "%d: want 0 to 100", *p)
 	}
-	if err := validateQueue(field, l, alg); err != nil {
+	if err := validateQueue(field, l, alg, limit, window); err != nil {
 		return err
 	}
 	if err := validateHotKey(field, l, alg, limit); err != nil {

@@ -399,7 +399,7 @@ func TestCompileQueue(t *testing.T) {
 		wantJSONHas string
 	}{
 		{"delay", "queue: {size: 20, max_delay: 2s},", 20, 2 * time.Second, `"queue":{"size":20,"max_delay":"2s"}`},
-		{"bounded by the size", "queue: {size: 20},", 20, ratelimit.MaxWindow, `"queue":{"size":20}`},
+		{"bounded by the size", "queue: {size: 5},", 5, ratelimit.MaxWindow, `"queue":{"size":5}`},
 		{"nodelay", "queue: {size: 401, nodelay: true},", 401, 0, `"queue":{"size":401,"nodelay":true}`},
 	}
 	for _, tt := range tests {
@@ -432,7 +432,9 @@ func TestCompileQueueNamesTheField(t *testing.T) {
 		{"nodelay with a delay", gcra + " queue: {size: 5, max_delay: 1s, nodelay: true},", "queue.max_delay"},
 		{"leased", gcra + " lease: 2, queue: {size: 5, max_delay: 1s},", "lease"},
 		{"sharded", gcra + " shards: 2, queue: {size: 5},", "shards"},
-		{"size too large", gcra + " queue: {size: 1125899906842624},", "queue.size"},
+		{"size too large", gcra + " queue: {size: 1125899906842624, max_delay: 1s},", "queue.size"},
+		{"a wait past the clients' timeouts", gcra + " queue: {size: 20},", "queue.size"},
+		{"a max delay past them", gcra + " queue: {size: 20, max_delay: 31s},", "queue.max_delay"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

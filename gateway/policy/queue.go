@@ -1,8 +1,15 @@
 package policy
 
 import (
+	"time"
+
 	"boxoffice.dev/gateway/ratelimit"
 )
+
+// MaxQueueWait bounds the longest wait a queue may give: a held request must still be
+// answered within the clients' timeouts, the edge's (35 s) and the gateway's own write
+// timeout (60 s), with room left for the service's answer.
+const MaxQueueWait = 30 * time.Second
 
 // Queue makes a gcra limit shape its traffic rather than refuse the excess: the leaky bucket
 // as a queue (docs/lessons/algorithms.md, "Throttling by delay"). A request over the rate
@@ -24,8 +31,9 @@ type Queue struct {
 	NoDelay bool `yaml:"nodelay" json:"nodelay,omitempty"`
 }
 
-// validateQueue checks a limit's queue against its algorithm and burst, as Queue describes it.
-func validateQueue(field func(string) string, l Limit, alg ratelimit.Algorithm) error {
+// validateQueue checks a limit's queue against its algorithm, burst and rate (limit per
+// window), as Queue describes it.
+func validateQueue(field func(string) string, l Limit, alg ratelimit.Algorithm, limit int, window time.Duration) error {
 	q := l.Queue
 	switch {
 	case q == nil:
@@ -40,6 +48,16 @@ func validateQueue(field func(string) string, l Limit, alg ratelimit.Algorithm) 
 		return fieldErr(field("queue.max_delay"), "%v: want 0 (the size bounds the wait) or more", q.MaxDelay)
 	case q.NoDelay && q.MaxDelay != 0:
 		return fieldErr(field("queue.max_delay"), "with nodelay nothing waits: leave max_delay out")
+	case q.NoDelay:
+		return nil
+	}
+	// The last place of a full queue waits size − 1 intervals, unless max_delay cuts it.
+	interval := max(1, window/time.Duration(limit))
+	switch {
+	case q.MaxDelay > Duration(MaxQueueWait):
+		return fieldErr(field("queue.max_delay"), "%v: want at most %v, so that a held request is still answered within its clients' timeouts", q.MaxDelay.D(), MaxQueueWait)
+	case q.MaxDelay == 0 && time.Duration(q.Size-1) > MaxQueueWait/interval:
+		return fieldErr(field("queue.size"), "%d at one every %v: the last would wait more than %v; want a smaller queue, or a max_delay", q.Size, interval, MaxQueueWait)
 	}
 	return nil
 }
