@@ -132,7 +132,7 @@ func (g *gateway) record(rec *recorder, r *http.Request, ex *exchange, ended out
 	m := g.metrics
 	m.requests.Add(ctx, 1, m.attrs.get(attrKey{route, "method", method(r.Method), "code", status}))
 	m.duration.Record(ctx, took.Seconds(), m.attrs.get(attrKey{route, "outcome", string(why), "", 0}))
-	if ex.outcome != proceed && ex.outcome != outcomeIndex {
+	if ex.outcome != proceed && ex.outcome != outcomeIndex && ex.outcome != outcomeQueueLeft { // the client left: no answer
 		m.rejections.Add(ctx, 1, m.attrs.get(attrKey{route, "reason", string(ex.outcome), "", 0}))
 	}
 	if !g.log.Enabled(ctx, slog.LevelInfo) {

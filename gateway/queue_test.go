@@ -134,7 +134,7 @@ func TestShapedRouteFortyAtOnce(t *testing.T) {
 // TestShapedRouteWaitEnds: a request whose client leaves while it waits, or whose deadline
 // comes before its turn, never reaches the service; its place stays spent.
 func TestShapedRouteWaitEnds(t *testing.T) {
-	h, fw, logs, _ := shapedGateway(t, "{size: 20, max_delay: 2s}")
+	h, fw, logs, reader := shapedGateway(t, "{size: 20, max_delay: 2s}")
 	call := func(ctx context.Context) int {
 		r := httptest.NewRequest("GET", "/v1/shaped", nil).WithContext(ctx)
 		w := httptest.NewRecorder()
@@ -170,5 +170,9 @@ func TestShapedRouteWaitEnds(t *testing.T) {
 			t.Errorf("access log outcomes %v, want %v", outcomes, want)
 			break
 		}
+	}
+	// The 503 is the gateway's own answer; a client that left got none.
+	if got := counterSum(t, reader, "gateway.rejections"); got != 1 {
+		t.Errorf("gateway.rejections = %d, want 1: the 503, not the client that left", got)
 	}
 }

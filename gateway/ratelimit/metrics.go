@@ -202,7 +202,7 @@ func (m *metrics) decided(ctx context.Context, res Result, took time.Duration) {
 			continue
 		}
 		outcome := outcomeOf(d)
-		if outcome == "allowed" && d.Delay > 0 && res.Allowed {
+		if outcome == "allowed" && d.Delay > 0 && res.Allowed && d.Mode != Shadow { // a shadow queue delays nothing
 			outcome = "delayed"
 			m.queueDelay.Record(ctx, d.Delay.Seconds(), metric.WithAttributes(attribute.String("rule", d.Rule)))
 		}

@@ -365,7 +365,8 @@ type Decision struct {
 
 // Result holds the effective decision for a request and each rule's own decision, in request
 // order. The effective decision is the most restrictive enforced one: when denied, the
-// denial with the longest RetryAfter; when allowed, the rule closest to exhaustion.
+// denial with the longest RetryAfter; when allowed, the rule closest to exhaustion, with the
+// longest Delay of the enforced rules (the request waits for its last turn).
 type Result struct {
 	Decision
 	Rules []Decision
