@@ -30,6 +30,10 @@ type Pacer struct {
 	// MaxWait, when positive, bounds how long Wait waits: a request whose budget would not
 	// be back in time is refused at once with ErrTooLong, rather than sent late.
 	MaxWait time.Duration
+	// Margin is added to every wait for a unit: the server's budget counts from when a
+	// request reaches it, later than the pacer's by a delay that varies from one request to
+	// the next. 0 means 10ms, a loopback's or a data centre's jitter; raise it across a WAN.
+	Margin time.Duration
 
 	mu      sync.Mutex
 	budgets map[string]*budget
@@ -97,17 +101,25 @@ func (p *Pacer) Wait(ctx context.Context) (Ticket, error) {
 }
 
 // need is how long a request must wait at now: until Retry-After ends and the slowest
-// budget has a unit. Callers hold mu.
+// budget has a unit (and the margin). Callers hold mu.
 func (p *Pacer) need(now time.Time) time.Duration {
 	need := p.blocked.Sub(now)
 	if !p.answered && p.inFlight > 0 {
 		need = max(need, probeWait)
 	}
+	margin := p.Margin
+	if margin <= 0 {
+		margin = defaultMargin
+	}
 	for _, b := range p.budgets {
-		need = max(need, b.need(now, p.inFlight))
+		if d := b.need(now, p.inFlight); d > 0 {
+			need = max(need, d+margin)
+		}
 	}
 	return need
 }
+
+const defaultMargin = 10 * time.Millisecond
 
 // observe applies an answer: Retry-After on a 429 or 503, and the RateLimit fields when they
 // parse. Malformed fields are ignored whole.
@@ -179,11 +191,13 @@ type budget struct {
 	reset       time.Time
 }
 
-// set takes an answer's r for this policy: what the server had left after the request,
-// less the requests still in flight (some may be counted in r already: the pessimistic
-// reading). An answer only ever lowers a budget the pacer already holds, which then refills
-// at the policy's rate: answers overtake one another, and an r older than the latest
-// spending would give back what was spent. counted is false for a refused request.
+// set takes an answer's r for this policy: the whole units the server had left after the
+// request (counted is false for a refused one). The first answer sets the budget to r less
+// the requests still in flight (some may be counted in r already: the pessimistic reading).
+// Later answers only lower it, when it is above what the server can have, r+1 less those
+// in flight: between answers the budget follows the server's own refill, and an r rounded
+// down, or older than the latest spending (answers overtake one another), would only take
+// back units the server still holds.
 func (b *budget) set(now time.Time, l Limit, counted bool, quota, rate float64, inFlight int) {
 	r := float64(l.Remaining)
 	if counted {
@@ -193,7 +207,7 @@ func (b *budget) set(now time.Time, l Limit, counted bool, quota, rate float64, 
 	}
 	tokens := r - float64(inFlight)
 	if !b.at.IsZero() {
-		tokens = min(tokens, b.level(now, inFlight))
+		tokens = min(b.level(now, inFlight), r+1-float64(inFlight))
 	}
 	b.quota, b.rate = quota, rate
 	b.tokens, b.at, b.reset = tokens, now, now.Add(l.Reset)
