@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"boxoffice.dev/platform/pace"
 )
 
 // Behaviour is how a simulated client reacts to a failed attempt (a 429, a 5xx, a timeout or
@@ -30,6 +32,10 @@ type Behaviour struct {
 	// client. It is shared by every request the Behaviour's Budget tracks.
 	Budget        float64
 	BudgetReserve float64
+	// Pace waits before every attempt for the budget the server's RateLimit fields leave
+	// (a pace.Pacer per client, Stream.Pacer), so that the client stops before the 429
+	// rather than after it.
+	Pace bool
 }
 
 // The policy names a scenario or a knob may use.
@@ -39,10 +45,11 @@ const (
 	PolicyBackoff       = "backoff"        // N retries, exponential back-off with full jitter
 	PolicyRetryAfter    = "retry-after"    // backoff, and never before Retry-After
 	PolicyBackoffBudget = "backoff-budget" // retry-after, within a 10% retry budget
+	PolicyPace          = "pace"           // retry-after, and paced from the RateLimit fields
 )
 
 // Policies lists the policy names in order of sophistication.
-var Policies = []string{PolicyNone, PolicyNaive, PolicyBackoff, PolicyRetryAfter, PolicyBackoffBudget}
+var Policies = []string{PolicyNone, PolicyNaive, PolicyBackoff, PolicyRetryAfter, PolicyBackoffBudget, PolicyPace}
 
 // Policy returns the named Behaviour with retries retries (0 means 3). "" means none.
 // The back-off starts at 100ms and is capped at 2s: long enough to spread a crowd of
@@ -66,8 +73,12 @@ func Policy(name string, retries int) (Behaviour, error) {
 		backoff.RetryAfter = true
 		backoff.Budget = 0.1
 		return backoff, nil
+	case PolicyPace:
+		backoff.RetryAfter = true
+		backoff.Pace = true
+		return backoff, nil
 	}
-	return Behaviour{}, fmt.Errorf("retry policy %q: want one of none, naive, backoff, retry-after, backoff-budget", name)
+	return Behaviour{}, fmt.Errorf("retry policy %q: want one of %s", name, strings.Join(Policies, ", "))
 }
 
 // Pause is how long to wait before retry number n (1 for the first retry) after an attempt
@@ -85,7 +96,7 @@ func (b Behaviour) Pause(n int, resp *http.Response, now time.Time, rnd func() f
 		}
 	}
 	if b.RetryAfter && resp != nil {
-		if ra, ok := RetryAfter(resp.Header, now); ok {
+		if ra, ok := pace.RetryAfter(resp.Header, now); ok {
 			limit := b.MaxRetryAfter
 			if limit <= 0 {
 				limit = 30 * time.Second
@@ -113,21 +124,6 @@ func Retryable(o Outcome) bool {
 		return true
 	}
 	return false
-}
-
-// RetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
-func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // Budget is a retry budget: every request deposits Ratio of a token, every retry spends one,

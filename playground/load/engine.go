@@ -10,11 +10,12 @@
 //
 // A Stream is one source of traffic with its own rate; each arrival runs the stream's Job,
 // which sends one request or a whole journey through a Client that applies the client
-// behaviour (retries, back-off, jitter, Retry-After, a retry budget) and records every
-// attempt.
+// behaviour (retries, back-off, jitter, Retry-After, a retry budget, pacing from the
+// RateLimit fields) and records every attempt.
 package load
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"boxoffice.dev/platform/clock"
+	"boxoffice.dev/platform/pace"
 )
 
 // Engine sends the arrivals of one or more Streams. Set its fields before Run; nil and zero
@@ -74,6 +76,10 @@ type Stream struct {
 	// Budget is the stream's retry budget, set to each request's Behaviour.Budget as it
 	// starts; nil makes one for the run.
 	Budget *Budget
+	// Pacer returns the pacer of arrival n's client, for a Behaviour that paces: one per
+	// simulated client, since each paces from the budget the server reports to it. Nil means
+	// one for the whole stream, for the run, waiting at most Timeout.
+	Pacer func(n int64) *pace.Pacer
 	// Job is what one arrival does; n counts the stream's arrivals from 0.
 	Job func(ctx context.Context, c *Client, n int64)
 }
@@ -139,6 +145,10 @@ func (e *Engine) Run(ctx context.Context, d time.Duration, streams ...Stream) er
 	for _, s := range streams {
 		if s.Budget == nil {
 			s.Budget = NewBudget(0, 0)
+		}
+		if s.Pacer == nil {
+			p := &pace.Pacer{Clock: clock.Func(e.Now), Sleep: e.Sleep, MaxWait: e.Timeout}
+			s.Pacer = func(int64) *pace.Pacer { return p }
 		}
 		schedulers.Go(func() {
 			err := e.schedule(ctx, d, s, &arrivals, &jobs)
@@ -233,6 +243,9 @@ func (e *Engine) arrive(ctx context.Context, s Stream, n int64, at time.Time, jo
 	if s.Behaviour != nil {
 		c.behaviour = s.Behaviour()
 	}
+	if c.behaviour.Pace {
+		c.pacer = s.Pacer(n)
+	}
 	s.Budget.Set(c.behaviour.Budget, c.behaviour.BudgetReserve)
 	jobs.Go(func() {
 		defer e.inFlight.Add(-1)
@@ -247,6 +260,8 @@ type Client struct {
 	stream    string
 	behaviour Behaviour
 	budget    *Budget
+	// pacer is the client's, when its behaviour paces; nil otherwise.
+	pacer *pace.Pacer
 	// due is when the job's arrival was scheduled, until its first attempt is sent; zero
 	// after.
 	due time.Time
@@ -288,13 +303,31 @@ func (c *Client) Do(ctx context.Context, build func(ctx context.Context) (*http.
 
 // Once sends one attempt, never retried (a poll, a step whose failure the job handles).
 func (c *Client) Once(ctx context.Context, build func(ctx context.Context) (*http.Request, error)) *Response {
-	return c.do(ctx, Behaviour{}, build)
+	return c.do(ctx, Behaviour{Pace: c.behaviour.Pace}, build)
 }
+
+// CounterPacedOut counts the requests a pacing client gave up on before sending them: its
+// budget would not be back within the engine's Timeout.
+const CounterPacedOut = "paced_out"
 
 func (c *Client) do(ctx context.Context, b Behaviour, build func(ctx context.Context) (*http.Request, error)) *Response {
 	c.budget.Request()
+	var last *Response
 	for attempt := 0; ; attempt++ {
+		var ticket pace.Ticket
+		if b.Pace && c.pacer != nil {
+			t, err := c.pacer.Wait(ctx)
+			if err != nil && ctx.Err() != nil { // the job is cut off: nothing to record
+				return cmp.Or(last, &Response{Outcome: failure(ctx, err)})
+			}
+			if err != nil {
+				return c.pacedOut(attempt == 0, last)
+			}
+			ticket = t
+		}
 		resp := c.attempt(ctx, build, attempt == 0)
+		ticket.Done(resp.Status, resp.Header)
+		last = resp
 		if resp.Outcome == OK {
 			c.e.Recorder.Succeeded(c.stream)
 			return resp
@@ -313,6 +346,18 @@ func (c *Client) do(ctx context.Context, b Behaviour, build func(ctx context.Con
 			return resp
 		}
 	}
+}
+
+// pacedOut records a request the pacer would not let go in time: never sent, so Dropped
+// when it is the first attempt; a retry is simply not made, and last stands.
+func (c *Client) pacedOut(first bool, last *Response) *Response {
+	c.e.Recorder.Count(CounterPacedOut, 1)
+	if !first {
+		return last
+	}
+	c.e.Recorder.Sent(c.stream, true)
+	c.e.Recorder.Done(c.stream, Dropped, 0)
+	return &Response{Outcome: Dropped}
 }
 
 // attempt sends one request within the engine's timeout and records it.

@@ -245,35 +245,6 @@ func TestBudgetCapsRetries(t *testing.T) {
 	}
 }
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name, header string
-		want         time.Duration
-		ok           bool
-	}{
-		{"seconds", "7", 7 * time.Second, true},
-		{"zero", "0", 0, true},
-		{"http date", now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
-		{"past date", now.Add(-time.Minute).Format(http.TimeFormat), 0, true},
-		{"absent", "", 0, false},
-		{"garbage", "soon", 0, false},
-		{"negative", "-3", 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := http.Header{}
-			if tt.header != "" {
-				h.Set("Retry-After", tt.header)
-			}
-			got, ok := RetryAfter(h, now)
-			if got != tt.want || ok != tt.ok {
-				t.Errorf("RetryAfter(%q) = %v, %v, want %v, %v", tt.header, got, ok, tt.want, tt.ok)
-			}
-		})
-	}
-}
-
 func TestTooManyCountsTheViolatedPolicies(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/problem+json")

@@ -20,7 +20,7 @@ const (
 	ClientError                   // any other 4xx
 	Timeout                       // the client gave up waiting
 	TransportError                // no response: refused, reset
-	Dropped                       // never sent: the engine's in-flight bound was reached
+	Dropped                       // never sent: the engine's in-flight bound was reached, or a pacing client gave up
 )
 
 // Classify maps a status code to its Outcome.
