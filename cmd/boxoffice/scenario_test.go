@@ -33,7 +33,7 @@ func TestScenarioListNamesEveryScenario(t *testing.T) {
 // every knob it turned.
 func TestScenarioRunMeetsEveryExpectation(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs every scenario for about three minutes")
+		t.Skip("runs every scenario for about four minutes")
 	}
 	ep := startUp(t)
 	dir := t.TempDir()
@@ -46,6 +46,7 @@ func TestScenarioRunMeetsEveryExpectation(t *testing.T) {
 		{"rate-limiter", "noisy-neighbour"},
 		{"rate-limiter", "shedding"},
 		{"rate-limiter", "rollout"},
+		{"rate-limiter", "client-pacing"},
 		{"retry-storm", "outage"},
 		{"flash-sale", "on-sale"},
 		// Last: it kills the store the others use (and restarts it).

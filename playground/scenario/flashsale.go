@@ -166,7 +166,7 @@ func (fs *flashSale) job(r *Run, s *stream) func(ctx context.Context, c *load.Cl
 	}
 	attempts := max(spec.HoldAttempts, 1)
 	return func(ctx context.Context, c *load.Client, n int64) {
-		id := s.ids[int(n%int64(len(s.ids)))]
+		id := s.ids[s.identity(n)]
 		send := func(method, url string, body any, hdr map[string]string) *load.Response {
 			return c.Once(ctx, func(ctx context.Context) (*http.Request, error) {
 				var b []byte

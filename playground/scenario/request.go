@@ -33,7 +33,7 @@ func (requestDriver) job(r *Run, s *stream) func(ctx context.Context, c *load.Cl
 		}
 	}
 	return func(ctx context.Context, c *load.Client, n int64) {
-		i := int(n % int64(len(s.ids)))
+		i := s.identity(n)
 		id, body := s.ids[i], bodies[i]
 		c.Do(ctx, func(ctx context.Context) (*http.Request, error) {
 			var rd io.Reader

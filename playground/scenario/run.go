@@ -17,6 +17,7 @@ import (
 	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/control"
 	"boxoffice.dev/platform/logging"
+	"boxoffice.dev/platform/pace"
 	"boxoffice.dev/playground/load"
 )
 
@@ -113,6 +114,9 @@ type stream struct {
 	StreamSpec
 	ids []load.Identity
 }
+
+// identity is the index in ids of the identity arrival n sends as: each in turn.
+func (s *stream) identity(n int64) int { return int(n % int64(len(s.ids))) }
 
 // driver is what a scenario's arrivals do beyond the load engine: set-up before the run,
 // one arrival's job, the counters polled every second, and the final tally.
@@ -264,7 +268,7 @@ func (r *Run) run(ctx context.Context) {
 		for _, s := range r.streams {
 			streams = append(streams, load.Stream{
 				Name: s.Name, Rate: r.rateFunc(s), Behaviour: r.behaviour, Budget: r.budget(s.Name),
-				Job: r.driver.job(r, s),
+				Pacer: r.pacers(s), Job: r.driver.job(r, s),
 			})
 		}
 		err := r.eng.Run(jobsCtx, r.total, streams...)
@@ -382,6 +386,26 @@ func (r *Run) behaviour() load.Behaviour {
 	}
 	return b
 }
+
+// pacers gives each of the stream's identities a pacer of its own, for the run: a simulated
+// client paces from the budget the gateway reports to it, and keeps what it learnt from
+// one request to the next.
+func (r *Run) pacers(s *stream) func(n int64) *pace.Pacer {
+	if len(s.ids) == 0 {
+		return nil // the engine's own, one for the stream
+	}
+	ps := make([]*pace.Pacer, len(s.ids))
+	for i := range ps {
+		ps[i] = &pace.Pacer{Clock: clock.Func(r.o.Now), Sleep: r.o.Sleep, MaxWait: min(paceMaxWait, r.eng.Timeout)}
+	}
+	return func(n int64) *pace.Pacer { return ps[s.identity(n)] }
+}
+
+// paceMaxWait is how long a simulated pacing client waits for its budget before it gives
+// the request up unsent: about what a person waits on a page before trying something else.
+// Offered more than its limit, it gives up the excess either way; a longer wait only adds
+// to the latency of what it sends.
+const paceMaxWait = time.Second
 
 // budget is the stream's retry budget, one per stream for the whole run.
 func (r *Run) budget(name string) *load.Budget {
