@@ -32,7 +32,8 @@ type Pacer struct {
 	MaxWait time.Duration
 	// Margin is added to every wait for a unit: the server's budget counts from when a
 	// request reaches it, later than the pacer's by a delay that varies from one request to
-	// the next. 0 means 10ms, a loopback's or a data centre's jitter; raise it across a WAN.
+	// the next. 0 means 50ms, a busy machine's or a data centre's jitter. It costs latency,
+	// not rate: the budget refills during it, and what it gained is spent next.
 	Margin time.Duration
 
 	mu      sync.Mutex
@@ -119,7 +120,7 @@ func (p *Pacer) need(now time.Time) time.Duration {
 	return need
 }
 
-const defaultMargin = 10 * time.Millisecond
+const defaultMargin = 50 * time.Millisecond
 
 // observe applies an answer: Retry-After on a 429 or 503, and the RateLimit fields when they
 // parse. Malformed fields are ignored whole.
@@ -192,12 +193,12 @@ type budget struct {
 }
 
 // set takes an answer's r for this policy: the whole units the server had left after the
-// request (counted is false for a refused one). The first answer sets the budget to r less
-// the requests still in flight (some may be counted in r already: the pessimistic reading).
-// Later answers only lower it, when it is above what the server can have, r+1 less those
-// in flight: between answers the budget follows the server's own refill, and an r rounded
-// down, or older than the latest spending (answers overtake one another), would only take
-// back units the server still holds.
+// request (counted is false for a refused one), less the requests still in flight (some
+// may be counted in r already: the pessimistic reading, since requests sent together reach
+// the server in any order). The first answer sets the budget. A later one resets it only
+// when it holds more than the server can, r+1 less those in flight: between answers the
+// budget follows the server's own refill, and an r rounded down, or overtaken by a newer
+// answer, would take back units the server still holds.
 func (b *budget) set(now time.Time, l Limit, counted bool, quota, rate float64, inFlight int) {
 	r := float64(l.Remaining)
 	if counted {
@@ -207,7 +208,9 @@ func (b *budget) set(now time.Time, l Limit, counted bool, quota, rate float64, 
 	}
 	tokens := r - float64(inFlight)
 	if !b.at.IsZero() {
-		tokens = min(b.level(now, inFlight), r+1-float64(inFlight))
+		if lvl := b.level(now, inFlight); lvl <= tokens+1 {
+			tokens = lvl
+		}
 	}
 	b.quota, b.rate = quota, rate
 	b.tokens, b.at, b.reset = tokens, now, now.Add(l.Reset)
