@@ -130,7 +130,7 @@ type FlashSaleSpec struct {
 type ClientSpec struct {
 	// Timeout bounds every attempt; 0 means 2s.
 	Timeout Duration `yaml:"timeout" json:"timeout"`
-	// Retry is a policy name: none, naive, backoff, retry-after, backoff-budget.
+	// Retry is a policy name: none, naive, backoff, retry-after, backoff-budget, pace.
 	Retry string `yaml:"retry" json:"retry"`
 	// Retries is N for the retrying policies; 0 means 3.
 	Retries int `yaml:"retries" json:"retries"`
