@@ -163,12 +163,19 @@ func (p *Pacer) observe(status int, h http.Header) {
 		}
 		b := p.budgets[l.Name]
 		if b == nil {
+			if len(p.budgets) >= maxBudgets {
+				continue
+			}
 			b = &budget{}
 			p.budgets[l.Name] = b
 		}
 		b.set(now, l, status != http.StatusTooManyRequests, quota, rate, p.inFlight)
 	}
 }
+
+// maxBudgets bounds the policies a pacer keeps: a server naming more is not believed past
+// them, and cannot make the pacer's memory grow without end.
+const maxBudgets = 64
 
 func indexPolicy(ps []Policy, name string) int {
 	for i, p := range ps {
@@ -190,6 +197,10 @@ type budget struct {
 	// counted). The capacity is the smaller: a bucket whose burst is below q never holds q.
 	quota, seen float64
 	reset       time.Time
+	// held stops the refill from a spending that emptied a full budget until the next
+	// answer: a full bucket does not save up time, so the server's refill restarts when the
+	// request reaches it, which only its answer bounds.
+	held bool
 }
 
 // set takes an answer's r for this policy: the whole units the server had left after the
@@ -214,6 +225,7 @@ func (b *budget) set(now time.Time, l Limit, counted bool, quota, rate float64, 
 	}
 	b.quota, b.rate = quota, rate
 	b.tokens, b.at, b.reset = tokens, now, now.Add(l.Reset)
+	b.held = false
 }
 
 func (b *budget) capacity() float64 {
@@ -229,6 +241,8 @@ func (b *budget) capacity() float64 {
 func (b *budget) level(now time.Time, inFlight int) float64 {
 	ceiling := max(b.tokens, b.capacity()-float64(inFlight))
 	switch {
+	case b.held:
+		return b.tokens
 	case b.rate > 0:
 		return min(b.tokens+b.rate*now.Sub(b.at).Seconds(), ceiling)
 	case !b.reset.IsZero() && !now.Before(b.reset):
@@ -253,10 +267,13 @@ func (b *budget) need(now time.Time, inFlight int) time.Duration {
 	return 0
 }
 
-// spend takes one unit at now. Without a rate, a reset that has passed refills the budget
-// once; the next answer sets the next reset.
+// spend takes one unit at now. Spending from a full budget holds its refill until the next
+// answer (held). Without a rate, a reset that has passed refills the budget once; the next
+// answer sets the next reset.
 func (b *budget) spend(now time.Time, inFlight int) {
-	b.tokens = b.level(now, inFlight) - 1
+	lvl := b.level(now, inFlight)
+	b.held = b.held || b.rate > 0 && lvl >= b.capacity()-float64(inFlight)
+	b.tokens = lvl - 1
 	b.at = now
 	if b.rate == 0 && !b.reset.IsZero() && !now.Before(b.reset) {
 		b.reset = time.Time{}

@@ -46,6 +46,8 @@ type bucketServer struct {
 	// noPolicy leaves RateLimit-Policy out; fields, when set, replaces RateLimit.
 	noPolicy bool
 	fields   string
+	// travel, when set, is how long request n (from 0) takes to reach the bucket.
+	travel func(n int) time.Duration
 
 	mu       sync.Mutex
 	tokens   float64
@@ -56,6 +58,9 @@ type bucketServer struct {
 func (s *bucketServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.travel != nil {
+		s.clock.Advance(s.travel(s.ok + s.many))
+	}
 	now := s.clock.Now()
 	if s.at.IsZero() {
 		s.tokens, s.at = s.burst, now
@@ -148,6 +153,30 @@ func TestTransportStopsBeforeThe429(t *testing.T) {
 				t.Errorf("%d requests took %.2fs, want %.2fs to %.2fs (the server's rate)", n, took, ideal, ideal*(1+slack))
 			}
 		})
+	}
+}
+
+// TestAFullBucketRefillsFromItsFirstRequest: a full bucket does not save up time, so its
+// refill restarts when the first request reaches it. That one travels 80ms, the next two
+// none: a pacer that counted the refill from when it sent the first would send the third
+// too early.
+func TestAFullBucketRefillsFromItsFirstRequest(t *testing.T) {
+	clk := newSimClock()
+	srv := &bucketServer{clock: clk, rate: 10, burst: 2, travel: func(n int) time.Duration {
+		if n%3 == 0 {
+			return 80 * time.Millisecond
+		}
+		return 0
+	}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	c := &http.Client{Transport: &Transport{Pacer: &Pacer{Clock: clk.Clock.Clock(), Sleep: clk.Sleep}}}
+	for range 20 {
+		clk.Advance(time.Second) // idle: the bucket fills
+		send(t, c, ts.URL, 3)
+	}
+	if ok, many := srv.counts(); ok != 60 || many != 0 {
+		t.Errorf("served %d, refused %d; want 60 served and no 429", ok, many)
 	}
 }
 
@@ -286,5 +315,22 @@ func TestManyGoroutinesShareOnePacer(t *testing.T) {
 	}
 	if p.inFlight != 0 {
 		t.Errorf("in flight = %d after every answer, want 0", p.inFlight)
+	}
+}
+
+// TestBudgetsAreBounded: a server that names a new policy in every answer does not grow the
+// pacer without end.
+func TestBudgetsAreBounded(t *testing.T) {
+	clk := newSimClock()
+	p := &Pacer{Clock: clk.Clock.Clock(), Sleep: clk.Sleep}
+	for i := range 1000 {
+		ticket, err := p.Wait(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ticket.Done(http.StatusOK, http.Header{"Ratelimit": {fmt.Sprintf(`"p%d";r=5;t=1`, i)}})
+	}
+	if len(p.budgets) != maxBudgets {
+		t.Errorf("budgets = %d after 1,000 policy names, want %d", len(p.budgets), maxBudgets)
 	}
 }
