@@ -203,13 +203,11 @@ type budget struct {
 	held bool
 }
 
-// set takes an answer's r for this policy: the whole units the server had left after the
-// request (counted is false for a refused one), less the requests still in flight (some
-// may be counted in r already: the pessimistic reading, since requests sent together reach
-// the server in any order). The first answer sets the budget. A later one resets it only
-// when it holds more than the server can, r+1 less those in flight: between answers the
-// budget follows the server's own refill, and an r rounded down, or overtaken by a newer
-// answer, would take back units the server still holds.
+// set takes an answer's r (whole units left after the request; counted is false for a
+// refused one) less the requests in flight, which may or may not be counted in it: the
+// pessimistic reading. The first answer sets the budget; a later one only when the budget
+// holds more than r+1 less those in flight. Between answers the budget follows the server's
+// refill: an r rounded down, or overtaken by a newer one, would take back units still there.
 func (b *budget) set(now time.Time, l Limit, counted bool, quota, rate float64, inFlight int) {
 	r := float64(l.Remaining)
 	if counted {
