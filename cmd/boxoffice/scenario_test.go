@@ -47,6 +47,7 @@ func TestScenarioRunMeetsEveryExpectation(t *testing.T) {
 		{"rate-limiter", "shedding"},
 		{"rate-limiter", "rollout"},
 		{"rate-limiter", "client-pacing"},
+		{"rate-limiter", "shaping"},
 		{"retry-storm", "outage"},
 		{"flash-sale", "on-sale"},
 		// Last: it kills the store the others use (and restarts it).
