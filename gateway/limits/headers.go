@@ -90,7 +90,7 @@ const (
 // above q reads as a budget the client cannot have. A smaller burst keeps the rate.
 func quota(d ratelimit.Decision, rule ratelimit.Rule) (int, time.Duration) {
 	bucket := rule.Algorithm == ratelimit.TokenBucket || rule.Algorithm == ratelimit.GCRA
-	if !bucket || rule.Burst <= rule.Limit || rule.Limit < 1 {
+	if !bucket || rule.Burst <= rule.Limit || rule.Limit < 1 || d.Borrowing { // a ceiling: its own rate
 		return d.Limit, d.Window
 	}
 	return rule.Burst, refillTime(rule.Window, rule.Burst, rule.Limit)
@@ -163,6 +163,9 @@ func WriteTooMany(w http.ResponseWriter, reqs []ratelimit.Request, res ratelimit
 		ViolatedPolicies: violated(res), RetryAfter: after, TraceID: traceID}
 	eff := res.Decision
 	body.Detail = fmt.Sprintf("%s allows %d per %s; retry in %ds", eff.Rule, eff.Limit, window(eff.Window), after)
+	if eff.Borrowing { // a level of a hierarchy past its share, with its ceiling reached
+		body.Detail = fmt.Sprintf("%s allows %d per %s with what it borrows; retry in %ds", eff.Rule, eff.Limit, window(eff.Window), after)
+	}
 	problem.WriteDetails(w, http.StatusTooManyRequests, body)
 }
 

@@ -106,6 +106,7 @@ func Build(snap *policy.Snapshot, s Subject) (Built, error) {
 			out.Requests = append(out.Requests, ratelimit.Request{Rule: c.Limit.Rule, Key: key, Cost: s.Operation.Cost})
 		}
 	}
+	unchain(out.Requests)
 	if plan != nil {
 		tenantKey := "tenant:" + s.Caller.Tenant
 		if o, ok := snap.TenantOverride(s.Caller.Tenant, s.Route.ID); ok {
@@ -118,6 +119,18 @@ func Build(snap *policy.Snapshot, s Subject) (Built, error) {
 		}
 	}
 	return out, nil
+}
+
+// unchain decides alone, at its own share and without borrowing, a level of a hierarchy
+// whose parent does not count this request (an anonymous caller has no plan): the limiter
+// needs a level's parent in the same call.
+func unchain(reqs []ratelimit.Request) {
+	for i := range reqs {
+		r := &reqs[i].Rule
+		if r.Parent != "" && !slices.ContainsFunc(reqs, func(q ratelimit.Request) bool { return q.Rule.ID == r.Parent }) {
+			r.Parent, r.Ceiling = "", 0
+		}
+	}
 }
 
 // cost is what q spends: its own cost, else its rule's, else 1.
@@ -191,6 +204,12 @@ func (s Subject) part(p policy.KeyPart, body *lazyBody) (string, bool) {
 		v = s.Caller.User
 	case policy.KeyTenant:
 		v = s.Caller.Tenant
+	case policy.KeyPlan:
+		if s.Caller.Tenant != "" {
+			v = s.Caller.Plan
+		}
+	case policy.KeyGlobal:
+		v = "all"
 	case policy.KeyAPIKey:
 		v = s.Caller.KeyID
 	case policy.KeyRoute:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"boxoffice.dev/gateway/ratelimit"
@@ -92,6 +93,7 @@ func Compile(p *Policy, tenants []TenantRule) (*Snapshot, error) {
 	for _, l := range p.Limits {
 		s.limits[l.ID] = compileLimit(l)
 	}
+	withReserves(s.limits)
 	for name, pl := range p.Plans {
 		s.plans[name] = compilePlan(name, pl)
 	}
@@ -104,7 +106,11 @@ func Compile(p *Policy, tenants []TenantRule) (*Snapshot, error) {
 			cr.ResponseTimeout = p.Settings.ResponseTimeout.D()
 		}
 		for _, id := range r.Limits {
-			cr.Limits = append(cr.Limits, s.limits[id])
+			for _, l := range chain(s.limits, id) { // a level brings its parents
+				if !slices.Contains(cr.Limits, l) {
+					cr.Limits = append(cr.Limits, l)
+				}
+			}
 		}
 		pat, _ := parsePattern(r.Match.Path) // validated above
 		if other, ok := s.router.add(i, r.Match.Method, pat); !ok {
@@ -146,6 +152,7 @@ func limitRule(l Limit, alg ratelimit.Algorithm, limit int, window time.Duration
 		ID: l.ID, Algorithm: alg, Limit: limit, Window: window, Burst: l.Burst, Cost: l.Cost,
 		Mode: ratelimit.Mode(l.Mode), OnStoreFailure: ratelimit.FailureMode(l.OnStoreFailure),
 		Lease: l.Lease, LeaseWhenHot: l.LeaseWhenHot, Shards: l.Shards, Sync: time.Duration(l.Sync),
+		Parent: l.Parent, Ceiling: ceilingPer(l.Ceiling, window), Reserve: l.Reserve,
 	}
 	if p := l.EnforcePercent; p != nil && *p < 100 && r.Mode != ratelimit.Shadow {
 		r.Mode, r.EnforcePercent = ratelimit.Partial, *p

@@ -20,6 +20,8 @@ const (
 	KeyRoute  KeyKind = "route"  // the route id
 	KeyHeader KeyKind = "header" // header:<Name>, a request header's value, hashed
 	KeyJSON   KeyKind = "json"   // json:<field>, a top-level string of the JSON body, hashed
+	KeyPlan   KeyKind = "plan"   // the plan of the API key: one budget per plan
+	KeyGlobal KeyKind = "global" // one budget for every request: a hierarchy's platform
 )
 
 // KeyPart is one dimension of a limit's key; Name is the header or JSON field.
@@ -31,14 +33,14 @@ type KeyPart struct {
 // ParseKey reads a key such as "user", "ip+route", "json:email" or "json:email+net".
 func ParseKey(s string) ([]KeyPart, error) {
 	if s == "" {
-		return nil, fmt.Errorf("empty key: want user, ip, net, apikey, tenant, route, header:<Name>, json:<field> or several joined by +")
+		return nil, fmt.Errorf("empty key: want user, ip, net, apikey, tenant, plan, global, route, header:<Name>, json:<field> or several joined by +")
 	}
 	var parts []KeyPart
 	for _, p := range strings.Split(s, "+") {
 		kind, arg, hasArg := strings.Cut(p, ":")
 		k := KeyPart{Kind: KeyKind(kind), Name: arg}
 		switch k.Kind {
-		case KeyUser, KeyIP, KeyNet, KeyAPIKey, KeyTenant, KeyRoute:
+		case KeyUser, KeyIP, KeyNet, KeyAPIKey, KeyTenant, KeyPlan, KeyGlobal, KeyRoute:
 			if hasArg {
 				return nil, fmt.Errorf("%q: %s takes no argument", s, kind)
 			}

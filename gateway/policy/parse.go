@@ -208,6 +208,9 @@ func (p *Policy) validate() error {
 		}
 		limits[l.ID] = true
 	}
+	if err := validateHierarchies(p.Limits); err != nil {
+		return err
+	}
 	if len(p.Routes) == 0 {
 		// An empty file (truncated by a save still in progress, or a botched deploy) would
 		// answer 404 to everything: keep the running policy instead.
@@ -223,6 +226,9 @@ func (p *Policy) validate() error {
 			return fieldErr(at+".id", "%q appears twice", r.ID)
 		}
 		routes[r.ID] = true
+	}
+	if err := validateRouteChains(p.Routes, p.Limits); err != nil {
+		return err
 	}
 	for i, r := range p.Routes {
 		if err := p.validateGraphQL(ref("routes", i, r.ID)+".graphql", r); err != nil {
@@ -377,6 +383,9 @@ func ValidateLimit(at string, l Limit) error {
 	if sync := time.Duration(l.Sync); sync != 0 && (sync < 10*time.Millisecond || sync >= window) {
 		return fieldErr(field("sync"), "%v: want from 10ms to less than the window (%v): counts synced less often than the window would never meet", sync, window)
 	}
+	if err := validateLevel(field, l, window); err != nil {
+		return err
+	}
 	rule := limitRule(l, alg, limit, window)
 	if err := rule.Validate(); err != nil {
 		return fieldErr(field(limitField(err, l.Queue != nil)), "%v", err)
@@ -395,7 +404,7 @@ func limitField(err error, queued bool) string {
 			return "queue.size"
 		}
 		switch re.Field {
-		case "burst", "cost", "lease", "lease_when_hot", "shards", "sync", "algorithm", "mode", "enforce_percent", "on_store_failure", "id":
+		case "burst", "cost", "lease", "lease_when_hot", "shards", "sync", "algorithm", "mode", "enforce_percent", "on_store_failure", "id", "parent", "ceiling", "reserve":
 			return re.Field
 		}
 	}

@@ -266,6 +266,17 @@ type Limit struct {
 	// Queue, on a gcra limit, delays requests over the rate in a bounded queue instead of
 	// refusing them (Queue); nil refuses them at once. Its size replaces burst.
 	Queue *Queue `yaml:"queue" json:"queue,omitempty"`
+	// Parent makes the limit a level of a hierarchy under the limit with that id (platform
+	// → plan → tenant): a route that lists the limit spends its whole chain, in one atomic
+	// decision (docs/lessons/algorithms.md, "Hierarchies that borrow"). token_bucket or gcra
+	// only, enforced, without lease or shards.
+	Parent string `yaml:"parent" json:"parent,omitempty"`
+	// Ceiling is the rate the limit may reach by borrowing what its parent leaves unused,
+	// such as 300/s; "" means its own rate, no borrowing. At most its parent's.
+	Ceiling string `yaml:"ceiling" json:"ceiling,omitempty"`
+	// Reserve, on a parent, is the part of its budget that borrowers leave to requests
+	// within their share; 0 means a tenth of its burst (its limit without one), at least 1.
+	Reserve int `yaml:"reserve" json:"reserve,omitempty"`
 }
 
 // Plan is what a partner's API key is allowed. In YAML either a mapping {api, quota} or the

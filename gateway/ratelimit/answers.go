@@ -49,8 +49,9 @@ func newAnswers(denyFor time.Duration) *answers {
 }
 
 // remembered reports whether a request's rule is worth remembering: a concurrency slot is
-// given back at any moment, so neither its remaining count nor its denial holds.
-func remembered(q Request) bool { return q.Rule.Algorithm != Concurrency }
+// given back at any moment, so neither its remaining count nor its denial holds; a level of
+// a hierarchy answers differently to a borrower and to a request within its share.
+func remembered(q Request) bool { return q.Rule.Algorithm != Concurrency && !q.Rule.inHierarchy() }
 
 // record keeps the store's answers to reqs, given at now.
 func (a *answers) record(reqs []Request, res Result, now time.Time) {

@@ -306,7 +306,9 @@ func (f *Failsafe) degrade(reqs []Request, now time.Time) Result {
 	for j, d := range res.Rules {
 		ds[at[j]] = d
 		q := reqs[at[j]]
-		if spent && q.Rule.Algorithm != Concurrency && (q.Charge || res.Allowed && d.Allowed) {
+		// A level of a hierarchy is not charged back: its debt alone, without its chain,
+		// would be decided as a flat rule. The store forgets what the fallback spent on it.
+		if spent && q.Rule.Algorithm != Concurrency && !q.Rule.inHierarchy() && (q.Charge || res.Allowed && d.Allowed) {
 			f.ledger.add(q, q.cost())
 		}
 	}
@@ -347,11 +349,18 @@ func (f *Failsafe) chargeBackSoon(ln *lane) {
 // maxChargeBatches bounds one charge-back pass; what is left waits for the next store answer.
 const maxChargeBatches = 64
 
-// share is a request against this replica's share of its rule: Limit/N and Burst/N.
+// share is a request against this replica's share of its rule: Limit/N and Burst/N, and
+// for a level of a hierarchy Ceiling/N and Reserve/N, so the replicas' chains add up to one.
 func share(q Request, n int) Request {
 	q.Rule.Limit = max(1, q.Rule.Limit/n)
 	if q.Rule.Burst > 0 {
 		q.Rule.Burst = max(1, q.Rule.Burst/n)
+	}
+	if q.Rule.Ceiling > 0 {
+		q.Rule.Ceiling = max(q.Rule.Limit, q.Rule.Ceiling/n)
+	}
+	if q.Rule.Reserve > 0 {
+		q.Rule.Reserve = max(1, q.Rule.Reserve/n)
 	}
 	return q
 }

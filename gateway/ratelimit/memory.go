@@ -59,6 +59,9 @@ func (m *Memory) decide(reqs []Request, spend bool, path Path) Result {
 	now := max(m.now().UnixMicro(), m.last)
 	m.last = now
 	m.sweep(now)
+	if up := parents(reqs); up != nil {
+		return m.decideChains(reqs, up, spend, path, now)
+	}
 
 	ds := make([]Decision, len(reqs))
 	commits := make([]func() int64, len(reqs))
@@ -98,8 +101,13 @@ func (m *Memory) decide(reqs []Request, spend bool, path Path) Result {
 
 // commit keeps a key's state, which matters until expires (µs).
 func (m *Memory) commit(q Request, e *entry, expires int64) {
+	m.keep(storageKey(q.Rule.ID, q.Key), e, expires)
+}
+
+// keep stores the state at key, which matters until expires (µs).
+func (m *Memory) keep(key string, e *entry, expires int64) {
 	e.expires = max(e.expires, expires)
-	m.keys[storageKey(q.Rule.ID, q.Key)] = e
+	m.keys[key] = e
 }
 
 // Release frees concurrency leases before they expire.
@@ -138,11 +146,16 @@ func (m *Memory) Len() int {
 // lookup returns the live state of a request's key, or a new empty one that is stored only
 // if the request commits. A rule whose algorithm changed starts afresh.
 func (m *Memory) lookup(q Request, now int64) *entry {
-	e, ok := m.keys[storageKey(q.Rule.ID, q.Key)]
-	if ok && e.expires > now && e.alg == q.Rule.Algorithm {
+	return m.lookupKey(storageKey(q.Rule.ID, q.Key), q.Rule.Algorithm, now)
+}
+
+// lookupKey is lookup of the state stored at key.
+func (m *Memory) lookupKey(key string, a Algorithm, now int64) *entry {
+	e, ok := m.keys[key]
+	if ok && e.expires > now && e.alg == a {
 		return e
 	}
-	return &entry{st: newState(q.Rule.Algorithm), alg: q.Rule.Algorithm}
+	return &entry{st: newState(a), alg: a}
 }
 
 // sweep drops expired keys once every len(keys) decisions, so its cost per decision stays

@@ -125,6 +125,12 @@ type Rule struct {
 	// waiting its turn (Decision.Delay), at most MaxDelay. 0 denies it at once. See
 	// docs/lessons/algorithms.md, "Throttling by delay".
 	MaxDelay time.Duration
+	// Parent, Ceiling and Reserve place the rule in a hierarchy (hierarchy.go): Parent is
+	// the ID of the rule above, whose request goes in the same call; Ceiling, 0 for Limit,
+	// is the most the rule may spend per Window by borrowing its parent's unused budget;
+	// Reserve, on a parent, is the part of its budget borrowers may not take.
+	Parent           string
+	Ceiling, Reserve int
 }
 
 // The bounds Validate keeps a rule within, so that every number the Lua scripts compute is
@@ -150,7 +156,7 @@ const (
 
 // RuleError is a rule Validate refuses, naming the field at fault as a policy spells it:
 // limit, window, burst, cost, lease, lease_when_hot, shards, sync, max_delay, algorithm, mode,
-// enforce_percent, on_store_failure or id.
+// enforce_percent, on_store_failure, id, parent, ceiling or reserve.
 type RuleError struct {
 	Rule, Field, Problem string
 }
@@ -175,7 +181,8 @@ func (r Rule) Validate() error {
 	for _, c := range []struct {
 		field string
 		n     int
-	}{{"limit", r.Limit}, {"burst", r.Burst}, {"cost", r.Cost}, {"lease", r.Lease}, {"shards", r.Shards}} {
+	}{{"limit", r.Limit}, {"burst", r.Burst}, {"cost", r.Cost}, {"lease", r.Lease}, {"shards", r.Shards},
+		{"ceiling", r.Ceiling}, {"reserve", r.Reserve}} {
 		switch {
 		case c.n < 0:
 			return ruleErr(r, c.field, "%d: want 0 or more", c.n)
@@ -239,7 +246,7 @@ func (r Rule) Validate() error {
 			return ruleErr(r, "shards", "%d: a shard does not validate: %v", r.Shards, err)
 		}
 	}
-	return nil
+	return r.validateLevel()
 }
 
 // checkSpan bounds how far ahead of now a bucket's state reaches: its burst, plus the most
@@ -359,6 +366,9 @@ type Decision struct {
 	Path       Path
 	// Lease is set when an allowed Concurrency rule holds a slot; release it when done.
 	Lease *Lease
+	// Borrowing marks a level of a hierarchy over its own share: it passed on its parent's
+	// unused budget (Allowed) or reached its ceiling (denied). Limit then is the ceiling.
+	Borrowing bool
 	// skipped marks a rule that was not decided: another rule denied the request first.
 	skipped bool
 }
@@ -465,7 +475,7 @@ func validate(reqs []Request) error {
 			return fmt.Errorf("rule %s: a concurrency slot cannot be charged after the fact", q.Rule.ID)
 		}
 	}
-	return nil
+	return validateChains(reqs)
 }
 
 // admitted reports whether every enforced rule allows.

@@ -109,9 +109,15 @@ func (r *Redis) allowValid(ctx context.Context, reqs []Request) (Result, error) 
 	if r.now != nil {
 		now = r.now().UnixMicro()
 	}
-	keys := make([]string, len(reqs))
-	for i, q := range reqs {
-		keys[i] = storageKey(q.Rule.ID, q.Key)
+	up := parents(reqs)
+	var keys, ceilings []string
+	if up == nil {
+		keys = make([]string, len(reqs))
+		for i, q := range reqs {
+			keys[i] = storageKey(q.Rule.ID, q.Key)
+		}
+	} else {
+		keys, ceilings = chainKeys(reqs, up)
 	}
 	leases := leaseIDs(reqs)
 	var one [1]scriptCall // the usual case, without an allocation
@@ -120,7 +126,13 @@ func (r *Redis) allowValid(ctx context.Context, reqs []Request) (Result, error) 
 		calls = r.split(keys)
 	}
 	for c := range calls {
-		if err := calls[c].encode(reqs, keys, leases, now); err != nil {
+		var err error
+		if up == nil {
+			err = calls[c].encode(reqs, keys, leases, now)
+		} else {
+			err = calls[c].encodeChains(reqs, up, keys, ceilings, leases, now)
+		}
+		if err != nil {
 			return Result{}, err
 		}
 	}
@@ -182,27 +194,36 @@ func (c *scriptCall) encode(reqs []Request, keys, leases []string, now any) erro
 	for k := range n {
 		i := c.index(k)
 		q := reqs[i]
-		var mode any = "enforce"
-		switch {
-		case q.Charge:
-			mode = "charge"
-		case !q.enforced():
-			mode = "shadow"
-		}
 		p := q.Rule.params()
-		var extra any = "" // the lease id, or a queue's max delay
-		switch {
-		case leases != nil && leases[i] != "":
-			extra = leases[i]
-		case p.maxDelay > 0:
-			extra = p.maxDelay
-		}
-		c.args = append(c.args, algorithmArgs[q.Rule.Algorithm], p.limit, p.window, p.burst, q.cost(), mode, extra)
+		c.args = append(c.args, algorithmArgs[q.Rule.Algorithm], p.limit, p.window, p.burst, q.cost(), modeArg(q), extraArg(p, leases, i))
 	}
 	if now != nil {
 		c.args = append(c.args, now)
 	}
 	return nil
+}
+
+// extraArg is request i's 7th argument, as the script reads it: its lease id, or its rule's
+// queue's max delay (µs), or "".
+func extraArg(p params, leases []string, i int) any {
+	switch {
+	case leases != nil && leases[i] != "":
+		return leases[i]
+	case p.maxDelay > 0:
+		return p.maxDelay
+	}
+	return ""
+}
+
+// modeArg is a request's mode as the script reads it: enforce, shadow or charge.
+func modeArg(q Request) any {
+	switch {
+	case q.Charge:
+		return "charge"
+	case !q.enforced():
+		return "shadow"
+	}
+	return "enforce"
 }
 
 // decode reads the call's reply into the decisions of its requests.
@@ -215,7 +236,11 @@ func (c *scriptCall) decode(reqs []Request, leases []string, ds []Decision) erro
 	admitted := out[0] == 1
 	for k := range n {
 		i, v := c.index(k), out[1+4*k:]
-		ds[i] = verdict{allowed: v[0] == 1, remaining: v[1], reset: v[2], retry: v[3]}.decision(reqs[i], PathStore)
+		// v[0] is 1 for allowed, plus 2 when a level of a hierarchy reports its ceiling.
+		ds[i] = verdict{allowed: v[0]&1 == 1, remaining: v[1], reset: v[2], retry: v[3]}.decision(reqs[i], PathStore)
+		if v[0]&2 != 0 {
+			ds[i].Limit, ds[i].Borrowing = reqs[i].Rule.Ceiling, true
+		}
 		if admitted && ds[i].Allowed && leases != nil && leases[i] != "" {
 			ds[i].Lease = &Lease{Rule: reqs[i].Rule.ID, Key: reqs[i].Key, ID: leases[i]}
 		}

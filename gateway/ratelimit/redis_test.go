@@ -82,14 +82,7 @@ func TestRedisMatchesMemoryMultiRule(t *testing.T) {
 				for j, r := range rules {
 					reqs[j] = Request{Rule: r, Key: s.key, Cost: 1 + rng.IntN(2), Charge: r.Algorithm != Concurrency && rng.IntN(10) == 0}
 				}
-				got, err := store.Allow(context.Background(), reqs)
-				if err != nil {
-					t.Fatalf("Redis.Allow step %d: %v", i, err)
-				}
-				want, _ := mem.Allow(context.Background(), reqs)
-				if got.Allowed != want.Allowed {
-					t.Fatalf("step %d: Redis allowed %v, Memory %v", i, got.Allowed, want.Allowed)
-				}
+				got, want := allowBoth(t, store, mem, reqs, i)
 				for j := range rules {
 					if diff := sameDecision(got.Rules[j], want.Rules[j]); diff != "" {
 						t.Fatalf("step %d rule %s: Redis decided %s (Memory)", i, rules[j].ID, diff)
@@ -98,6 +91,24 @@ func TestRedisMatchesMemoryMultiRule(t *testing.T) {
 			}
 		})
 	}
+}
+
+// allowBoth asks store and mem about reqs, step i of a trace, and fails unless both allow
+// or both deny.
+func allowBoth(t *testing.T, store *Redis, mem *Memory, reqs []Request, i int) (got, want Result) {
+	t.Helper()
+	got, err := store.Allow(context.Background(), reqs)
+	if err != nil {
+		t.Fatalf("Redis.Allow step %d: %v", i, err)
+	}
+	want, err = mem.Allow(context.Background(), reqs)
+	if err != nil {
+		t.Fatalf("Memory.Allow step %d: %v", i, err)
+	}
+	if got.Allowed != want.Allowed {
+		t.Fatalf("step %d: Redis allowed %v, Memory %v", i, got.Allowed, want.Allowed)
+	}
+	return got, want
 }
 
 // TestRedisKeysExpire checks that every algorithm's key carries a TTL no longer than it

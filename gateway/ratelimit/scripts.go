@@ -59,6 +59,43 @@ func decideScript(set algorithmSet) (*luaScript, error) {
 	return s, nil
 }
 
+// hierarchySet holds the algorithms a hierarchy may use.
+var hierarchySet = algorithmSet(0).with(TokenBucket).with(GCRA)
+
+// chainScripts holds the scripts of calls holding hierarchies (hierarchy.go), by set of
+// algorithms as decideScripts: a flat call never runs their extra code.
+var chainScripts [1 << 6]atomic.Pointer[luaScript]
+
+// chainScript returns the script that decides calls holding hierarchies with the algorithms
+// of set: decide.lua's clock, helpers and algorithms, then chain.lua's passes.
+func chainScript(set algorithmSet) (*luaScript, error) {
+	if s := chainScripts[set].Load(); s != nil {
+		return s, nil
+	}
+	src, err := composeDecide(set)
+	if err != nil {
+		return nil, err
+	}
+	body, err := scriptFiles.ReadFile("scripts/chain.lua")
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit: script: %w", err)
+	}
+	// chain.lua replaces the frame's passes, which start at the one-rule case, and keeps
+	// its check.
+	frame, _, found := strings.Cut(src, passesLine)
+	if !found {
+		return nil, fmt.Errorf("ratelimit: script: decide.lua lacks the line %q", passesLine)
+	}
+	src = frame + string(body)
+	sum := sha1.Sum([]byte(src))
+	s := &luaScript{sha: hex.EncodeToString(sum[:]), src: src}
+	chainScripts[set].Store(s)
+	return s, nil
+}
+
+// passesLine starts the part of decide.lua after check: its passes.
+const passesLine = "\n-- One rule: spend at once"
+
 // composeDecide pastes the files of the algorithms in set into decide.lua, in the order of
 // Algorithms: a set always gives the same text, so every gateway replica sends the same
 // script and Redis keeps one copy of it.
@@ -112,6 +149,12 @@ func (r *Redis) Warm(ctx context.Context) error {
 				return err
 			}
 			p.ScriptLoad(ctx, s.src.(string))
+			if set&^hierarchySet == 0 {
+				if s, err = chainScript(set); err != nil {
+					return err
+				}
+				p.ScriptLoad(ctx, s.src.(string))
+			}
 		}
 		_, err = p.Exec(ctx)
 		return err
