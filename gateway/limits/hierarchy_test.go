@@ -57,7 +57,7 @@ func TestBuildPutsTheChainIn(t *testing.T) {
 			if got := summary(b.Requests); !slices.Equal(got, tt.want) {
 				t.Errorf("Build() = %v, want %v", got, tt.want)
 			}
-			if got := b.Requests[0].Rule.Parent; got != tt.userParent {
+			if got := b.Requests[0].Rule.Level.Parent; got != tt.userParent {
 				t.Errorf("per-user's parent = %q, want %q", got, tt.userParent)
 			}
 			if _, err := decideErr(b.Requests); err != nil {

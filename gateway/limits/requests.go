@@ -127,8 +127,8 @@ func Build(snap *policy.Snapshot, s Subject) (Built, error) {
 func unchain(reqs []ratelimit.Request) {
 	for i := range reqs {
 		r := &reqs[i].Rule
-		if r.Parent != "" && !slices.ContainsFunc(reqs, func(q ratelimit.Request) bool { return q.Rule.ID == r.Parent }) {
-			r.Parent, r.Ceiling = "", 0
+		if r.Level != nil && r.Level.Parent != "" && !slices.ContainsFunc(reqs, func(q ratelimit.Request) bool { return q.Rule.ID == r.Level.Parent }) {
+			r.Level = &ratelimit.Level{Reserve: r.Level.Reserve} // a copy: the policy's rule is shared
 		}
 	}
 }

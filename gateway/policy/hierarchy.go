@@ -39,6 +39,15 @@ func validateLevel(field func(string) string, l Limit, window time.Duration) err
 	return nil
 }
 
+// level is the rate limiter's Level of a validated limit; nil for a flat one (withReserves
+// gives one to a parent).
+func level(l Limit, window time.Duration) *ratelimit.Level {
+	if l.Parent == "" && l.Ceiling == "" && l.Reserve == 0 {
+		return nil
+	}
+	return &ratelimit.Level{Parent: l.Parent, Ceiling: ceilingPer(l.Ceiling, window), Reserve: l.Reserve}
+}
+
 // ceilingPer is a validated ceiling rate as a count per window; 0 for "".
 func ceilingPer(ceiling string, window time.Duration) int {
 	if ceiling == "" {
@@ -55,14 +64,19 @@ func ceilingPer(ceiling string, window time.Duration) int {
 func withReserves(limits map[string]*CompiledLimit) {
 	for _, l := range limits {
 		p, ok := limits[l.Parent]
-		if !ok || p.Rule.Reserve > 0 {
+		if !ok || p.Rule.Level != nil && p.Rule.Level.Reserve > 0 {
 			continue
 		}
 		capacity := p.Rule.Limit
 		if p.Rule.Burst > 0 {
 			capacity = p.Rule.Burst
 		}
-		p.Rule.Reserve = max(1, capacity/10)
+		lv := ratelimit.Level{}
+		if p.Rule.Level != nil {
+			lv = *p.Rule.Level
+		}
+		lv.Reserve = max(1, capacity/10)
+		p.Rule.Level = &lv
 	}
 }
 

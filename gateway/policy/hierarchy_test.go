@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"boxoffice.dev/gateway/ratelimit"
 )
 
 // tiers is base with a three-level hierarchy (platform → plan → tenant) and a route that
@@ -35,11 +37,14 @@ func TestCompileHierarchy(t *testing.T) {
 		t.Errorf("partner-api limits = %v, want %v", ids, want)
 	}
 	tenant, plan, platform := s.Limit("per-tenant").Rule, s.Limit("per-plan").Rule, s.Limit("platform").Rule
-	if tenant.Parent != "per-plan" || tenant.Ceiling != 300 || tenant.Reserve != 0 {
-		t.Errorf("per-tenant rule = parent %q ceiling %d reserve %d, want per-plan 300 0", tenant.Parent, tenant.Ceiling, tenant.Reserve)
+	if got, want := *tenant.Level, (ratelimit.Level{Parent: "per-plan", Ceiling: 300}); got != want {
+		t.Errorf("per-tenant level = %+v, want %+v", got, want)
 	}
-	if plan.Reserve != 40 || platform.Reserve != 100 {
-		t.Errorf("reserves = plan %d platform %d, want 40 (set) and 100 (a tenth of 1000)", plan.Reserve, platform.Reserve)
+	if plan.Level.Reserve != 40 || platform.Level.Reserve != 100 {
+		t.Errorf("reserves = plan %d platform %d, want 40 (set) and 100 (a tenth of 1000)", plan.Level.Reserve, platform.Level.Reserve)
+	}
+	if s.Limit("holds-per-account").Rule.Level != nil {
+		t.Errorf("a flat limit has a level, want nil")
 	}
 }
 

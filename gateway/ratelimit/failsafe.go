@@ -356,11 +356,14 @@ func share(q Request, n int) Request {
 	if q.Rule.Burst > 0 {
 		q.Rule.Burst = max(1, q.Rule.Burst/n)
 	}
-	if q.Rule.Ceiling > 0 {
-		q.Rule.Ceiling = max(q.Rule.Limit, q.Rule.Ceiling/n)
-	}
-	if q.Rule.Reserve > 0 {
-		q.Rule.Reserve = max(1, q.Rule.Reserve/n)
+	if lv := q.Rule.Level; lv != nil { // a copy: the rule's Level is shared
+		q.Rule.Level = &Level{Parent: lv.Parent, Ceiling: lv.Ceiling, Reserve: lv.Reserve}
+		if lv.Ceiling > 0 {
+			q.Rule.Level.Ceiling = max(q.Rule.Limit, lv.Ceiling/n)
+		}
+		if lv.Reserve > 0 {
+			q.Rule.Level.Reserve = max(1, lv.Reserve/n)
+		}
 	}
 	return q
 }

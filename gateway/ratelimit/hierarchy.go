@@ -28,6 +28,39 @@ import (
 // of a parent's empty bucket: those units are kept for requests within their share, so an
 // idle level that comes back has its share at once, and all of it once the parent refills.
 
+// Level is a rule's place in a hierarchy.
+type Level struct {
+	// Parent is the ID of the rule above, whose request goes in the same call; "" for the
+	// root.
+	Parent string
+	// Ceiling, 0 for the rule's Limit, is the most it may spend per Window by borrowing its
+	// parent's unused budget.
+	Ceiling int
+	// Reserve, on a parent, is the part of its budget borrowers may not take.
+	Reserve int
+}
+
+func (r Rule) parent() string {
+	if r.Level == nil {
+		return ""
+	}
+	return r.Level.Parent
+}
+
+func (r Rule) ceiling() int {
+	if r.Level == nil {
+		return 0
+	}
+	return r.Level.Ceiling
+}
+
+func (r Rule) reserve() int {
+	if r.Level == nil {
+		return 0
+	}
+	return r.Level.Reserve
+}
+
 // hierarchyAlgorithms are the algorithms a level of a hierarchy may use: buckets, whose
 // answer to "are there k tokens?" only grows with time and shrinks with spending, which the
 // two checks at k + lend and at k rely on. A window's count has no ceiling rate to refill.
@@ -35,18 +68,18 @@ func hierarchyAlgorithm(a Algorithm) bool { return a == TokenBucket || a == GCRA
 
 // inHierarchy reports whether a rule is a level of a hierarchy: it has a parent, or a
 // reserve for its children.
-func (r Rule) inHierarchy() bool { return r.Parent != "" || r.Reserve > 0 }
+func (r Rule) inHierarchy() bool { return r.parent() != "" || r.reserve() > 0 }
 
 // validateLevel checks what a level of a hierarchy cannot combine with: windows other than
 // the buckets', leases and shards (both split a budget the chain must see whole), shadow
 // mode, and a ceiling without a parent or below the rule's own limit.
 func (r Rule) validateLevel() error {
-	if !r.inHierarchy() && r.Ceiling == 0 {
+	if !r.inHierarchy() && r.ceiling() == 0 {
 		return nil
 	}
 	switch {
-	case r.Parent == r.ID:
-		return ruleErr(r, "parent", "%q: a rule cannot be its own parent", r.Parent)
+	case r.parent() == r.ID:
+		return ruleErr(r, "parent", "%q: a rule cannot be its own parent", r.parent())
 	case !hierarchyAlgorithm(r.Algorithm):
 		return ruleErr(r, "algorithm", "%s: a level of a hierarchy must be token_bucket or gcra", r.Algorithm)
 	case r.Lease > 0:
@@ -55,16 +88,16 @@ func (r Rule) validateLevel() error {
 		return ruleErr(r, "shards", "%d: a level of a hierarchy cannot be sharded", r.Shards)
 	case r.Mode == Shadow || r.Mode == Partial:
 		return ruleErr(r, "mode", "%s: a level of a hierarchy is enforced for every key: borrowing needs every level's answer", r.Mode)
-	case r.Ceiling > 0 && r.Parent == "":
-		return ruleErr(r, "ceiling", "%d: a ceiling borrows from a parent, and the rule has none", r.Ceiling)
-	case r.Ceiling > 0 && r.Ceiling < r.Limit:
-		return ruleErr(r, "ceiling", "%d: below the rule's own limit %d", r.Ceiling, r.Limit)
-	case r.Reserve >= r.capacity():
-		return ruleErr(r, "reserve", "%d: not below the capacity %d, so no child could ever borrow", r.Reserve, r.capacity())
+	case r.ceiling() > 0 && r.parent() == "":
+		return ruleErr(r, "ceiling", "%d: a ceiling borrows from a parent, and the rule has none", r.ceiling())
+	case r.ceiling() > 0 && r.ceiling() < r.Limit:
+		return ruleErr(r, "ceiling", "%d: below the rule's own limit %d", r.ceiling(), r.Limit)
+	case r.reserve() >= r.capacity():
+		return ruleErr(r, "reserve", "%d: not below the capacity %d, so no child could ever borrow", r.reserve(), r.capacity())
 	}
-	if r.Ceiling > 0 {
+	if r.ceiling() > 0 {
 		if err := r.ceilingRule().Validate(); err != nil {
-			return ruleErr(r, "ceiling", "%d per %v: %v", r.Ceiling, r.Window, err)
+			return ruleErr(r, "ceiling", "%d per %v: %v", r.ceiling(), r.Window, err)
 		}
 	}
 	return nil
@@ -73,9 +106,9 @@ func (r Rule) validateLevel() error {
 // ceilingRule is the bucket that holds a level to its ceiling: Ceiling per Window, with a
 // burst scaled from the rule's as the ceiling is from the limit.
 func (r Rule) ceilingRule() Rule {
-	c := Rule{ID: r.ID + "^ceiling", Algorithm: r.Algorithm, Limit: r.Ceiling, Window: r.Window}
+	c := Rule{ID: r.ID + "^ceiling", Algorithm: r.Algorithm, Limit: r.ceiling(), Window: r.Window}
 	if r.Burst > 0 {
-		hi, lo := bits.Mul64(uint64(r.Burst), uint64(r.Ceiling))
+		hi, lo := bits.Mul64(uint64(r.Burst), uint64(r.ceiling()))
 		c.Burst = MaxCount
 		if hi < uint64(r.Limit) {
 			if q, _ := bits.Div64(hi, lo, uint64(r.Limit)); q < MaxCount {
@@ -87,7 +120,7 @@ func (r Rule) ceilingRule() Rule {
 }
 
 // maxRate is the most a level may pass per window: its ceiling, or its limit without one.
-func (r Rule) maxRate() int { return max(r.Limit, r.Ceiling) }
+func (r Rule) maxRate() int { return max(r.Limit, r.ceiling()) }
 
 // validateChains checks the hierarchies of one call: every named parent is in it, with a
 // reserve, named by one child only (a request is a chain, not a tree), without a cycle;
@@ -99,13 +132,13 @@ func validateChains(reqs []Request) error {
 		return nil
 	}
 	for i, q := range reqs {
-		if q.Rule.Parent == "" {
+		if q.Rule.parent() == "" {
 			continue
 		}
 		p := up[i]
 		switch {
 		case p < 0:
-			return fmt.Errorf("rule %s: parent %s: not in the request", q.Rule.ID, q.Rule.Parent)
+			return fmt.Errorf("rule %s: parent %s: not in the request", q.Rule.ID, q.Rule.parent())
 		case q.Charge:
 			return fmt.Errorf("rule %s: a level of a hierarchy cannot be charged after the fact", q.Rule.ID)
 		}
@@ -115,8 +148,8 @@ func validateChains(reqs []Request) error {
 				return fmt.Errorf("rule %s: parent %s: also the parent of %s in the request", q.Rule.ID, parent.ID, reqs[j].Rule.ID)
 			}
 		}
-		if parent.Reserve < 1 {
-			return ruleErr(parent, "reserve", "%d: a parent keeps at least 1 unit for its children's shares", parent.Reserve)
+		if parent.reserve() < 1 {
+			return ruleErr(parent, "reserve", "%d: a parent keeps at least 1 unit for its children's shares", parent.reserve())
 		}
 		if q.Rule.OnStoreFailure != parent.OnStoreFailure {
 			return ruleErr(q.Rule, "on_store_failure", "%q: its parent %s has %q; a chain fails one way", q.Rule.OnStoreFailure, parent.ID, parent.OnStoreFailure)
@@ -129,7 +162,7 @@ func validateChains(reqs []Request) error {
 		}
 		for j, steps := p, 0; j >= 0; j, steps = up[j], steps+1 {
 			if j == i || steps > len(reqs) {
-				return ruleErr(q.Rule, "parent", "%q: the chain comes back to %s", q.Rule.Parent, q.Rule.ID)
+				return ruleErr(q.Rule, "parent", "%q: the chain comes back to %s", q.Rule.parent(), q.Rule.ID)
 			}
 		}
 	}
@@ -141,7 +174,7 @@ func validateChains(reqs []Request) error {
 func parents(reqs []Request) []int {
 	var up []int
 	for i, q := range reqs {
-		if q.Rule.Parent == "" {
+		if q.Rule.parent() == "" {
 			continue
 		}
 		if up == nil {
@@ -151,7 +184,7 @@ func parents(reqs []Request) []int {
 			}
 		}
 		for j, p := range reqs {
-			if p.Rule.ID == q.Rule.Parent && j != i {
+			if p.Rule.ID == q.Rule.parent() && j != i {
 				up[i] = j
 				break
 			}
@@ -180,7 +213,7 @@ func chainKeys(reqs []Request, up []int) (keys, ceilings []string) {
 		}
 		prefix := "rl:{" + tag + "}:" + strconv.Itoa(len(q.Key)) + ":" + q.Key + ":"
 		keys[i] = prefix + q.Rule.ID
-		if q.Rule.Ceiling > 0 {
+		if q.Rule.ceiling() > 0 {
 			ceilings[i] = prefix + "^ceiling:" + q.Rule.ID
 		}
 	}
@@ -249,7 +282,7 @@ func (m *Memory) decideChains(reqs []Request, up []int, spend bool, path Path, n
 			q := reqs[j]
 			k, need := q.cost(), q.cost()
 			if borrow {
-				need += int64(q.Rule.Reserve)
+				need += int64(q.Rule.reserve())
 			}
 			e, p := bucket(keys[j], q.Rule)
 			vs, _ := e.st.try(p, now, need, "")
@@ -308,7 +341,7 @@ func (m *Memory) decideChains(reqs []Request, up []int, spend bool, path Path, n
 func level(v verdict, q Request, path Path, ceiling bool) Decision {
 	d := v.decision(q, path)
 	if ceiling {
-		d.Limit, d.Borrowing = q.Rule.Ceiling, true
+		d.Limit, d.Borrowing = q.Rule.ceiling(), true
 	}
 	return d
 }
@@ -366,7 +399,7 @@ func (c *scriptCall) encodeChains(reqs []Request, up []int, keys, ceilings, leas
 				cp := q.Rule.ceilingRule().params()
 				ceilingArgs = append(ceilingArgs, algorithmArgs[q.Rule.Algorithm], cp.limit, cp.window, cp.burst, q.cost(), mode, "C")
 			}
-			part = fmt.Sprintf("L%d %d %d", parent, ceiling, q.Rule.Reserve)
+			part = fmt.Sprintf("L%d %d %d", parent, ceiling, q.Rule.reserve())
 		case leases != nil && leases[i] != "":
 			part = leases[i]
 		}

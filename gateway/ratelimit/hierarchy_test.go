@@ -17,8 +17,8 @@ import (
 // twoTenants is a plan of 10 per second shared by tenants a and b, each guaranteed 5 and
 // allowed to borrow up to 10; the plan keeps a reserve of 2 for requests within a share.
 func twoTenants(prefix string) (plan, tenant Rule) {
-	plan = Rule{ID: prefix + "plan", Algorithm: TokenBucket, Limit: 10, Window: time.Second, Reserve: 2}
-	tenant = Rule{ID: prefix + "tenant", Algorithm: TokenBucket, Limit: 5, Window: time.Second, Parent: plan.ID, Ceiling: 10}
+	plan = Rule{ID: prefix + "plan", Algorithm: TokenBucket, Limit: 10, Window: time.Second, Level: &Level{Reserve: 2}}
+	tenant = Rule{ID: prefix + "tenant", Algorithm: TokenBucket, Limit: 5, Window: time.Second, Level: &Level{Parent: plan.ID, Ceiling: 10}}
 	return plan, tenant
 }
 
@@ -75,7 +75,7 @@ func TestHierarchyBorrowsAndGivesBack(t *testing.T) {
 func TestHierarchyWithoutCeilingDoesNotBorrow(t *testing.T) {
 	limiters(t, func(t *testing.T, l Limiter, clk *fakeClock) {
 		plan, tenant := twoTenants("rigid-")
-		tenant.Ceiling = 0
+		tenant.Level = &Level{Parent: plan.ID}
 		got := borrowTrace(t, l, clk, plan, tenant)
 		if got[1].b != 5 || got[1].borrowed != 0 {
 			t.Errorf("second 1 without a ceiling: b %d, borrowed %d; want 5, 0", got[1].b, got[1].borrowed)
@@ -133,9 +133,9 @@ func borrowTrace(t *testing.T, l Limiter, clk *fakeClock, plan, tenant Rule) [4]
 // level passed. No level exceeds its limit (its ceiling where it has one); each tenant
 // passes beyond its share by borrowing; the platform stops exactly its reserve short.
 func TestHierarchyHoldsUnderConcurrency(t *testing.T) {
-	platform := Rule{ID: "conc-platform", Algorithm: GCRA, Limit: 100, Window: time.Hour, Reserve: 5}
-	plan := Rule{ID: "conc-plan", Algorithm: TokenBucket, Limit: 40, Window: time.Hour, Parent: platform.ID, Ceiling: 80, Reserve: 3}
-	tenant := Rule{ID: "conc-tenant", Algorithm: TokenBucket, Limit: 15, Window: time.Hour, Parent: plan.ID, Ceiling: 80}
+	platform := Rule{ID: "conc-platform", Algorithm: GCRA, Limit: 100, Window: time.Hour, Level: &Level{Reserve: 5}}
+	plan := Rule{ID: "conc-plan", Algorithm: TokenBucket, Limit: 40, Window: time.Hour, Level: &Level{Parent: platform.ID, Ceiling: 80, Reserve: 3}}
+	tenant := Rule{ID: "conc-tenant", Algorithm: TokenBucket, Limit: 15, Window: time.Hour, Level: &Level{Parent: plan.ID, Ceiling: 80}}
 	who := []struct{ tenant, plan string }{{"t1", "p1"}, {"t3", "p2"}}
 	run := func(t *testing.T, l Limiter) {
 		var mu sync.Mutex
@@ -200,10 +200,10 @@ func TestRedisMatchesMemoryHierarchy(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 17))
 			alg := func() Algorithm { return []Algorithm{TokenBucket, GCRA}[rng.IntN(2)] }
 			id := func(s string) string { return fmt.Sprintf("match-%d-%s", seed, s) }
-			platform := Rule{ID: id("platform"), Algorithm: alg(), Limit: 12, Window: time.Second, Reserve: 1 + rng.IntN(3)}
+			platform := Rule{ID: id("platform"), Algorithm: alg(), Limit: 12, Window: time.Second, Level: &Level{Reserve: 1 + rng.IntN(3)}}
 			plan := Rule{ID: id("plan"), Algorithm: alg(), Limit: 6, Window: time.Second, Burst: rng.IntN(6),
-				Parent: platform.ID, Ceiling: 6 + rng.IntN(7), Reserve: 1 + rng.IntN(2)}
-			tenant := Rule{ID: id("tenant"), Algorithm: alg(), Limit: 2, Window: time.Second, Parent: plan.ID, Ceiling: 2 + rng.IntN(5)}
+				Level: &Level{Parent: platform.ID, Ceiling: 6 + rng.IntN(7), Reserve: 1 + rng.IntN(2)}}
+			tenant := Rule{ID: id("tenant"), Algorithm: alg(), Limit: 2, Window: time.Second, Level: &Level{Parent: plan.ID, Ceiling: 2 + rng.IntN(5)}}
 			flat := Rule{ID: id("flat"), Algorithm: Algorithms[rng.IntN(len(Algorithms))], Limit: 5, Window: time.Second}
 			clk := newClock(epoch)
 			store := NewRedis(srv.Client())
@@ -238,28 +238,37 @@ func TestRedisMatchesMemoryHierarchy(t *testing.T) {
 
 func TestHierarchyValidation(t *testing.T) {
 	plan, tenant := twoTenants("v-")
-	with := func(r Rule, f func(*Rule)) Rule { f(&r); return r }
+	// with returns r changed by f, on a copy of its Level.
+	with := func(r Rule, f func(*Rule, *Level)) Rule {
+		lv := Level{}
+		if r.Level != nil {
+			lv = *r.Level
+		}
+		r.Level = &lv
+		f(&r, &lv)
+		return r
+	}
 	tests := []struct {
 		name  string
 		reqs  []Request
 		field string // the RuleError's field, or "" for a plain error
 		want  string
 	}{
-		{"fixed window level", chainOf(plan, with(tenant, func(r *Rule) { r.Algorithm = FixedWindow }), "a"), "algorithm", "token_bucket or gcra"},
-		{"ceiling below limit", chainOf(plan, with(tenant, func(r *Rule) { r.Ceiling = 3 }), "a"), "ceiling", "below the rule's own limit"},
-		{"ceiling above parent", chainOf(plan, with(tenant, func(r *Rule) { r.Ceiling = 11 }), "a"), "ceiling", "above its parent"},
-		{"ceiling without parent", []Request{{Rule: with(tenant, func(r *Rule) { r.Parent = "" }), Key: "k"}}, "ceiling", "has none"},
-		{"leased level", chainOf(plan, with(tenant, func(r *Rule) { r.Lease = 2 }), "a"), "lease", "leases"},
-		{"sharded level", chainOf(with(plan, func(r *Rule) { r.Shards = 2 }), tenant, "a"), "shards", "sharded"},
-		{"shadow level", chainOf(plan, with(tenant, func(r *Rule) { r.Mode = Shadow }), "a"), "mode", "enforced"},
-		{"own parent", []Request{{Rule: with(tenant, func(r *Rule) { r.Parent = r.ID }), Key: "k"}}, "parent", "its own parent"},
+		{"fixed window level", chainOf(plan, with(tenant, func(r *Rule, lv *Level) { r.Algorithm = FixedWindow }), "a"), "algorithm", "token_bucket or gcra"},
+		{"ceiling below limit", chainOf(plan, with(tenant, func(r *Rule, lv *Level) { lv.Ceiling = 3 }), "a"), "ceiling", "below the rule's own limit"},
+		{"ceiling above parent", chainOf(plan, with(tenant, func(r *Rule, lv *Level) { lv.Ceiling = 11 }), "a"), "ceiling", "above its parent"},
+		{"ceiling without parent", []Request{{Rule: with(tenant, func(r *Rule, lv *Level) { lv.Parent = "" }), Key: "k"}}, "ceiling", "has none"},
+		{"leased level", chainOf(plan, with(tenant, func(r *Rule, lv *Level) { r.Lease = 2 }), "a"), "lease", "leases"},
+		{"sharded level", chainOf(with(plan, func(r *Rule, lv *Level) { r.Shards = 2 }), tenant, "a"), "shards", "sharded"},
+		{"shadow level", chainOf(plan, with(tenant, func(r *Rule, lv *Level) { r.Mode = Shadow }), "a"), "mode", "enforced"},
+		{"own parent", []Request{{Rule: with(tenant, func(r *Rule, lv *Level) { lv.Parent = r.ID }), Key: "k"}}, "parent", "its own parent"},
 		{"missing parent", chainOf(plan, tenant, "a")[:1], "", "not in the request"},
-		{"parent without reserve", chainOf(with(plan, func(r *Rule) { r.Reserve = 0 }), tenant, "a"), "reserve", "at least 1"},
-		{"failure modes differ", chainOf(plan, with(tenant, func(r *Rule) { r.OnStoreFailure = FailClosed }), "a"), "on_store_failure", "fails one way"},
+		{"parent without reserve", chainOf(with(plan, func(r *Rule, lv *Level) { lv.Reserve = 0 }), tenant, "a"), "reserve", "at least 1"},
+		{"failure modes differ", chainOf(plan, with(tenant, func(r *Rule, lv *Level) { r.OnStoreFailure = FailClosed }), "a"), "on_store_failure", "fails one way"},
 		{"cycle", []Request{
-			{Rule: with(plan, func(r *Rule) { r.Parent = tenant.ID; r.Ceiling = 10 }), Key: "p"},
-			{Rule: with(tenant, func(r *Rule) { r.Reserve = 1 }), Key: "t"}}, "parent", "comes back"},
-		{"two children in one call", append(chainOf(plan, tenant, "a"), Request{Rule: with(tenant, func(r *Rule) { r.ID = "v-other" }), Key: "x"}), "", "also the parent"},
+			{Rule: with(plan, func(r *Rule, lv *Level) { lv.Parent = tenant.ID; lv.Ceiling = 10 }), Key: "p"},
+			{Rule: with(tenant, func(r *Rule, lv *Level) { lv.Reserve = 1 }), Key: "t"}}, "parent", "comes back"},
+		{"two children in one call", append(chainOf(plan, tenant, "a"), Request{Rule: with(tenant, func(r *Rule, lv *Level) { r.ID = "v-other" }), Key: "x"}), "", "also the parent"},
 		{"charged level", []Request{{Rule: tenant, Key: "t", Charge: true}, {Rule: plan, Key: "p"}}, "", "charged"},
 	}
 	for _, tt := range tests {

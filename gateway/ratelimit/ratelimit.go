@@ -125,12 +125,9 @@ type Rule struct {
 	// waiting its turn (Decision.Delay), at most MaxDelay. 0 denies it at once. See
 	// docs/lessons/algorithms.md, "Throttling by delay".
 	MaxDelay time.Duration
-	// Parent, Ceiling and Reserve place the rule in a hierarchy (hierarchy.go): Parent is
-	// the ID of the rule above, whose request goes in the same call; Ceiling, 0 for Limit,
-	// is the most the rule may spend per Window by borrowing its parent's unused budget;
-	// Reserve, on a parent, is the part of its budget borrowers may not take.
-	Parent           string
-	Ceiling, Reserve int
+	// Level places the rule in a hierarchy (hierarchy.go); nil, for a flat rule, keeps the
+	// requests of flat rules as small as they were.
+	Level *Level
 }
 
 // The bounds Validate keeps a rule within, so that every number the Lua scripts compute is
@@ -182,7 +179,7 @@ func (r Rule) Validate() error {
 		field string
 		n     int
 	}{{"limit", r.Limit}, {"burst", r.Burst}, {"cost", r.Cost}, {"lease", r.Lease}, {"shards", r.Shards},
-		{"ceiling", r.Ceiling}, {"reserve", r.Reserve}} {
+		{"ceiling", r.ceiling()}, {"reserve", r.reserve()}} {
 		switch {
 		case c.n < 0:
 			return ruleErr(r, c.field, "%d: want 0 or more", c.n)

@@ -239,7 +239,7 @@ func (c *scriptCall) decode(reqs []Request, leases []string, ds []Decision) erro
 		// v[0] is 1 for allowed, plus 2 when a level of a hierarchy reports its ceiling.
 		ds[i] = verdict{allowed: v[0]&1 == 1, remaining: v[1], reset: v[2], retry: v[3]}.decision(reqs[i], PathStore)
 		if v[0]&2 != 0 {
-			ds[i].Limit, ds[i].Borrowing = reqs[i].Rule.Ceiling, true
+			ds[i].Limit, ds[i].Borrowing = reqs[i].Rule.ceiling(), true
 		}
 		if admitted && ds[i].Allowed && leases != nil && leases[i] != "" {
 			ds[i].Lease = &Lease{Rule: reqs[i].Rule.ID, Key: reqs[i].Key, ID: leases[i]}

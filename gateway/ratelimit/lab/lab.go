@@ -84,11 +84,18 @@ type Config struct {
 	// Burst is the capacity of token_bucket and gcra; 0 means Limit. Their rate is always
 	// Limit per Window, and they start full.
 	Burst int
-	// Algorithms to compare, in order; nil means all of them.
+	// Algorithms to compare, in order; nil means all of them (token_bucket and gcra under
+	// a Parent).
 	Algorithms []ratelimit.Algorithm
 	// MaxDelay, above 0, adds the line QueueLabel after them: a gcra that queues (Burst its
 	// size) with this max delay, whose requests pass at once, wait their turn or are refused.
 	MaxDelay time.Duration
+	// Parent, above 0, puts every key of the trace under one parent of Parent per Window, as
+	// tenants under a plan (docs/lessons/algorithms.md, "Hierarchies that borrow"): Limit is
+	// each key's share, Ceiling (0 = Limit, no borrowing) the most it reaches borrowing what
+	// the others leave, and the parent keeps Reserve (0 = a tenth of Parent, at least 1)
+	// for requests within a share.
+	Parent, Ceiling, Reserve int
 }
 
 // Result is one algorithm's replay of a trace.
@@ -109,6 +116,11 @@ type Result struct {
 	// Delays holds, for the queue's line, the seconds each request waited its turn, in trace
 	// order: 0 for one that passed at once or was refused.
 	Delays []float64 `json:"delays,omitempty"`
+	// Under a Parent: Borrowed holds, per request, whether it passed on budget its key
+	// borrowed; Parent the parent's budget left after it; Borrows counts the borrowed.
+	Borrowed []bool `json:"borrowed,omitempty"`
+	Parent   []int  `json:"parent,omitempty"`
+	Borrows  int    `json:"borrows,omitempty"`
 }
 
 // Name is the line's name: its label, else its algorithm.
@@ -131,12 +143,26 @@ const NoteConcurrencyCost = "the cost column is ignored: each request takes one 
 // "Sliding-window counter").
 func Replay(trace []Request, cfg Config) ([]Result, error) {
 	algs := cfg.Algorithms
-	if len(algs) == 0 {
+	switch {
+	case len(algs) > 0:
+	case cfg.Parent > 0:
+		algs = []ratelimit.Algorithm{ratelimit.TokenBucket, ratelimit.GCRA}
+	default:
 		algs = ratelimit.Algorithms
 	}
 	results := make([]Result, 0, len(algs)+1)
 	for _, a := range algs {
-		res, err := replay(trace, ratelimit.Rule{ID: string(a), Algorithm: a, Limit: cfg.Limit, Window: cfg.Window, Burst: cfg.Burst})
+		rule := ratelimit.Rule{ID: string(a), Algorithm: a, Limit: cfg.Limit, Window: cfg.Window, Burst: cfg.Burst}
+		var parent *ratelimit.Rule
+		if cfg.Parent > 0 {
+			reserve := cfg.Reserve
+			if reserve == 0 {
+				reserve = max(1, cfg.Parent/10)
+			}
+			parent = &ratelimit.Rule{ID: "parent", Algorithm: a, Limit: cfg.Parent, Window: cfg.Window, Level: &ratelimit.Level{Reserve: reserve}}
+			rule.Level = &ratelimit.Level{Parent: parent.ID, Ceiling: cfg.Ceiling}
+		}
+		res, err := replay(trace, rule, parent)
 		if err != nil {
 			return nil, err
 		}
@@ -152,8 +178,9 @@ func Replay(trace []Request, cfg Config) ([]Result, error) {
 	return results, nil
 }
 
-// replay runs trace through rule on an in-memory limiter of its own and a virtual clock.
-func replay(trace []Request, rule ratelimit.Rule) (Result, error) {
+// replay runs trace through rule on an in-memory limiter of its own and a virtual clock;
+// with a parent, every request asks it too, as a level of a hierarchy.
+func replay(trace []Request, rule ratelimit.Rule, parent *ratelimit.Rule) (Result, error) {
 	if err := rule.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -164,16 +191,29 @@ func replay(trace []Request, rule ratelimit.Rule) (Result, error) {
 	if rule.MaxDelay > 0 {
 		res.Delays = make([]float64, len(trace))
 	}
+	if parent != nil {
+		res.Borrowed, res.Parent = make([]bool, len(trace)), make([]int, len(trace))
+	}
 	for i, q := range trace {
 		if a == ratelimit.Concurrency && q.Cost > 1 {
 			res.Note = NoteConcurrencyCost
 		}
 		now = time.UnixMicro(0).Add(q.At)
-		d, err := mem.Allow(context.Background(), []ratelimit.Request{{Rule: rule, Key: q.Key, Cost: q.Cost}})
+		reqs := []ratelimit.Request{{Rule: rule, Key: q.Key, Cost: q.Cost}}
+		if parent != nil {
+			reqs = append(reqs, ratelimit.Request{Rule: *parent, Key: "parent"})
+		}
+		d, err := mem.Allow(context.Background(), reqs)
 		if err != nil {
 			return Result{}, fmt.Errorf("%s: request %d: %w", rule.ID, i+1, err)
 		}
-		res.Decisions[i], res.Remaining[i] = d.Allowed, d.Remaining
+		res.Decisions[i], res.Remaining[i] = d.Allowed, d.Rules[0].Remaining
+		if parent != nil {
+			res.Borrowed[i], res.Parent[i] = d.Allowed && d.Rules[0].Borrowing, d.Rules[1].Remaining
+			if res.Borrowed[i] {
+				res.Borrows++
+			}
+		}
 		if res.Delays != nil {
 			res.Delays[i] = d.Delay.Seconds()
 		}

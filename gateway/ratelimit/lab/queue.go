@@ -14,7 +14,7 @@ func replayQueue(trace []Request, cfg Config) (Result, error) {
 		size = cfg.Limit
 	}
 	res, err := replay(trace, ratelimit.Rule{ID: QueueLabel, Algorithm: ratelimit.GCRA, Limit: cfg.Limit,
-		Window: cfg.Window, Burst: size, MaxDelay: cfg.MaxDelay})
+		Window: cfg.Window, Burst: size, MaxDelay: cfg.MaxDelay}, nil)
 	res.Label = QueueLabel
 	return res, err
 }
