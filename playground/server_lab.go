@@ -25,6 +25,10 @@ type labRequest struct {
 	Algorithms []string `json:"algorithms"`
 	// MaxDelay, a Go duration, adds the queue's line (lab.Config.MaxDelay); "" or "0s" none.
 	MaxDelay string `json:"max_delay"`
+	// Parent, Ceiling and Reserve put the trace's keys under one parent (lab.Config).
+	Parent  int `json:"parent"`
+	Ceiling int `json:"ceiling"`
+	Reserve int `json:"reserve"`
 }
 
 // labAnswer is what the lab page draws: the parsed trace (so times, keys and costs are read
@@ -90,7 +94,15 @@ func (in labRequest) parse() ([]lab.Request, lab.Config, error) {
 	if in.Burst < 0 {
 		return nil, cfg, problem.InvalidField("burst", "must not be negative (0 means the limit)")
 	}
-	cfg = lab.Config{Limit: in.Limit, Window: window, Burst: in.Burst}
+	switch {
+	case in.Parent < 0:
+		return nil, cfg, problem.InvalidField("parent", "must not be negative (0 means no parent)")
+	case in.Ceiling < 0 || in.Ceiling > 0 && in.Parent == 0:
+		return nil, cfg, problem.InvalidField("ceiling", "want 0 (the limit), or a rate at least the limit under a parent")
+	case in.Reserve < 0 || in.Reserve > 0 && in.Parent == 0:
+		return nil, cfg, problem.InvalidField("reserve", "want 0 (a tenth of the parent), or a number of units under a parent")
+	}
+	cfg = lab.Config{Limit: in.Limit, Window: window, Burst: in.Burst, Parent: in.Parent, Ceiling: in.Ceiling, Reserve: in.Reserve}
 	if in.MaxDelay != "" {
 		if cfg.MaxDelay, err = time.ParseDuration(in.MaxDelay); err != nil || cfg.MaxDelay < 0 {
 			return nil, cfg, problem.InvalidField("max_delay", "want a duration such as 2s, or 0s for no queue")

@@ -103,6 +103,9 @@ func TestLabRejectsWhatTheCommandRejects(t *testing.T) {
 		{"unknown field", with("limt", 3), "limt", "unknown field"},
 		{"bad max delay", with("max_delay", "soon"), "max_delay", "duration"},
 		{"negative max delay", with("max_delay", "-1s"), "max_delay", "duration"},
+		{"ceiling without a parent", with("ceiling", 3), "ceiling", "under a parent"},
+		{"reserve without a parent", with("reserve", 3), "reserve", "under a parent"},
+		{"negative parent", with("parent", -1), "parent", "negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,6 +221,43 @@ func TestLabWorkedExamplesKeepTheLessonsNumbers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestLabShowsBorrowing replays the two-tenants trace under a plan of 10 a second, each
+// tenant guaranteed 5 and allowed 10: while "idle" is idle "busy" borrows its share (17
+// passes in the first second, the plan's full bucket and refill less its reserve of 2, then
+// 10); once "idle" sends its 5 a second, it gets all of them and busy is back to 5, borrowing
+// nothing. These are the numbers of docs/lessons/algorithms.md, "Hierarchies that borrow".
+func TestLabShowsBorrowing(t *testing.T) {
+	p := testkit.RunProcess(t, playground.Run, nil)
+	text, err := os.ReadFile(filepath.Join("web", "traces", "two-tenants.trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, body := testkit.PostJSON(t, p.HTTPURL+"/api/lab", map[string]any{"trace": string(text), "limit": 5, "window": "1s",
+		"parent": 10, "ceiling": 10, "reserve": 2, "algorithms": []string{"token_bucket", "gcra"}})
+	if status != http.StatusOK {
+		t.Fatalf("POST /api/lab = %d %s, want 200", status, body)
+	}
+	var got labAnswer
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got.Results {
+		count := map[string][]int{"busy": make([]int, 4), "idle": make([]int, 4), "borrowed": make([]int, 4)}
+		for i, q := range got.Requests {
+			if r.Decisions[i] {
+				count[q.Key][int(q.At)]++
+			}
+			if r.Borrowed[i] {
+				count["borrowed"][int(q.At)]++
+			}
+		}
+		want := map[string][]int{"busy": {17, 10, 5, 5}, "idle": {0, 0, 5, 5}, "borrowed": {8, 5, 0, 0}}
+		if !reflect.DeepEqual(count, want) {
+			t.Errorf("%s: passed per second %v, want %v", r.Algorithm, count, want)
+		}
 	}
 }
 

@@ -23,14 +23,20 @@ import (
 // request with each algorithm's decision and remaining budget; with --json, all of it as JSON.
 func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	setUsage(fs, "usage: boxoffice lab --trace FILE --limit N --window DUR [--burst B] [--max-delay DUR] [--algorithms a,b,…] [--show totals|requests] [--json]\n\n"+
+	setUsage(fs, "usage: boxoffice lab --trace FILE --limit N --window DUR [--burst B] [--max-delay DUR] [--parent P [--ceiling C] [--reserve R]] [--algorithms a,b,…] [--show totals|requests] [--json]\n\n"+
 		"FILE has one request per line, seconds[,key[,cost]]; '#' starts a comment.\n"+
+		"With --parent, every key is a level under one parent of P per window: --limit is its share,\n"+
+		"--ceiling the most it may reach by borrowing (default: the limit), --reserve what borrowers\n"+
+		"leave the parent for shares (default: a tenth of P).\n"+
 		"Sample traces are in playground/web/traces.\n")
 	tracePath := fs.String("trace", "", "the trace `file`")
 	limit := fs.Int("limit", 0, "requests (cost units) per window")
 	window := fs.Duration("window", 0, "the window, e.g. 1s or 1m")
 	burst := fs.Int("burst", 0, "token_bucket and gcra capacity (default: limit)")
 	maxDelay := fs.Duration("max-delay", 0, "add the line "+lab.QueueLabel+": a gcra whose queue of burst requests delays each by at most this")
+	parent := fs.Int("parent", 0, "put every key under one parent of this many per window (token_bucket and gcra)")
+	ceiling := fs.Int("ceiling", 0, "with --parent: the most a key may reach per window by borrowing (default: limit)")
+	reserve := fs.Int("reserve", 0, "with --parent: what borrowers leave the parent (default: a tenth of it)")
 	algorithms := fs.String("algorithms", "", "comma-separated `list` to compare (default: all of "+names(ratelimit.Algorithms)+")")
 	show := fs.String("show", "totals", "the table to print: totals (a row per algorithm) or requests (a row per request); --json prints both")
 	asJSON := fs.Bool("json", false, "print JSON with every request's decision and remaining budget")
@@ -48,7 +54,10 @@ func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if *maxDelay < 0 {
 		return fmt.Errorf("lab: --max-delay %v: want 0 (no queue) or more", *maxDelay)
 	}
-	cfg := lab.Config{Limit: *limit, Window: *window, Burst: *burst, MaxDelay: *maxDelay}
+	if (*ceiling != 0 || *reserve != 0) && *parent == 0 {
+		return errors.New("lab: --ceiling and --reserve need --parent")
+	}
+	cfg := lab.Config{Limit: *limit, Window: *window, Burst: *burst, MaxDelay: *maxDelay, Parent: *parent, Ceiling: *ceiling, Reserve: *reserve}
 	if *algorithms != "" {
 		for name := range strings.SplitSeq(*algorithms, ",") {
 			a, err := ratelimit.ParseAlgorithm(strings.TrimSpace(name))
@@ -78,7 +87,11 @@ func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			Results []lab.Result `json:"results"`
 		}{results})
 	}
-	fmt.Fprintf(stdout, "%d requests, limit %d per %v\n\n", len(trace), *limit, *window)
+	fmt.Fprintf(stdout, "%d requests, limit %d per %v", len(trace), *limit, *window)
+	if *parent > 0 {
+		fmt.Fprintf(stdout, " per key, under a parent of %d", *parent)
+	}
+	fmt.Fprint(stdout, "\n\n")
 	if *show == "requests" {
 		err = printLabRequests(stdout, trace, results)
 	} else {
@@ -93,9 +106,18 @@ func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 // printLabTotals writes one row per algorithm.
 func printLabTotals(w io.Writer, results []lab.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "algorithm\tallowed\tdenied")
+	hier := len(results) > 0 && results[0].Parent != nil
+	if hier {
+		fmt.Fprintln(tw, "algorithm\tallowed\tdenied\tborrowed")
+	} else {
+		fmt.Fprintln(tw, "algorithm\tallowed\tdenied")
+	}
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", r.Name(), r.Allowed, r.Denied)
+		fmt.Fprintf(tw, "%s\t%d\t%d", r.Name(), r.Allowed, r.Denied)
+		if hier {
+			fmt.Fprintf(tw, "\t%d", r.Borrows)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -106,6 +128,10 @@ func printLabRequests(w io.Writer, trace []lab.Request, results []lab.Result) er
 	fmt.Fprintln(w, "Each algorithm's column: allow or deny, then the budget remaining after the request.")
 	if slices.ContainsFunc(results, func(r lab.Result) bool { return r.Delays != nil }) {
 		fmt.Fprintln(w, lab.QueueLabel+": allow (at once), wait and the seconds waited, or deny, then the places left in the queue.")
+	}
+	if len(results) > 0 && results[0].Parent != nil {
+		fmt.Fprintln(w, "borrow: allowed on the parent's unused budget; the key's remaining is then its ceiling's;\n"+
+			"after the slash, the parent's remaining.")
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -125,10 +151,15 @@ func printLabRequests(w io.Writer, trace []lab.Request, results []lab.Result) er
 			switch {
 			case r.Decisions[i] && r.Delays != nil && r.Delays[i] > 0:
 				verdict = "wait " + strconv.FormatFloat(r.Delays[i], 'f', 3, 64)
+			case r.Borrowed != nil && r.Borrowed[i]:
+				verdict = "borrow"
 			case r.Decisions[i]:
 				verdict = "allow"
 			}
 			fmt.Fprintf(tw, "\t%s %d", verdict, r.Remaining[i])
+			if r.Parent != nil {
+				fmt.Fprintf(tw, "/%d", r.Parent[i])
+			}
 		}
 		fmt.Fprintln(tw)
 	}

@@ -40,6 +40,10 @@ func TestLabGolden(t *testing.T) {
 			"--algorithms", "token_bucket,gcra", "--show", "requests"}, "refresh-burst.requests.golden"},
 		{"sustained: everything for 4.8 s, then 10 a second", []string{"--trace", sample("sustained"), "--limit", "10", "--window", "1s", "--burst", "20",
 			"--algorithms", "token_bucket,gcra", "--show", "requests"}, "sustained.requests.golden"},
+		{"two tenants: busy borrows idle's share, then gives it back", []string{"--trace", sample("two-tenants"), "--limit", "5", "--window", "1s",
+			"--parent", "10", "--ceiling", "10", "--reserve", "2", "--algorithms", "token_bucket", "--show", "requests"}, "two-tenants.requests.golden"},
+		{"two tenants without a ceiling: nothing borrowed", []string{"--trace", sample("two-tenants"), "--limit", "5", "--window", "1s",
+			"--parent", "10", "--reserve", "2"}, "two-tenants-rigid.table.golden"},
 		{"sliding estimate: 30 + 80 × 45/60 = 90", []string{"--trace", sample("sliding-estimate"), "--limit", "100", "--window", "1m",
 			"--algorithms", "sliding_counter,sliding_log", "--show", "requests"}, "sliding-estimate.requests.golden"},
 		{"forty at once: 20 at once, or 1 at once and 19 waiting", []string{"--trace", sample("forty-at-once"), "--limit", "10", "--window", "1s", "--burst", "20",
@@ -83,6 +87,7 @@ func TestLabErrors(t *testing.T) {
 		{"missing file", []string{"--trace", "nope.trace", "--limit", "5", "--window", "1s"}, "no such file"},
 		{"unknown algorithm", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--algorithms", "leaky"}, `unknown algorithm "leaky"`},
 		{"time going back", []string{"--trace", bad, "--limit", "5", "--window", "1s"}, "trace line 2"},
+		{"ceiling without parent", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--ceiling", "10"}, "need --parent"},
 		{"unknown table", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--show", "decisions"}, `--show "decisions": want totals or requests`},
 	}
 	for _, tt := range tests {

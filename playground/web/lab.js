@@ -28,28 +28,40 @@ async function loadPreset(name) {
     form.window.value = m[2].replace(/[:,.]$/, "");
     form.burst.value = m[3] ?? "0";
     form.max_delay.value = (m[4] ?? "").replace(/[:,.]$/, "");
+    for (const name of ["parent", "ceiling", "reserve"]) {
+      form[name].value = traceBox.value.match(new RegExp(`--${name} (\\d+)`))?.[1] ?? "0";
+    }
   }
 }
+
+// Under a parent only the buckets decide (a level of a hierarchy is a token bucket or GCRA).
+const hierarchyAlgorithms = ["token_bucket", "gcra"];
 
 function chosenAlgorithms() {
   return [...algorithmsBox.querySelectorAll("input:checked")].map((i) => i.value);
 }
 
 function request() {
-  return {
+  const req = {
     trace: traceBox.value,
     limit: Number(form.limit.value),
     window: form.window.value.trim(),
     burst: Number(form.burst.value || 0),
     max_delay: form.max_delay.value.trim(),
     algorithms: chosenAlgorithms(),
+    parent: Number(form.parent.value || 0),
+    ceiling: Number(form.ceiling.value || 0),
+    reserve: Number(form.reserve.value || 0),
   };
+  if (req.parent) req.algorithms = req.algorithms.filter((a) => hierarchyAlgorithms.includes(a));
+  return req;
 }
 
 function showCommand(req) {
   let cmd = `boxoffice lab --trace my.trace --limit ${req.limit} --window ${req.window}`;
   if (req.burst) cmd += ` --burst ${req.burst}`;
   if (req.max_delay) cmd += ` --max-delay ${req.max_delay}`;
+  for (const name of ["parent", "ceiling", "reserve"]) if (req[name]) cmd += ` --${name} ${req[name]}`;
   if (req.algorithms.length && req.algorithms.length < algorithmsBox.querySelectorAll("input").length) {
     cmd += ` --algorithms ${req.algorithms.join(",")}`;
   }
@@ -83,13 +95,17 @@ function drawSummary({ requests, results }, req) {
   const box = document.getElementById("summary");
   clear(box);
   box.append(el("p", {}, `${requests.length} requests, limit ${req.limit} per ${req.window}` + (req.burst ? `, burst ${req.burst}` : "") +
-    (req.max_delay ? `, a queue waiting at most ${req.max_delay}` : "") + "."));
+    (req.max_delay ? `, a queue waiting at most ${req.max_delay}` : "") +
+    (req.parent ? ` per key, under a parent of ${req.parent}` : "") + "."));
+  const under = req.parent > 0;
   const table = el("table", { id: "summary-table" },
-    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "algorithm"), el("th", { scope: "col", class: "num" }, "allowed"), el("th", { scope: "col", class: "num" }, "denied"))),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "algorithm"), el("th", { scope: "col", class: "num" }, "allowed"), el("th", { scope: "col", class: "num" }, "denied"),
+      ...(under ? [el("th", { scope: "col", class: "num" }, "borrowed")] : []))),
     el("tbody", {}, ...results.map((r) => el("tr", { "data-algorithm": name(r) },
       el("th", { scope: "row" }, name(r)),
       el("td", { class: "num" }, String(r.allowed)),
-      el("td", { class: "num" }, String(r.denied))))));
+      el("td", { class: "num" }, String(r.denied)),
+      ...(under ? [el("td", { class: "num" }, String(r.borrows ?? 0))] : [])))));
   box.append(table);
   // An algorithm that read the trace differently says so, as the command's notes do.
   for (const r of results.filter((r) => r.note)) {
@@ -132,6 +148,7 @@ function name(r) {
 // line), or denied.
 function verdict(r, i) {
   if (!r.decisions[i]) return "✗ deny";
+  if (r.borrowed?.[i]) return "↑ borrow";
   const wait = r.delays?.[i] ?? 0;
   return wait > 0 ? `⏳ wait ${wait.toFixed(3)} s` : "✓ allow";
 }
@@ -149,7 +166,7 @@ function drawDecisions({ requests, results }) {
       el("td", { class: "num" }, String(i + 1)), el("td", { class: "num" }, q.at.toFixed(3)),
       el("td", {}, q.key || "(none)"), el("td", { class: "num" }, String(q.cost)),
       ...results.map((r, j) => el("td", { class: flags[j] ? "allowed" : "denied" },
-        `${verdict(r, i)} ${r.remaining[i]}`)));
+        `${verdict(r, i)} ${r.remaining[i]}` + (r.parent ? `/${r.parent[i]}` : ""))));
   });
   box.append(el("table", { id: "decision-table" }, el("thead", {}, head), el("tbody", {}, ...rows)));
 }

@@ -142,6 +142,9 @@ const NoteConcurrencyCost = "the cost column is ignored: each request takes one 
 // (whole microseconds, sliding_counter's rounding down: docs/lessons/algorithms.md,
 // "Sliding-window counter").
 func Replay(trace []Request, cfg Config) ([]Result, error) {
+	if cfg.Parent > 0 && cfg.MaxDelay > 0 {
+		return nil, fmt.Errorf("a queue's line and a parent do not combine: a level of a hierarchy refuses, it does not queue")
+	}
 	algs := cfg.Algorithms
 	switch {
 	case len(algs) > 0:
