@@ -103,3 +103,29 @@ func TestTooManyNamesTheLevel(t *testing.T) {
 func decideErr(reqs []ratelimit.Request) (ratelimit.Result, error) {
 	return ratelimit.NewMemory(clock.Clock{}).Allow(context.Background(), reqs)
 }
+
+// TestUnchainKeepsOneChildPerParent: of two levels under one parent in one call, the second
+// is decided alone, so the limiter accepts the call.
+func TestUnchainKeepsOneChildPerParent(t *testing.T) {
+	snap := compileDoc(t, tiersDoc)
+	user, tenant, plan := snap.Limit("per-user").Rule, snap.Limit("per-tenant").Rule, snap.Limit("per-plan").Rule
+	other := tenant
+	other.ID = "other-tenant"
+	reqs := []ratelimit.Request{{Rule: user, Key: "user:1"}, {Rule: tenant, Key: "tenant:a"}, {Rule: other, Key: "tenant:b"}, {Rule: plan, Key: "plan:p"}}
+	unchain(reqs)
+	if got := reqs[2].Rule.Level.Parent; got != "" {
+		t.Errorf("the second child's parent = %q, want none", got)
+	}
+	if got := reqs[1].Rule.Level.Parent; got != "per-plan" {
+		t.Errorf("the first child's parent = %q, want per-plan", got)
+	}
+	if _, err := decideErr(reqs[:3]); err == nil {
+		t.Errorf("Allow(without the plan) = nil error, want the missing parent refused")
+	}
+	if _, err := decideErr(append(reqs[:3:3], ratelimit.Request{Rule: snap.Limit("platform").Rule, Key: "global:all"}, reqs[3])); err != nil {
+		t.Errorf("Allow(unchained) = %v, want none", err)
+	}
+	if snap.Limit("per-tenant").Rule.Level.Parent != "per-plan" {
+		t.Errorf("unchain changed the policy's own rule")
+	}
+}

@@ -122,12 +122,19 @@ func Build(snap *policy.Snapshot, s Subject) (Built, error) {
 }
 
 // unchain decides alone, at its own share and without borrowing, a level of a hierarchy
-// whose parent does not count this request (an anonymous caller has no plan): the limiter
-// needs a level's parent in the same call.
+// whose parent does not count this request (an anonymous caller has no plan), or whose
+// parent a level before it already claims (two GraphQL fields of two routes): the limiter
+// asks a parent once per call, for one child.
 func unchain(reqs []ratelimit.Request) {
 	for i := range reqs {
 		r := &reqs[i].Rule
-		if r.Level != nil && r.Level.Parent != "" && !slices.ContainsFunc(reqs, func(q ratelimit.Request) bool { return q.Rule.ID == r.Level.Parent }) {
+		if r.Level == nil || r.Level.Parent == "" {
+			continue
+		}
+		parent := r.Level.Parent
+		present := slices.ContainsFunc(reqs, func(q ratelimit.Request) bool { return q.Rule.ID == parent })
+		claimed := slices.ContainsFunc(reqs[:i], func(q ratelimit.Request) bool { return q.Rule.Level != nil && q.Rule.Level.Parent == parent })
+		if !present || claimed {
 			r.Level = &ratelimit.Level{Reserve: r.Level.Reserve} // a copy: the policy's rule is shared
 		}
 	}

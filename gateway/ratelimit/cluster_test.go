@@ -81,3 +81,29 @@ func storageKeys(reqs []Request) []string {
 	}
 	return keys
 }
+
+// TestRedisClusterHierarchy: a three-level chain lands on its root's slot, in one script call
+// beside a flat rule of another slot, and holds under 1,000 concurrent requests on a cluster:
+// the platform of 100 passes all of it but its reserve of 5.
+func TestRedisClusterHierarchy(t *testing.T) {
+	rc := testkit.StartRedisCluster(t)
+	replicas := []*Redis{NewRedis(rc.Client()), NewRedis(rc.Client()), NewRedis(rc.Client())}
+	platform := Rule{ID: "c-platform", Algorithm: GCRA, Limit: 100, Window: time.Hour, Level: &Level{Reserve: 5}}
+	plan := Rule{ID: "c-plan", Algorithm: TokenBucket, Limit: 40, Window: time.Hour, Level: &Level{Parent: platform.ID, Ceiling: 100, Reserve: 3}}
+	tenant := Rule{ID: "c-tenant", Algorithm: TokenBucket, Limit: 15, Window: time.Hour, Level: &Level{Parent: plan.ID, Ceiling: 100}}
+	perIP := Rule{ID: "c-ip", Algorithm: FixedWindow, Limit: 10_000, Window: time.Hour}
+	reqs := []Request{{Rule: tenant, Key: "tenant:t1"}, {Rule: perIP, Key: "ip:10.0.0.9"}, {Rule: plan, Key: "plan:p1"}, {Rule: platform, Key: "global"}}
+	keys, _ := chainKeys(reqs, parents(reqs))
+	calls := replicas[0].split(keys)
+	if len(calls) != 2 {
+		t.Fatalf("split into %d script calls, want 2: the chain and the per-IP rule", len(calls))
+	}
+	for _, c := range calls {
+		if n := len(c.reqs); n != 1 && n != 3 {
+			t.Errorf("a call decides %d requests, want the chain's 3 or the flat rule alone", n)
+		}
+	}
+	if got := hammer(t, replicas, reqs, 1000); got != 95 {
+		t.Errorf("allowed %d of 1000 through a platform of 100 with a reserve of 5, want exactly 95", got)
+	}
+}

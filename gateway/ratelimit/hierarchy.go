@@ -6,27 +6,16 @@ import (
 	"strconv"
 )
 
-// This file holds hierarchical limits: a rule names its Parent, and a request checks its
-// whole chain (user → tenant → plan → platform) in one atomic step, the same script call in
-// Redis, the same lock in Memory. Modelled on Linux HTB: a level's Limit is its guaranteed
-// share, its Ceiling the most it may reach by borrowing what its parent leaves unused, and
-// the root's Limit is hard. docs/lessons/algorithms.md, "Hierarchies that borrow", has the
-// why and the numbers.
-//
-// A request of cost k walks its chain from the leaf up. At each level L, with lend the
-// parent's Reserve when the level below borrows from L, else 0:
-//
-//   - within share: L's own bucket holds k + lend (and its ceiling bucket k): L spends k from
-//     both, and the level above is asked for k;
-//   - borrowing: L's bucket does not, but its ceiling bucket holds k: L spends k from the
-//     ceiling bucket only, and the level above is asked for k + its Reserve;
-//   - else L denies.
-//
-// Every passing request spends every level it borrows through and the first level that has
-// it within share, so no level passes more than its ceiling (its Limit without one), and the
-// root, which cannot borrow, never more than its Limit. Borrowers stop Reserve units short
-// of a parent's empty bucket: those units are kept for requests within their share, so an
-// idle level that comes back has its share at once, and all of it once the parent refills.
+// This file holds hierarchical limits: a rule's Level names its parent, and a request checks
+// its whole chain (user → tenant → plan → platform) atomically, in one script call in Redis,
+// under one lock in Memory. As in Linux HTB, a level's Limit is its guaranteed share, its
+// Ceiling the most it may reach borrowing what its parent leaves unused, and the root's Limit
+// is hard. From the leaf up, a level with the request within its share (its own bucket holds
+// it, plus its Reserve if the level below borrows) spends from that bucket and its ceiling
+// bucket; a level past its share spends from its ceiling bucket only, and asks its parent for
+// the request plus the parent's Reserve; any other level denies. Borrowers thus leave the
+// Reserve to requests within their share. docs/lessons/algorithms.md, "Hierarchies that
+// borrow", has the why and the numbers.
 
 // Level is a rule's place in a hierarchy.
 type Level struct {
