@@ -214,9 +214,9 @@ type Match struct {
 type Limit struct {
 	ID string `yaml:"id" json:"id"`
 	// Key says whose budget a request spends: user, ip, net (the client's /24 or /64),
-	// apikey, tenant, route, header:<Name>, json:<field>, or several joined by "+"
-	// (user+route, json:email+net). A request that lacks a part (an anonymous caller on a
-	// per-user limit) is not counted by the limit.
+	// apikey, tenant, plan (the API key's plan), global (one budget for all), route,
+	// header:<Name>, json:<field>, or several joined by "+" (user+route, json:email+net). A
+	// request that lacks a part (an anonymous caller on a per-user limit) is not counted.
 	Key string `yaml:"key" json:"key"`
 	// Algorithm is one of the rate limiter's; "" means token_bucket.
 	Algorithm string `yaml:"algorithm" json:"algorithm"`

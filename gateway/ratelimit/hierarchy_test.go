@@ -261,6 +261,7 @@ func TestHierarchyValidation(t *testing.T) {
 		{"leased level", chainOf(plan, with(tenant, func(r *Rule, lv *Level) { r.Lease = 2 }), "a"), "lease", "leases"},
 		{"sharded level", chainOf(with(plan, func(r *Rule, lv *Level) { r.Shards = 2 }), tenant, "a"), "shards", "sharded"},
 		{"shadow level", chainOf(plan, with(tenant, func(r *Rule, lv *Level) { r.Mode = Shadow }), "a"), "mode", "enforced"},
+		{"partial level", chainOf(with(plan, func(r *Rule, lv *Level) { r.Mode, r.EnforcePercent = Partial, 30 }), tenant, "a"), "mode", "every key"},
 		{"own parent", []Request{{Rule: with(tenant, func(r *Rule, lv *Level) { lv.Parent = r.ID }), Key: "k"}}, "parent", "its own parent"},
 		{"missing parent", chainOf(plan, tenant, "a")[:1], "", "not in the request"},
 		{"parent without reserve", chainOf(with(plan, func(r *Rule, lv *Level) { lv.Reserve = 0 }), tenant, "a"), "reserve", "at least 1"},
