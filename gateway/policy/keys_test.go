@@ -19,6 +19,8 @@ func TestParseKey(t *testing.T) {
 		{"net+route", []KeyPart{{Kind: KeyNet}, {Kind: KeyRoute}}},
 		{"user+route", []KeyPart{{Kind: KeyUser}, {Kind: KeyRoute}}},
 		{"header:x-client-version", []KeyPart{{Kind: KeyHeader, Name: "X-Client-Version"}}},
+		{"plan", []KeyPart{{Kind: KeyPlan}}},
+		{"global", []KeyPart{{Kind: KeyGlobal}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
@@ -43,6 +45,7 @@ func TestParseKeyRefuses(t *testing.T) {
 		{"json:email+net+ip", "ip and net together"},
 		{"nets", `unknown dimension "nets"`},
 		{"json:", "want json:<top-level field>"},
+		{"global:x", "global takes no argument"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
