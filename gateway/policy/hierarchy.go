@@ -122,7 +122,7 @@ func validateHierarchies(list []Limit) error {
 		}
 		if err := ratelimit.ValidateChain(rules); err != nil {
 			if re, ok := errors.AsType[*ratelimit.RuleError](err); ok {
-				return fieldErr(fmt.Sprintf("limits[%s].%s", re.Rule, re.Field), "%s", re.Problem)
+				return fieldErr(fmt.Sprintf("limits[%s].%s", re.Rule, limitField(err)), "%s", re.Problem)
 			}
 			return fieldErr(ref("limits", i, l.ID)+".parent", "%v", err)
 		}

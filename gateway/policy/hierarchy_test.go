@@ -59,6 +59,7 @@ func TestCompileHierarchyNamesTheField(t *testing.T) {
 		{"ceiling below the rate", "ceiling: 300/s", "ceiling: 50/s", "limits[per-tenant].ceiling"},
 		{"ceiling above the parent", "ceiling: 300/s", "ceiling: 900/s", "limits[per-tenant].ceiling"},
 		{"ceiling above the root", "ceiling: 800/s", "ceiling: 1200/s", "limits[per-plan].ceiling"},
+		{"rate above the parent's", "rate: 100/s, parent: per-plan}", "rate: 900/s, parent: per-plan}", "limits[other-tenant].rate"},
 		{"ceiling without a parent", "rate: 1000/s}", "rate: 1000/s, ceiling: 2000/s}", "limits[platform].ceiling"},
 		{"ceiling not whole per window", "ceiling: 300/s", "ceiling: 1/7ms", "limits[per-tenant].ceiling"},
 		{"bad ceiling", "ceiling: 300/s", "ceiling: lots", "limits[per-tenant].ceiling"},

@@ -50,7 +50,7 @@ func (r Rule) reserve() int {
 	return r.Level.Reserve
 }
 
-// hierarchyAlgorithms are the algorithms a level of a hierarchy may use: buckets, whose
+// hierarchyAlgorithm reports whether a level of a hierarchy may use a: the buckets, whose
 // answer to "are there k tokens?" only grows with time and shrinks with spending, which the
 // two checks at k + lend and at k rely on. A window's count has no ceiling rate to refill.
 func hierarchyAlgorithm(a Algorithm) bool { return a == TokenBucket || a == GCRA }
@@ -128,7 +128,7 @@ func validateChains(reqs []Request) error {
 		switch {
 		case p < 0:
 			return fmt.Errorf("rule %s: parent %s: not in the request", q.Rule.ID, q.Rule.parent())
-		case q.Charge:
+		case q.Charge || reqs[p].Charge:
 			return fmt.Errorf("rule %s: a level of a hierarchy cannot be charged after the fact", q.Rule.ID)
 		}
 		parent := reqs[p].Rule
@@ -147,7 +147,11 @@ func validateChains(reqs []Request) error {
 		h1, l1 := bits.Mul64(uint64(q.Rule.maxRate()), uint64(parent.Window.Microseconds()))
 		h2, l2 := bits.Mul64(uint64(parent.maxRate()), uint64(q.Rule.Window.Microseconds()))
 		if h1 > h2 || h1 == h2 && l1 > l2 {
-			return ruleErr(q.Rule, "ceiling", "%d per %v: above its parent %s's %d per %v", q.Rule.maxRate(), q.Rule.Window, parent.ID, parent.maxRate(), parent.Window)
+			field := "ceiling"
+			if q.Rule.ceiling() == 0 {
+				field = "limit"
+			}
+			return ruleErr(q.Rule, field, "%d per %v: above its parent %s's %d per %v", q.Rule.maxRate(), q.Rule.Window, parent.ID, parent.maxRate(), parent.Window)
 		}
 		for j, steps := p, 0; j >= 0; j, steps = up[j], steps+1 {
 			if j == i || steps > len(reqs) {

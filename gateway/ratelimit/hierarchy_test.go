@@ -271,6 +271,7 @@ func TestHierarchyValidation(t *testing.T) {
 			{Rule: with(tenant, func(r *Rule, lv *Level) { lv.Reserve = 1 }), Key: "t"}}, "parent", "comes back"},
 		{"two children in one call", append(chainOf(plan, tenant, "a"), Request{Rule: with(tenant, func(r *Rule, lv *Level) { r.ID = "v-other" }), Key: "x"}), "", "also the parent"},
 		{"charged level", []Request{{Rule: tenant, Key: "t", Charge: true}, {Rule: plan, Key: "p"}}, "", "charged"},
+		{"charged parent", []Request{{Rule: tenant, Key: "t"}, {Rule: plan, Key: "p", Charge: true}}, "", "charged"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
