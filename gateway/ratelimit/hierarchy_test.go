@@ -12,6 +12,7 @@ import (
 
 	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/testkit"
+	"github.com/redis/go-redis/v9"
 )
 
 // twoTenants is a plan of 10 per second shared by tenants a and b, each guaranteed 5 and
@@ -287,5 +288,38 @@ func TestHierarchyValidation(t *testing.T) {
 	}
 	if _, err := NewMemory(clock.Clock{}).Allow(context.Background(), chainOf(plan, tenant, "a")); err != nil {
 		t.Errorf("Allow(valid chain) = %v", err)
+	}
+}
+
+// TestFailsafeDecidesAChainLocally: while the store is down a chain is decided by the
+// fallback, whole: the tenant borrows up to its ceiling of 10 from the plan's 10, less the
+// plan's reserve of 2, and nothing is owed to the store for it.
+func TestFailsafeDecidesAChainLocally(t *testing.T) {
+	down := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", testkit.FreePort(t)), MaxRetries: -1})
+	t.Cleanup(func() { _ = down.Close() })
+	clk := newClock(epoch)
+	f, err := NewFailsafe(NewRedis(down), FailsafeOptions{Clock: clk.Clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, tenant := twoTenants("down-")
+	allowed, borrowed := 0, 0
+	for range 20 {
+		res := mustAllow(t, f, chainOf(plan, tenant, "a"))
+		if res.Path != PathFallback {
+			t.Fatalf("path = %s, want %s", res.Path, PathFallback)
+		}
+		if res.Allowed {
+			allowed++
+			if res.Rules[0].Borrowing {
+				borrowed++
+			}
+		}
+	}
+	if allowed != 8 || borrowed != 3 {
+		t.Errorf("allowed %d, borrowed %d of 20 at one instant; want 8 and 3: the share of 5, then the plan down to its reserve", allowed, borrowed)
+	}
+	if f.ledger.owing() {
+		t.Errorf("the fallback owes the store for a chain, want nothing owed")
 	}
 }
