@@ -122,7 +122,8 @@ func validateHierarchies(list []Limit) error {
 		}
 		if err := ratelimit.ValidateChain(rules); err != nil {
 			if re, ok := errors.AsType[*ratelimit.RuleError](err); ok {
-				return fieldErr(fmt.Sprintf("limits[%s].%s", re.Rule, limitField(err)), "%s", re.Problem)
+				queued := limits[re.Rule] != nil && limits[re.Rule].Queue != nil
+				return fieldErr(fmt.Sprintf("limits[%s].%s", re.Rule, limitField(err, queued)), "%s", re.Problem)
 			}
 			return fieldErr(ref("limits", i, l.ID)+".parent", "%v", err)
 		}

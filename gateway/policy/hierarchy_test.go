@@ -68,6 +68,7 @@ func TestCompileHierarchyNamesTheField(t *testing.T) {
 		{"lease on a level", "ceiling: 300/s}", "ceiling: 300/s, lease: 2}", "limits[per-tenant].lease"},
 		{"shards on a parent", "rate: 1000/s}", "rate: 1000/s, shards: 2}", "limits[platform].shards"},
 		{"shadow level", "ceiling: 300/s}", "ceiling: 300/s, mode: shadow}", "limits[per-tenant].mode"},
+		{"queued level", "rate: 100/s, parent: per-plan, ceiling: 300/s}", "algorithm: gcra, rate: 100/s, parent: per-plan, ceiling: 300/s, queue: {size: 5, max_delay: 1s}}", "limits[per-tenant].queue.max_delay"},
 		{"partially enforced level", "ceiling: 300/s}", "ceiling: 300/s, mode: partial, enforce_percent: 30}", "limits[per-tenant].mode"},
 		{"failure modes differ", "ceiling: 300/s}", "ceiling: 300/s, on_store_failure: closed}", "limits[per-tenant].on_store_failure"},
 		{"cost header on a parent", "reserve: 40}", "reserve: 40, cost_header: X-Cost}", "limits[per-plan].cost_header"},

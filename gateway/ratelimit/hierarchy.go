@@ -75,6 +75,8 @@ func (r Rule) validateLevel() error {
 		return ruleErr(r, "lease", "%d: a level of a hierarchy decides in the store; leases would split the chain", r.Lease)
 	case r.Shards > 1:
 		return ruleErr(r, "shards", "%d: a level of a hierarchy cannot be sharded", r.Shards)
+	case r.MaxDelay > 0:
+		return ruleErr(r, "max_delay", "%v: a level of a hierarchy refuses what it cannot pass; it does not queue", r.MaxDelay)
 	case r.Mode == Shadow || r.Mode == Partial:
 		return ruleErr(r, "mode", "%s: a level of a hierarchy is enforced for every key: borrowing needs every level's answer", r.Mode)
 	case r.ceiling() > 0 && r.parent() == "":
@@ -393,8 +395,8 @@ func (c *scriptCall) encodeChains(reqs []Request, up []int, keys, ceilings, leas
 				ceilingArgs = append(ceilingArgs, algorithmArgs[q.Rule.Algorithm], cp.limit, cp.window, cp.burst, q.cost(), mode, "C")
 			}
 			part = fmt.Sprintf("L%d %d %d", parent, ceiling, q.Rule.reserve())
-		case leases != nil && leases[i] != "":
-			part = leases[i]
+		default: // a flat rule
+			part = extraArg(q.Rule.params(), leases, i)
 		}
 		p := q.Rule.params()
 		c.args = append(c.args, algorithmArgs[q.Rule.Algorithm], p.limit, p.window, p.burst, q.cost(), mode, part)

@@ -206,6 +206,9 @@ func TestRedisMatchesMemoryHierarchy(t *testing.T) {
 				Level: &Level{Parent: platform.ID, Ceiling: 6 + rng.IntN(7), Reserve: 1 + rng.IntN(2)}}
 			tenant := Rule{ID: id("tenant"), Algorithm: alg(), Limit: 2, Window: time.Second, Level: &Level{Parent: plan.ID, Ceiling: 2 + rng.IntN(5)}}
 			flat := Rule{ID: id("flat"), Algorithm: Algorithms[rng.IntN(len(Algorithms))], Limit: 5, Window: time.Second}
+			if seed == 0 { // a shaping rule's max delay rides in the chain call too
+				flat.Algorithm, flat.MaxDelay = GCRA, 300*time.Millisecond
+			}
 			clk := newClock(epoch)
 			store := NewRedis(srv.Client())
 			store.now = clk.Now
@@ -260,6 +263,7 @@ func TestHierarchyValidation(t *testing.T) {
 		{"ceiling above parent", chainOf(plan, with(tenant, func(r *Rule, lv *Level) { lv.Ceiling = 11 }), "a"), "ceiling", "above its parent"},
 		{"ceiling without parent", []Request{{Rule: with(tenant, func(r *Rule, lv *Level) { lv.Parent = "" }), Key: "k"}}, "ceiling", "has none"},
 		{"leased level", chainOf(plan, with(tenant, func(r *Rule, lv *Level) { r.Lease = 2 }), "a"), "lease", "leases"},
+		{"queued level", chainOf(plan, with(tenant, func(r *Rule, lv *Level) { r.Algorithm, r.MaxDelay = GCRA, time.Second }), "a"), "max_delay", "does not queue"},
 		{"sharded level", chainOf(with(plan, func(r *Rule, lv *Level) { r.Shards = 2 }), tenant, "a"), "shards", "sharded"},
 		{"shadow level", chainOf(plan, with(tenant, func(r *Rule, lv *Level) { r.Mode = Shadow }), "a"), "mode", "enforced"},
 		{"partial level", chainOf(with(plan, func(r *Rule, lv *Level) { r.Mode, r.EnforcePercent = Partial, 30 }), tenant, "a"), "mode", "every key"},
