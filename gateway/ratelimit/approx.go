@@ -16,13 +16,10 @@ import (
 )
 
 // Approximate decides the rules with Sync set in this replica's memory, by their algorithm,
-// on the counts the store reported at the last sync plus this replica's own admissions since,
-// and pushes and pulls the counts of every key it holds in one round trip per sync (SyncNow).
-// A busy key then costs a few store commands per interval instead of one per request. The
-// price: between syncs a replica does not see the others' admissions, so with R replicas a
-// window may admit up to limit + (R−1) × what one replica admits between two of its syncs.
-// Other rules go to the inner limiter in the same call. Safe for concurrent use. See
-// docs/lessons/distributed.md, "Counting locally, syncing often".
+// on the store's count at the last sync plus its own admissions since, and syncs every key
+// in one pipelined round trip per interval (SyncNow). The price of no round trip per
+// decision: with R replicas a window may pass limit + (R−1) × what one replica admits
+// between syncs. Safe for concurrent use. docs/lessons/distributed.md has the why.
 type Approximate struct {
 	inner     Limiter
 	client    redis.UniversalClient

@@ -38,9 +38,9 @@ type Options struct {
 //	HotKeys → Approximate → Leases → Sharded → Failsafe → Redis (open lane)
 //	                                                    → Redis on connections of its own (fail-closed lane)
 //
-// Leases is outermost, so a replica's lease overshoot stays replicas × lease whatever the
-// shards (docs/lessons/hot-keys.md). Each Redis ends its calls at their context's deadline,
-// so Failsafe's budgets hold by themselves. Run announces the replica; Close closes them.
+// Leases sits above Sharded, so a lease's overshoot stays replicas × lease whatever the
+// shards (docs/lessons/hot-keys.md); each Redis ends its calls at their context's deadline,
+// so Failsafe's budgets hold by themselves. Run runs the background work; Close closes.
 type Chain struct {
 	*HotKeys
 	failsafe *Failsafe
