@@ -128,6 +128,8 @@ type Rule struct {
 	// Level places the rule in a hierarchy (hierarchy.go); nil, for a flat rule, keeps the
 	// requests of flat rules as small as they were.
 	Level *Level
+	// Global, when set, makes the rule one limit across regions; only Regional reads it.
+	Global *Global
 }
 
 // The bounds Validate keeps a rule within, so that every number the Lua scripts compute is
@@ -153,7 +155,8 @@ const (
 
 // RuleError is a rule Validate refuses, naming the field at fault as a policy spells it:
 // limit, window, burst, cost, lease, lease_when_hot, shards, sync, max_delay, algorithm, mode,
-// enforce_percent, on_store_failure, id, parent, ceiling or reserve.
+// enforce_percent, on_store_failure, id, parent, ceiling, reserve, global, global.mode or
+// global.shares.
 type RuleError struct {
 	Rule, Field, Problem string
 }
@@ -242,6 +245,9 @@ func (r Rule) Validate() error {
 		if err := shard(Request{Rule: r}, r.Shards-1).Rule.Validate(); err != nil {
 			return ruleErr(r, "shards", "%d: a shard does not validate: %v", r.Shards, err)
 		}
+	}
+	if err := r.validateGlobal(); err != nil {
+		return err
 	}
 	return r.validateLevel()
 }

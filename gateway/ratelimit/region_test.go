@@ -1,0 +1,282 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"boxoffice.dev/platform/clock"
+	"boxoffice.dev/platform/netdelay"
+	"boxoffice.dev/platform/testkit"
+)
+
+// world is two regions on one machine, eu (home) and us, each with its own redis-server and
+// two replicas, us reaching eu's store through a link that adds a round trip. Every replica
+// is the chain's store layers (Approximate over Redis) on one fake clock.
+type world struct {
+	link     *netdelay.Link
+	replicas map[string][]*Regional
+	syncs    []*Approximate // every replica's, local and home, to sync by hand
+}
+
+const linkRTT = 20 * time.Millisecond
+
+func twoRegions(t *testing.T, now *time.Time) *world {
+	t.Helper()
+	c := clock.Func(func() time.Time { return *now })
+	eu, us := testkit.StartRedis(t), testkit.StartRedis(t)
+	link, err := netdelay.Listen(eu.Addr(), linkRTT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = link.Close() })
+	w := &world{link: link, replicas: map[string][]*Regional{}}
+	approx := func(client redis.UniversalClient) *Approximate {
+		store := NewRedis(client)
+		store.now = c.Now
+		a, err := NewApproximate(store, client, ApproximateOptions{Clock: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.syncs = append(w.syncs, a)
+		return a
+	}
+	for i := range 2 {
+		home := eu.Client()
+		g, err := NewRegional(approx(home), RegionalOptions{Region: "eu", Replica: fmt.Sprint(i), Store: home, Rebalance: time.Second, Clock: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.replicas["eu"] = append(w.replicas["eu"], g)
+
+		far := redis.NewClient(&redis.Options{Addr: link.Addr()})
+		t.Cleanup(func() { _ = far.Close() })
+		// The client's first pipeline sets its connection up: those trips are not counted.
+		warm := func(p redis.Pipeliner) error { return p.Ping(context.Background()).Err() }
+		if _, err := far.Pipelined(context.Background(), warm); err != nil {
+			t.Fatal(err)
+		}
+		g, err = NewRegional(approx(us.Client()), RegionalOptions{Region: "us", Replica: fmt.Sprint(i), Home: approx(far), Store: far, Rebalance: time.Second, Clock: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.replicas["us"] = append(w.replicas["us"], g)
+	}
+	return w
+}
+
+// window is what one second of traffic got through, per region, and the slowest decision.
+type window struct {
+	allowed map[string]int
+	trips   int64
+	slowest map[string]time.Duration
+}
+
+func (w window) total() int { return w.allowed["eu"] + w.allowed["us"] }
+
+// second sends perStep requests to every replica of each region, ten steps of 100 ms, syncing
+// every approximate replica after each step, and rebalancing demand at the end.
+func (w *world) second(t *testing.T, now *time.Time, rule Rule, perStep map[string]int) window {
+	t.Helper()
+	ctx := context.Background()
+	trips := w.link.Trips()
+	out := window{allowed: map[string]int{}, slowest: map[string]time.Duration{}}
+	for range 10 {
+		for _, region := range []string{"eu", "us"} {
+			for _, g := range w.replicas[region] {
+				for range perStep[region] {
+					start := time.Now()
+					res, err := g.Allow(ctx, []Request{{Rule: rule, Key: "global"}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					out.slowest[region] = max(out.slowest[region], time.Since(start))
+					if res.Allowed {
+						out.allowed[region]++
+					}
+				}
+			}
+		}
+		*now = now.Add(100 * time.Millisecond)
+		for _, a := range w.syncs {
+			if err := a.SyncNow(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, region := range []string{"eu", "us"} {
+		for _, g := range w.replicas[region] {
+			if err := g.Rebalance(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out.trips = w.link.Trips() - trips
+	return out
+}
+
+// TestGlobalModesKeepOneLimitAcrossTwoRegions runs one demand pattern — us busy, eu nearly
+// idle — through the four modes of a global limit of 100 a second, with a 20 ms round trip
+// between the regions, and checks each against its promise: home exact and slow for us,
+// static free of round trips but wasting eu's idle share, demand closer to the limit after a
+// rebalance, approximate over by no more than its bound.
+func TestGlobalModesKeepOneLimitAcrossTwoRegions(t *testing.T) {
+	const limit = 100
+	demand := map[string]int{"eu": 1, "us": 12} // per replica per 100 ms: eu 20/s, us 240/s
+	rule := func(mode GlobalMode) Rule {
+		r := Rule{ID: "global-" + string(mode), Algorithm: FixedWindow, Limit: limit, Window: time.Second,
+			Global: &Global{Mode: mode, Shares: map[string]int{"eu": 70, "us": 30}}}
+		if mode == GlobalApproximate {
+			r.Sync = 100 * time.Millisecond
+		}
+		return r
+	}
+	start := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC) // windows aligned on the second
+
+	t.Run("home", func(t *testing.T) {
+		now := start
+		w := twoRegions(t, &now)
+		got := w.second(t, &now, rule(GlobalHome), demand)
+		if got.total() != limit {
+			t.Errorf("allowed %d (eu %d, us %d), want exactly %d: one store decides", got.total(), got.allowed["eu"], got.allowed["us"], limit)
+		}
+		if us := int64(2 * 10 * demand["us"]); got.trips < us {
+			t.Errorf("%d trips across the link, want at least one per us request (%d)", got.trips, us)
+		}
+		if got.slowest["us"] < linkRTT {
+			t.Errorf("slowest us decision %v, want at least the %v round trip", got.slowest["us"], linkRTT)
+		}
+	})
+
+	var static window
+	t.Run("static", func(t *testing.T) {
+		now := start
+		w := twoRegions(t, &now)
+		static = w.second(t, &now, rule(GlobalStatic), demand)
+		if static.allowed["eu"] != 20 || static.allowed["us"] != 30 {
+			t.Errorf("allowed eu %d, us %d; want eu all its 20 and us its 30 %% share, 30", static.allowed["eu"], static.allowed["us"])
+		}
+		if static.trips != 0 {
+			t.Errorf("%d trips across the link, want none", static.trips)
+		}
+	})
+
+	t.Run("demand", func(t *testing.T) {
+		now := start
+		w := twoRegions(t, &now)
+		// A second's demand is reported at its end and read a second later, once every
+		// replica has reported it: two seconds on the static split.
+		for i := range 2 {
+			if got := w.second(t, &now, rule(GlobalDemand), demand); got.total() != static.total() {
+				t.Errorf("second %d allowed %d, want the static split's %d before demand is known", i+1, got.total(), static.total())
+			}
+		}
+		got := w.second(t, &now, rule(GlobalDemand), demand)
+		// eu asked 20 of 260: its share is 5 % + 90 % × 20/260 = 11.9 %, us the other 88.1 %.
+		if got.allowed["eu"] != 11 || got.allowed["us"] != 88 {
+			t.Errorf("allowed eu %d, us %d after a rebalance, want 11 and 88", got.allowed["eu"], got.allowed["us"])
+		}
+		if got.total() > limit || got.total() <= static.total() {
+			t.Errorf("allowed %d, want more than static's %d and at most %d", got.total(), static.total(), limit)
+		}
+		if got.trips != 2 { // each us replica's one rebalance; eu's stays at home
+			t.Errorf("%d trips across the link in a second, want 2 (one rebalance per us replica)", got.trips)
+		}
+		if got.slowest["us"] >= linkRTT {
+			t.Errorf("slowest us decision %v, want under the %v round trip: demand is decided at home", got.slowest["us"], linkRTT)
+		}
+	})
+
+	t.Run("approximate", func(t *testing.T) {
+		now := start
+		w := twoRegions(t, &now)
+		got := w.second(t, &now, rule(GlobalApproximate), demand)
+		// Four replicas, each blind between syncs to what the three others admit: at most
+		// limit + 3 × (the most one replica admits in 100 ms, 12).
+		if bound := limit + 3*demand["us"]; got.total() < limit || got.total() > bound {
+			t.Errorf("allowed %d, want %d to %d", got.total(), limit, bound)
+		}
+		if got.trips != 20 { // each us replica's ten syncs, one pipeline each
+			t.Errorf("%d trips across the link, want 20 (ten syncs per us replica)", got.trips)
+		}
+	})
+}
+
+func TestGlobalRuleValidation(t *testing.T) {
+	base := Rule{ID: "g", Algorithm: FixedWindow, Limit: 10, Window: time.Second}
+	for _, c := range []struct {
+		field string
+		edit  func(r *Rule)
+	}{
+		{"global.mode", func(r *Rule) { r.Global = &Global{Mode: "nearest"} }},
+		{"global.shares", func(r *Rule) { r.Global = &Global{Mode: GlobalStatic} }},
+		{"global.shares", func(r *Rule) { r.Global = &Global{Mode: GlobalDemand, Shares: map[string]int{"eu": 70, "us": 20}} }},
+		{"global.shares", func(r *Rule) { r.Global = &Global{Mode: GlobalStatic, Shares: map[string]int{"eu": 0, "us": 100}} }},
+		{"sync", func(r *Rule) { r.Global = &Global{Mode: GlobalApproximate} }},
+		{"sync", func(r *Rule) { r.Sync = 100 * time.Millisecond; r.Global = &Global{Mode: GlobalHome} }},
+		{"global", func(r *Rule) { r.Algorithm = Concurrency; r.Global = &Global{Mode: GlobalHome} }},
+		{"global", func(r *Rule) { r.Shards = 2; r.Global = &Global{Mode: GlobalHome} }},
+	} {
+		r := base
+		c.edit(&r)
+		var re *RuleError
+		if err := r.Validate(); !errors.As(err, &re) || re.Field != c.field {
+			t.Errorf("%+v: Validate = %v, want a RuleError on %s", r.Global, err, c.field)
+		}
+	}
+	ok := base
+	ok.Global = &Global{Mode: GlobalStatic, Shares: map[string]int{"eu": 70, "us": 30}}
+	if err := ok.Validate(); err != nil {
+		t.Errorf("a valid static split: %v", err)
+	}
+}
+
+func TestDemandShare(t *testing.T) {
+	rule := &Global{Mode: GlobalDemand, Shares: map[string]int{"eu": 60, "us": 30, "ap": 10}}
+	// ap reported nothing: it keeps the floor. eu asked 20 of 200: 5 % + 85 % × 0.1. A region
+	// the rule does not name and a field that is not a number count for nothing.
+	table := map[string]string{"eu/0": "10", "eu/1": "10", "us/0": "180", "sa/0": "500", "us/1": "x"}
+	if got := demandShare(table, "eu", rule); fmt.Sprintf("%.4f", got) != "0.1350" {
+		t.Errorf("eu share = %.4f, want 0.1350", got)
+	}
+	if got := demandShare(table, "ap", rule); got != MinDemandShare {
+		t.Errorf("idle region's share = %v, want the floor %v", got, MinDemandShare)
+	}
+	if got := demandShare(map[string]string{"eu/0": "0"}, "us", rule); got != 0.3 {
+		t.Errorf("share without demand = %v, want the static 0.3", got)
+	}
+}
+
+// TestRegionalAsksHomeOnlyWhenTheRegionAllows: a request with a regional rule and a global
+// one is decided in its region first; a regional denial costs no trip to the home store,
+// and the decisions come back in request order.
+func TestRegionalAsksHomeOnlyWhenTheRegionAllows(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	w := twoRegions(t, &now)
+	global := Rule{ID: "global", Algorithm: FixedWindow, Limit: 100, Window: time.Minute, Global: &Global{Mode: GlobalHome}}
+	user := Rule{ID: "per-user", Algorithm: FixedWindow, Limit: 1, Window: time.Minute}
+	us := w.replicas["us"][0]
+	ask := func() Result {
+		t.Helper()
+		res, err := us.Allow(context.Background(), []Request{{Rule: global, Key: "global"}, {Rule: user, Key: "u1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Rules[0].Rule != "global" || res.Rules[1].Rule != "per-user" {
+			t.Fatalf("decisions for %s, %s: want request order", res.Rules[0].Rule, res.Rules[1].Rule)
+		}
+		return res
+	}
+	before := w.link.Trips()
+	if !ask().Allowed || w.link.Trips() == before {
+		t.Fatal("first request: want allowed, decided across the link")
+	}
+	before = w.link.Trips()
+	if res := ask(); res.Allowed || res.Rule != "per-user" || w.link.Trips() != before {
+		t.Errorf("second request: allowed %v by %s with %d trips, want denied by per-user with none", res.Allowed, res.Rule, w.link.Trips()-before)
+	}
+}
