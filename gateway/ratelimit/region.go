@@ -97,7 +97,7 @@ func (r Rule) validateGlobal() error {
 //
 // A request with global and regional rules is decided regionally first, then globally: one
 // the global rule refuses has spent its regional budgets (two stores, no shared two-pass),
-// which never lets more through. Run rebalances demand shares; see
+// which never lets more through. Rebalance, run every RebalanceEvery, splits by demand; see
 // docs/lessons/distributed.md, "One limit, two regions".
 type Regional struct {
 	region string
@@ -252,19 +252,8 @@ func demandKey(rule string, epoch int64) string {
 	return "rl:{demand}:" + rule + ":" + strconv.FormatInt(epoch, 10)
 }
 
-// Run rebalances the demand shares every interval until ctx ends.
-func (g *Regional) Run(ctx context.Context) {
-	t := time.NewTicker(g.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = g.Rebalance(ctx) // a failed rebalance keeps the shares it had
-		}
-	}
-}
+// RebalanceEvery is how often Rebalance should run (RegionalOptions.Rebalance).
+func (g *Regional) RebalanceEvery() time.Duration { return g.every }
 
 // Rebalance reports this replica's demand since its last call as the previous interval's,
 // and sets this region's shares from the interval before that, which every replica has
