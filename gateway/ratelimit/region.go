@@ -111,7 +111,7 @@ type Regional struct {
 	mu      sync.Mutex
 	demand  map[string]int64   // demand rule → units asked here since the last rebalance
 	globals map[string]*Global // demand rule → its Global, as last seen
-	shares  map[string]float64 // demand rule → this region's share, once known
+	shares  map[string]split   // demand rule → this region's share, once known
 	since   time.Time          // the last rebalance
 }
 
@@ -142,7 +142,7 @@ func NewRegional(local Limiter, o RegionalOptions) (*Regional, error) {
 		o.Replica = rand.Text()[:12]
 	}
 	g := &Regional{region: o.Region, field: o.Region + "/" + o.Replica, local: local, home: o.Home, store: o.Store, now: o.Clock.Now,
-		every: o.Rebalance, demand: map[string]int64{}, globals: map[string]*Global{}, shares: map[string]float64{}}
+		every: o.Rebalance, demand: map[string]int64{}, globals: map[string]*Global{}, shares: map[string]split{}}
 	if g.every < time.Millisecond {
 		g.every = 2 * time.Second
 	}
@@ -232,7 +232,7 @@ func (g *Regional) regional(q Request) (Rule, error) {
 		g.demand[r.ID] += q.cost()
 		g.globals[r.ID] = r.Global
 		if s, ok := g.shares[r.ID]; ok {
-			share = s
+			share = s.at(g.epoch(g.now()))
 		}
 		g.mu.Unlock()
 	}
@@ -252,14 +252,31 @@ func demandKey(rule string, epoch int64) string {
 	return "rl:{demand}:" + rule + ":" + strconv.FormatInt(epoch, 10)
 }
 
+// split is a region's demand share: cur until the interval (epoch) from, next since.
+type split struct {
+	cur, next float64
+	from      int64
+}
+
+func (s split) at(epoch int64) float64 {
+	if epoch >= s.from {
+		return s.next
+	}
+	return s.cur
+}
+
+// epoch numbers the rebalance intervals since 1970, the same in every region.
+func (g *Regional) epoch(t time.Time) int64 { return t.UnixMilli() / g.every.Milliseconds() }
+
 // RebalanceEvery is how often Rebalance should run (RegionalOptions.Rebalance).
 func (g *Regional) RebalanceEvery() time.Duration { return g.every }
 
 // Rebalance reports this replica's demand since its last call as the previous interval's,
-// and sets this region's shares from the interval before that, which every replica has
-// reported by now: all compute from the same table, so the regions' shares add up to the
-// whole limit, a second interval late. One pipelined round trip for all demand rules; on
-// error the shares stay and the demand is reported next time.
+// and sets this region's shares, from the next interval on, from the interval before that,
+// which every replica has reported by now: all regions compute from the same table and
+// switch together, so their shares add up to the limit in every window that divides the
+// interval. One pipelined round trip for all demand rules; on error the shares stay and the
+// demand is reported next time.
 func (g *Regional) Rebalance(ctx context.Context) error {
 	g.mu.Lock()
 	now := g.now()
@@ -270,7 +287,7 @@ func (g *Regional) Rebalance(ctx context.Context) error {
 	if len(globals) == 0 || elapsed <= 0 {
 		return nil
 	}
-	epoch := now.UnixMilli() / g.every.Milliseconds()
+	epoch := g.epoch(now)
 	ids := slices.Sorted(maps.Keys(globals))
 	pipe := g.store.Pipeline()
 	reads := make([]*redis.MapStringStringCmd, len(ids))
@@ -292,7 +309,12 @@ func (g *Regional) Rebalance(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i, id := range ids {
-		g.shares[id] = demandShare(reads[i].Val(), g.region, globals[id])
+		s, ok := g.shares[id]
+		if !ok {
+			static := float64(globals[id].Shares[g.region]) / 100
+			s = split{cur: static, next: static}
+		}
+		g.shares[id] = split{cur: s.at(epoch), next: demandShare(reads[i].Val(), g.region, globals[id]), from: epoch + 1}
 	}
 	return nil
 }

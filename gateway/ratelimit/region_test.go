@@ -168,9 +168,9 @@ func TestGlobalModesKeepOneLimitAcrossTwoRegions(t *testing.T) {
 	t.Run("demand", func(t *testing.T) {
 		now := start
 		w := twoRegions(t, &now)
-		// A second's demand is reported at its end and read a second later, once every
-		// replica has reported it: two seconds on the static split.
-		for i := range 2 {
+		// A second's demand is reported at its end, read a second later once every replica
+		// has reported it, and applied from the second after: three on the static split.
+		for i := range 3 {
 			if got := w.second(t, &now, rule(GlobalDemand), demand); got.total() != static.total() {
 				t.Errorf("second %d allowed %d, want the static split's %d before demand is known", i+1, got.total(), static.total())
 			}
@@ -188,6 +188,18 @@ func TestGlobalModesKeepOneLimitAcrossTwoRegions(t *testing.T) {
 		}
 		if got.slowest["us"] >= linkRTT {
 			t.Errorf("slowest us decision %v, want under the %v round trip: demand is decided at home", got.slowest["us"], linkRTT)
+		}
+		// The peak moves to eu: the split follows three seconds later, and no second in
+		// between passes more than the limit, since every region switches at once.
+		var last window
+		for i := range 4 {
+			last = w.second(t, &now, rule(GlobalDemand), map[string]int{"eu": 12, "us": 1})
+			if last.total() > limit {
+				t.Errorf("second %d of eu's peak allowed %d, want at most %d", i+1, last.total(), limit)
+			}
+		}
+		if last.allowed["eu"] != 88 || last.allowed["us"] != 11 {
+			t.Errorf("allowed eu %d, us %d once the split follows eu's peak, want 88 and 11", last.allowed["eu"], last.allowed["us"])
 		}
 	})
 
