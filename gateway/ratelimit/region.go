@@ -271,12 +271,13 @@ func (g *Regional) epoch(t time.Time) int64 { return t.UnixMilli() / g.every.Mil
 // RebalanceEvery is how often Rebalance should run (RegionalOptions.Rebalance).
 func (g *Regional) RebalanceEvery() time.Duration { return g.every }
 
-// Rebalance reports this replica's demand since its last call as the previous interval's,
-// and sets this region's shares, from the next interval on, from the interval before that,
-// which every replica has reported by now: all regions compute from the same table and
-// switch together, so their shares add up to the limit in every window that divides the
-// interval. One pipelined round trip for all demand rules; on error the shares stay and the
-// demand is reported next time.
+// Rebalance reports this replica's demand since its last call as the previous interval's
+// (epoch), and sets this region's share for the next interval from the demand of three
+// before it, and for this one from four before. Each table is written during one interval
+// and read only in the two after, so every replica, in every region, computes the share of
+// an interval from the same table, even one whose rebalance came late: the shares add up to
+// the limit in every window that divides the interval. One pipelined round trip for all
+// demand rules; on error the shares stay and the demand is reported next time.
 func (g *Regional) Rebalance(ctx context.Context) error {
 	g.mu.Lock()
 	now := g.now()
@@ -290,13 +291,15 @@ func (g *Regional) Rebalance(ctx context.Context) error {
 	epoch := g.epoch(now)
 	ids := slices.Sorted(maps.Keys(globals))
 	pipe := g.store.Pipeline()
-	reads := make([]*redis.MapStringStringCmd, len(ids))
+	next := make([]*redis.MapStringStringCmd, len(ids))
+	cur := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
 		if n := seen[id]; n > 0 {
 			pipe.HIncrByFloat(ctx, demandKey(id, epoch-1), g.field, float64(n)/elapsed)
 			pipe.PExpire(ctx, demandKey(id, epoch-1), 4*g.every)
 		}
-		reads[i] = pipe.HGetAll(ctx, demandKey(id, epoch-2))
+		next[i] = pipe.HGetAll(ctx, demandKey(id, epoch-2))
+		cur[i] = pipe.HGetAll(ctx, demandKey(id, epoch-3))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		g.mu.Lock()
@@ -309,12 +312,11 @@ func (g *Regional) Rebalance(ctx context.Context) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i, id := range ids {
-		s, ok := g.shares[id]
-		if !ok {
-			static := float64(globals[id].Shares[g.region]) / 100
-			s = split{cur: static, next: static}
+		g.shares[id] = split{
+			cur:  demandShare(cur[i].Val(), g.region, globals[id]),
+			next: demandShare(next[i].Val(), g.region, globals[id]),
+			from: epoch + 1,
 		}
-		g.shares[id] = split{cur: s.at(epoch), next: demandShare(reads[i].Val(), g.region, globals[id]), from: epoch + 1}
 	}
 	return nil
 }

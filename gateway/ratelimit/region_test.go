@@ -292,3 +292,30 @@ func TestRegionalAsksHomeOnlyWhenTheRegionAllows(t *testing.T) {
 		t.Errorf("second request: allowed %v by %s with %d trips, want denied by per-user with none", res.Allowed, res.Rule, w.link.Trips()-before)
 	}
 }
+
+// TestALateRebalanceAgreesOnTheShare: a replica whose rebalance comes an interval late
+// still computes the next interval's share from the same table as one that came on time,
+// so the two never hold different shares of one window.
+func TestALateRebalanceAgreesOnTheShare(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	w := twoRegions(t, &now)
+	rule := Rule{ID: "global", Algorithm: FixedWindow, Limit: 100, Window: time.Second,
+		Global: &Global{Mode: GlobalDemand, Shares: map[string]int{"eu": 70, "us": 30}}}
+	for range 3 {
+		w.second(t, &now, rule, map[string]int{"eu": 1, "us": 12})
+	}
+	onTime, late := w.replicas["us"][0], w.replicas["us"][1]
+	now = now.Add(500 * time.Millisecond) // mid-interval: only onTime rebalances here
+	if err := onTime.Rebalance(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	next := onTime.epoch(now) + 1
+	now = now.Add(time.Second) // late rebalances in the interval onTime prepared for
+	if err := late.Rebalance(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a, b := onTime.shares[rule.ID].at(next), late.shares[rule.ID].at(next)
+	if a != b || a < 0.8 {
+		t.Errorf("shares for one interval: on time %.4f, late %.4f; want equal, us's large share", a, b)
+	}
+}
