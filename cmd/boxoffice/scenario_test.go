@@ -20,7 +20,7 @@ func TestScenarioListNamesEveryScenario(t *testing.T) {
 	if err := run(context.Background(), []string{"boxoffice", "scenario", "list"}, func(string) string { return "" }, &out, &errs); err != nil {
 		t.Fatalf("scenario list = %v\n%s", err, errs.String())
 	}
-	for _, name := range []string{"rate-limiter", "retry-storm", "flash-sale", "store-outage"} {
+	for _, name := range []string{"rate-limiter", "retry-storm", "flash-sale", "store-outage", "multi-region"} {
 		if !strings.Contains(out.String(), name) {
 			t.Errorf("scenario list output lacks %s:\n%s", name, out.String())
 		}
@@ -50,6 +50,7 @@ func TestScenarioRunMeetsEveryExpectation(t *testing.T) {
 		{"rate-limiter", "shaping"},
 		{"retry-storm", "outage"},
 		{"flash-sale", "on-sale"},
+		{"multi-region", "follow-the-sun"},
 		// Last: it kills the store the others use (and restarts it).
 		{"store-outage", "stall-then-kill"},
 	}

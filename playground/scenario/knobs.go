@@ -41,12 +41,15 @@ import (
 //	store                                up | stalled | killed: the limiter's Redis (see StoreUp)
 //	script_holds_via                     rest | graphql | graphql-mobile | graphql-web: the
 //	                                     door a flash sale's scripts hold through (scriptDoors)
+//	home_share, rtt                      the share of arrivals from the home region and the
+//	                                     link's round trip (multi-region)
 var knobVocabulary = []string{
 	"limit", "algorithm", "rate", "burst", "key", "limit_mode", "enforce_percent", "queue", "max_delay",
 	"capacity", "service_time", "outage", "latency",
 	"retry", "retries", "jitter", "budget", "gateway_retry", "gateway_retry_budget",
 	"gateway_max_in_flight", "gateway_adaptive",
 	"admit_rate", "ip_rate", "holds_per_minute", "store", "script_holds_via",
+	knobHomeShare, knobRTT,
 }
 
 // hangLatency is what "outage: hang" injects: longer than any client's timeout, so every
@@ -104,6 +107,11 @@ func (r *Run) apply(ctx context.Context, name string) error {
 		return r.applyGatewayConcurrency(ctx)
 	case "store":
 		return r.applyStore(ctx)
+	case knobRTT:
+		if m, ok := r.driver.(*multiRegion); ok {
+			m.setRTT(r.knobDuration(knobRTT))
+		}
+		return nil
 	case "admit_rate":
 		if fs, ok := r.driver.(*flashSale); ok {
 			return fs.setAdmitRate(ctx, r)
@@ -126,6 +134,11 @@ func (r *Run) apply(ctx context.Context, name string) error {
 func (r *Run) knobInt(name string) int {
 	n, _ := strconv.Atoi(r.knob(name))
 	return n
+}
+
+func (r *Run) knobDuration(name string) time.Duration {
+	d, _ := time.ParseDuration(r.knob(name))
+	return d
 }
 
 func (r *Run) knobBool(name string) bool {

@@ -168,6 +168,8 @@ func Start(ctx context.Context, sc Scenario, profile string, t Target, o Options
 	switch sc.Driver {
 	case "flash-sale":
 		r.driver = &flashSale{}
+	case "multi-region":
+		r.driver = &multiRegion{}
 	default:
 		r.driver = requestDriver{}
 	}

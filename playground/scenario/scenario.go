@@ -39,8 +39,8 @@ type Scenario struct {
 	// DocsPath is the lesson page in the repository, e.g. docs/lessons/rate-limiting.md.
 	DocsPath string `yaml:"docs" json:"docs"`
 	// Driver says how one arrival becomes requests: "request" (one request per arrival, with
-	// the client's retry behaviour) or "flash-sale" (a fan's whole journey: queue, hold,
-	// order).
+	// the client's retry behaviour), "flash-sale" (a fan's whole journey: queue, hold,
+	// order) or "multi-region" (one decision of a global limit, in a region of its own).
 	Driver string `yaml:"driver" json:"driver"`
 	// Request is what the "request" driver sends.
 	Request RequestSpec `yaml:"request" json:"request"`
@@ -55,6 +55,8 @@ type Scenario struct {
 	Streams []StreamSpec `yaml:"streams" json:"streams"`
 	// FlashSale configures the "flash-sale" driver.
 	FlashSale *FlashSaleSpec `yaml:"flash_sale,omitempty" json:"flash_sale,omitempty"`
+	// MultiRegion configures the "multi-region" driver.
+	MultiRegion *MultiRegionSpec `yaml:"multi_region,omitempty" json:"multi_region,omitempty"`
 	// Client is the request timeout and retry behaviour before any knob changes it.
 	Client ClientSpec `yaml:"client" json:"client"`
 	// Knobs are the settings a person (or a phase) can change while the run goes on.
@@ -124,6 +126,24 @@ type FlashSaleSpec struct {
 	// PollEvery is the waiting-room poll interval; QueueTimeout how long a fan waits at most.
 	PollEvery    Duration `yaml:"poll_every" json:"poll_every"`
 	QueueTimeout Duration `yaml:"queue_timeout" json:"queue_timeout"`
+}
+
+// MultiRegionSpec sets up the two regions the "multi-region" driver builds on this machine:
+// each its own store and replicas, the link between them, and the global limit they share.
+// Each stream is one way to decide that limit, named after it (ratelimit.GlobalModes).
+type MultiRegionSpec struct {
+	// Home is the region whose store holds global counts; Shares names both regions with
+	// their percent of the limit under a static split (and a demand split's start).
+	Home   string         `yaml:"home" json:"home"`
+	Shares map[string]int `yaml:"shares" json:"shares"`
+	// Limit is the global limit, requests per second, in a fixed window.
+	Limit int `yaml:"limit" json:"limit"`
+	// Replicas is each region's number of gateway replicas.
+	Replicas int `yaml:"replicas" json:"replicas"`
+	// Rebalance is how often a demand split is recomputed; Sync how often approximate
+	// counts are synced.
+	Rebalance Duration `yaml:"rebalance" json:"rebalance"`
+	Sync      Duration `yaml:"sync" json:"sync"`
 }
 
 // ClientSpec is the simulated clients' behaviour.
@@ -343,8 +363,10 @@ func (s *Scenario) validate() error {
 		if s.FlashSale == nil || s.FlashSale.Seats < 1 || s.FlashSale.Fans < 1 {
 			bad("flash_sale", "seats and fans are required for the flash-sale driver")
 		}
+	case "multi-region":
+		errs = append(errs, s.validateMultiRegion()...)
 	default:
-		bad("driver", "%q: want request or flash-sale", s.Driver)
+		bad("driver", "%q: want request, flash-sale or multi-region", s.Driver)
 	}
 	if len(s.Streams) == 0 {
 		bad("streams", "at least one stream is required")

@@ -26,7 +26,7 @@ func TestLoadDirReadsTheScenarios(t *testing.T) {
 			}
 		}
 	}
-	if got, want := strings.Join(names, ","), "flash-sale,rate-limiter,retry-storm,store-outage"; got != want {
+	if got, want := strings.Join(names, ","), "flash-sale,multi-region,rate-limiter,retry-storm,store-outage"; got != want {
 		t.Errorf("scenarios = %s, want %s", got, want)
 	}
 }
@@ -195,4 +195,28 @@ boxoffice_control_in_flight_total 99
 	if want := (backendLoad{inFlight: 3, queued: 12, capacity: 4}); got != want {
 		t.Errorf("parseLoad(catalog) = %+v, want %+v", got, want)
 	}
+}
+
+// TestParseChecksTheMultiRegionDriver breaks the committed multi-region scenario one field
+// at a time.
+func TestParseChecksTheMultiRegionDriver(t *testing.T) {
+	doc, err := scenarios.FS.ReadFile("multi-region.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ name, old, new, want string }{
+		{"valid", "", "", ""},
+		{"shares not adding up", "shares: {eu: 70, us: 30}", "shares: {eu: 70, us: 20}", "multi_region.shares"},
+		{"three regions", "shares: {eu: 70, us: 30}", "shares: {eu: 70, us: 20, ap: 10}", "want two regions"},
+		{"home not a region", "home: eu", "home: ap", "multi_region.home"},
+		{"a stream that is not a mode", "{name: static, identity: ip}", "{name: nearest, identity: ip}", `streams[1].name: "nearest"`},
+		{"too many replicas", "replicas: 2", "replicas: 9", "multi_region.limit"},
+		{"sync as long as the window", "sync: 100ms", "sync: 1s", "multi_region.rebalance"},
+		{"no link knob", "  - {name: rtt,", "  - {name: no_such_rtt,", "knobs: the multi-region driver needs a rtt knob"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			parseWants(t, strings.Replace(string(doc), tt.old, tt.new, 1), tt.want)
+		})
+	}
+	parseWants(t, strings.Replace(minimal, "driver: request", "driver: multi-region", 1), "multi_region: required")
 }
