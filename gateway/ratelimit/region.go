@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"boxoffice.dev/platform/clock"
 )
@@ -131,6 +133,9 @@ type RegionalOptions struct {
 	Rebalance time.Duration
 	// Clock is the time source; the zero Clock is time.Now.
 	Clock clock.Clock
+	// Meter receives ratelimit_region_share{rule}, this region's share of each demand rule
+	// in force; nil means none.
+	Meter metric.MeterProvider
 }
 
 // NewRegional wraps local, the limiter of o.Region.
@@ -147,6 +152,22 @@ func NewRegional(local Limiter, o RegionalOptions) (*Regional, error) {
 		g.every = 2 * time.Second
 	}
 	g.since = g.now()
+	if o.Meter != nil {
+		_, err := o.Meter.Meter(meterName).Float64ObservableGauge("ratelimit.region.share",
+			metric.WithDescription("This region's share of each global limit split by demand, in force now."),
+			metric.WithFloat64Callback(func(_ context.Context, obs metric.Float64Observer) error {
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				epoch := g.epoch(g.now())
+				for id, s := range g.shares {
+					obs.Observe(s.at(epoch), metric.WithAttributes(attribute.String("rule", id)))
+				}
+				return nil
+			}))
+		if err != nil {
+			return nil, fmt.Errorf("ratelimit metrics: %w", err)
+		}
+	}
 	return g, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"boxoffice.dev/platform/clock"
 	"boxoffice.dev/platform/netdelay"
@@ -317,5 +319,45 @@ func TestALateRebalanceAgreesOnTheShare(t *testing.T) {
 	a, b := onTime.shares[rule.ID].at(next), late.shares[rule.ID].at(next)
 	if a != b || a < 0.8 {
 		t.Errorf("shares for one interval: on time %.4f, late %.4f; want equal, us's large share", a, b)
+	}
+}
+
+// TestRegionShareGauge: ratelimit_region_share reports the demand share in force.
+func TestRegionShareGauge(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 500_000_000, time.UTC)
+	srv := testkit.StartRedis(t)
+	reader := sdkmetric.NewManualReader()
+	c := clock.Func(func() time.Time { return now })
+	g, err := NewRegional(NewMemory(c), RegionalOptions{Region: "eu", Store: srv.Client(), Rebalance: time.Second, Clock: c,
+		Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := Rule{ID: "global", Algorithm: FixedWindow, Limit: 100, Window: time.Second,
+		Global: &Global{Mode: GlobalDemand, Shares: map[string]int{"eu": 70, "us": 30}}}
+	if _, err := g.Allow(context.Background(), []Request{{Rule: rule, Key: "global"}}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Second)
+	if err := g.Rebalance(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	shares := map[string]float64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if gauge, ok := m.Data.(metricdata.Gauge[float64]); ok && m.Name == "ratelimit.region.share" {
+				for _, dp := range gauge.DataPoints {
+					id, _ := dp.Attributes.Value("rule")
+					shares[id.AsString()] = dp.Value
+				}
+			}
+		}
+	}
+	if len(shares) != 1 || shares["global"] != 0.7 {
+		t.Errorf("ratelimit.region.share = %v, want global at its static 0.7 before demand is known", shares)
 	}
 }
