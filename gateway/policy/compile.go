@@ -152,7 +152,7 @@ func limitRule(l Limit, alg ratelimit.Algorithm, limit int, window time.Duration
 		ID: l.ID, Algorithm: alg, Limit: limit, Window: window, Burst: l.Burst, Cost: l.Cost,
 		Mode: ratelimit.Mode(l.Mode), OnStoreFailure: ratelimit.FailureMode(l.OnStoreFailure),
 		Lease: l.Lease, LeaseWhenHot: l.LeaseWhenHot, Shards: l.Shards, Sync: time.Duration(l.Sync),
-		Level: level(l, window),
+		Level: level(l, window), Global: globalRule(l.Global),
 	}
 	if p := l.EnforcePercent; p != nil && *p < 100 && r.Mode != ratelimit.Shadow {
 		r.Mode, r.EnforcePercent = ratelimit.Partial, *p

@@ -386,6 +386,9 @@ func ValidateLimit(at string, l Limit) error {
 	if err := validateLevel(field, l, window); err != nil {
 		return err
 	}
+	if err := validateGlobal(field, l.Global); err != nil {
+		return err
+	}
 	rule := limitRule(l, alg, limit, window)
 	if err := rule.Validate(); err != nil {
 		return fieldErr(field(limitField(err, l.Queue != nil)), "%v", err)
@@ -404,7 +407,8 @@ func limitField(err error, queued bool) string {
 			return "queue.size"
 		}
 		switch re.Field {
-		case "burst", "cost", "lease", "lease_when_hot", "shards", "sync", "algorithm", "mode", "enforce_percent", "on_store_failure", "id", "parent", "ceiling", "reserve":
+		case "burst", "cost", "lease", "lease_when_hot", "shards", "sync", "algorithm", "mode", "enforce_percent", "on_store_failure", "id", "parent", "ceiling", "reserve",
+			"global", "global.mode", "global.shares":
 			return re.Field
 		}
 	}

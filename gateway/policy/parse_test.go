@@ -142,6 +142,20 @@ func TestCompileNamesTheField(t *testing.T) {
 		{"limit listed twice", "limits: [holds-per-account]", "limits: [holds-per-account, holds-per-account]", "routes[holds].limits[1]"},
 		{"negative route connect timeout", "auth: user\n", "auth: user\n    connect_timeout: -1s\n", "routes[holds].connect_timeout"},
 		{"negative route response timeout", "auth: user\n", "auth: user\n    response_timeout: -1s\n", "routes[holds].response_timeout"},
+		{"unknown global mode", "burst: 5}", "burst: 5, global: {mode: nearest}}", "limits[holds-per-account].global.mode"},
+		{"global without a mode", "burst: 5}", "burst: 5, global: {shares: {eu: 100}}}", "limits[holds-per-account].global.mode"},
+		{"global static without shares", "burst: 5}", "burst: 5, global: {mode: static}}", "limits[holds-per-account].global.shares"},
+		{"global demand without shares", "burst: 5}", "burst: 5, global: {mode: demand}}", "limits[holds-per-account].global.shares"},
+		{"global shares short of 100", "burst: 5}", "burst: 5, global: {mode: static, shares: {eu: 70, us: 20}}}", "limits[holds-per-account].global.shares"},
+		{"a global share of 0", "burst: 5}", "burst: 5, global: {mode: static, shares: {eu: 0, us: 100}}}", "limits[holds-per-account].global.shares"},
+		{"a global share's region with capitals", "burst: 5}", "burst: 5, global: {mode: static, shares: {EU: 70, us: 30}}}", "limits[holds-per-account].global.shares"},
+		{"a global share's region with a slash", "burst: 5}", `burst: 5, global: {mode: static, shares: {"eu/west": 70, us: 30}}}`, "limits[holds-per-account].global.shares"},
+		{"global approximate without sync", "algorithm: gcra, rate: 10/1m,", "algorithm: fixed_window, rate: 10/1m, global: {mode: approximate},", "limits[login-per-ip].sync"},
+		{"sync on a global home limit", "algorithm: gcra, rate: 10/1m,", "algorithm: fixed_window, rate: 10/1m, sync: 100ms, global: {mode: home},", "limits[login-per-ip].sync"},
+		{"global concurrency", "algorithm: gcra, rate: 10/1m,", "algorithm: concurrency, rate: 10/1m, global: {mode: home},", "limits[login-per-ip].global"},
+		{"global and sharded", "burst: 5}", "burst: 5, shards: 2, global: {mode: home}}", "limits[holds-per-account].global"},
+		{"global and leased", "burst: 5}", "burst: 5, lease: 2, global: {mode: home}}", "limits[holds-per-account].global"},
+		{"global and queued", "algorithm: gcra, rate: 10/1m,", "algorithm: gcra, rate: 10/1m, queue: {size: 5}, global: {mode: home},", "limits[login-per-ip].global"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

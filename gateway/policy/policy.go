@@ -277,6 +277,9 @@ type Limit struct {
 	// Reserve, on a parent, is the part of its budget that borrowers leave to requests
 	// within their share; 0 means a tenth of its burst (its limit without one), at least 1.
 	Reserve int `yaml:"reserve" json:"reserve,omitempty"`
+	// Global makes the limit one limit across the deployment's regions (Global); nil keeps
+	// it a limit per region. Not for concurrency, nor with lease, shards, parent or queue.
+	Global *Global `yaml:"global" json:"global,omitempty"`
 }
 
 // Plan is what a partner's API key is allowed. In YAML either a mapping {api, quota} or the
