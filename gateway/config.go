@@ -54,6 +54,24 @@ type Config struct {
 	// PlaygroundURL is PLAYGROUND_URL, the playground's address, which the index at GET /
 	// shows; "" leaves it out (`boxoffice up` sets it).
 	PlaygroundURL string
+
+	// Region is REGION, the region this gateway runs in, as the policy's global shares name
+	// it (eu, us-east-1). "" is a single-region deployment: a global limit is then an
+	// ordinary one in the one Redis, which is one limit already. See region.go.
+	Region string
+	// HomeRegion is HOME_REGION, the region whose Redis holds the global counts; required
+	// with REGION.
+	HomeRegion string
+	// HomeRedisURL is HOME_REDIS_URL, the home region's Redis, required outside the home
+	// region and refused in it, where REDIS_URL is the home store.
+	HomeRedisURL string
+	// HomeLimiterTimeout is HOME_LIMITER_TIMEOUT, RATELIMIT_TIMEOUT's bound for a round trip
+	// to the home Redis, fail-closed rules' too (default 250ms): it crosses regions, which a
+	// bound sized for a Redis in the same zone would miss on every call.
+	HomeLimiterTimeout time.Duration
+	// RegionRebalance is REGION_REBALANCE, how often demand-split global limits are split
+	// again (default 2s): each time, one round trip to the home Redis per replica.
+	RegionRebalance time.Duration
 }
 
 // settings is what the gateway reads at start beside the platform's configuration: its own
@@ -71,9 +89,13 @@ func loadSettings(r *config.Reader) settings {
 	if _, err := authn.ParseTrusted(cfg.TrustedProxies); err != nil {
 		r.Fail("TRUSTED_PROXIES", strings.Join(cfg.TrustedProxies, ","), "IP addresses or CIDR prefixes: "+err.Error())
 	}
+	checkRegions(r, cfg)
 	file, err := loadPolicy(cfg.PolicyFile)
 	if err == nil {
 		_, err = policy.Compile(file, nil) // what parses may still not build
+	}
+	if err == nil && cfg.Region != "" {
+		err = file.CheckRegion(cfg.Region)
 	}
 	if err != nil {
 		r.Fail("POLICY_FILE", cfg.PolicyFile, "a valid policy: "+err.Error())
@@ -113,6 +135,11 @@ func loadConfig(r *config.Reader) Config {
 		TableRefresh:         r.Duration("RATE_LIMIT_RULE_REFRESH", reload.DefaultTableRefresh),
 		PlaygroundURL:        r.URL("PLAYGROUND_URL", "", "http", "https"),
 		Upstreams:            map[string][]string{},
+		Region:               r.String("REGION", ""),
+		HomeRegion:           r.String("HOME_REGION", ""),
+		HomeRedisURL:         r.URL("HOME_REDIS_URL", "", "redis", "rediss", "redis+cluster"),
+		HomeLimiterTimeout:   r.Duration("HOME_LIMITER_TIMEOUT", 250*time.Millisecond),
+		RegionRebalance:      r.Duration("REGION_REBALANCE", 2*time.Second),
 	}
 }
 

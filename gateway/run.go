@@ -52,28 +52,17 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	if err != nil {
 		return nil, err
 	}
-	limiter, err := ratelimit.New(ratelimit.Options{Client: rd, ReplicaID: replica,
+	limiter, err := startLimiter(ctx, s, "ratelimit-replicas", ratelimit.Options{Client: rd, ReplicaID: replica,
 		Timeout: cfg.LimiterTimeout, ClosedTimeout: cfg.LimiterClosedTimeout, Meter: mp, Logger: s.Log})
 	if err != nil {
-		return nil, fmt.Errorf("rate limiter: %w", err)
+		return nil, err
 	}
-	s.OnClose(limiter.Close)
-	s.Go("ratelimit-replicas", func(ctx context.Context) error {
-		// Withdrawing this replica at the stop only grows the others' share sooner than its
-		// announcement expires: Redis down then is no failure.
-		if err := limiter.Run(ctx); err != nil {
-			s.Log.Warn("rate limiter: replica not withdrawn; its announcement expires", "error", err)
-		}
-		return nil
-	})
-	// Scripts loaded and connections dialled before the first request, whose decision has
-	// only RATELIMIT_TIMEOUT; bounded, since a Redis that does not answer must not hold the
-	// start (the failsafe serves without it).
-	warm, cancelWarm := context.WithTimeout(ctx, 2*time.Second)
-	if err := limiter.Warm(warm); err != nil {
-		s.Log.WarnContext(ctx, "rate limiter: scripts not loaded at start; the first decisions load them", "error", err)
+	// In a region, global limits are decided across regions (region.go); the admin API
+	// keeps the chain for this region's hot keys.
+	decider, err := regional(ctx, s, cfg, live, replica, limiter, rd)
+	if err != nil {
+		return nil, err
 	}
-	cancelWarm()
 
 	// Upstreams: the pools follow the policy; a change they refuse is refused whole.
 	pools, err := upstream.New(serviceConfigs(live.Current(), cfg.Upstreams), upstream.Options{MeterProvider: mp, TracerProvider: tp, Log: s.Log})
@@ -129,7 +118,7 @@ func build(ctx context.Context, s *server.Server, cfg Config, file *policy.Polic
 	s.ContinueTracesFrom(clientIP.FromTrustedHop)
 	g := &gateway{
 		live: live, auth: auth, clientIP: clientIP,
-		enforcer: limits.NewEnforcer(limiter, tp, s.Log), upstream: pools,
+		enforcer: limits.NewEnforcer(decider, tp, s.Log), upstream: pools,
 		log: s.Log, metrics: m, now: time.Now, newTrace: randomTrace,
 		index: index{playground: cfg.PlaygroundURL},
 	}
