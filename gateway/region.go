@@ -14,13 +14,11 @@ import (
 	"boxoffice.dev/platform/server"
 )
 
-// regional returns the limiter the policy's limits are enforced with. Without REGION it is
-// local, this region's chain: in one region a global limit is an ordinary one in the one
-// Redis. With REGION it is local inside a ratelimit.Regional, which decides the global
-// limits across regions; outside the home region, with a second chain on the home region's
-// Redis (HOME_REDIS_URL), which may be down at start as REDIS_URL may. It also refuses any
-// later policy with a split global limit that has no share for this region.
-// docs/lessons/distributed.md, "One limit, two regions", weighs the ways to decide them.
+// regional returns the limiter the policy's limits are enforced with: local, this region's
+// chain, without REGION (one Redis is one limit already); with it, local inside a
+// ratelimit.Regional, plus a chain on the home Redis outside the home region, which may be
+// down at start as REDIS_URL may. A later policy whose split leaves this region out is
+// refused. See docs/lessons/distributed.md, "One limit, two regions".
 func regional(ctx context.Context, s *server.Server, cfg Config, live *policy.Live, replica string, local *ratelimit.Chain, rd redis.UniversalClient) (limits.Limiter, error) {
 	if cfg.Region == "" {
 		return local, nil
