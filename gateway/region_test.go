@@ -68,8 +68,8 @@ func passed(t *testing.T, n int, gws ...*process) []int {
 // TestGlobalLimitAcrossTwoRegions runs a limit of ten an hour, keyed global, through a
 // gateway in eu (home) and one in us, 20 ms apart. Decided at home, the two together pass
 // exactly ten, every us decision a trip across the link. Split statically 70/30, each
-// passes its share and us never crosses the link. Without REGION, the same limit is an
-// ordinary one: ten in the one Redis.
+// passes its share and us never crosses the link. A home store down at start holds no
+// gateway back. Without REGION, the same limit is an ordinary one: ten in the one Redis.
 func TestGlobalLimitAcrossTwoRegions(t *testing.T) {
 	const limit, sent = 10, 12 // per gateway: more than either may pass
 
@@ -109,6 +109,25 @@ func TestGlobalLimitAcrossTwoRegions(t *testing.T) {
 		}
 		if code, body := eu.adminCall(t, "PATCH", "/admin/limits/everyone", patch); code != http.StatusOK {
 			t.Errorf("eu: PATCH %s = %d %s, want 200: eu has its share", patch, code, body)
+		}
+	})
+
+	t.Run("home store down at start", func(t *testing.T) {
+		home, here := testkit.StartRedis(t), testkit.StartRedis(t)
+		home.Stop()
+		doc := strings.Replace(regionPolicy, "GLOBAL", "{mode: home}", 1)
+		us := startGateway(t, doc, newBackend(t), map[string]string{"REDIS_URL": here.URL(), "REGION": "us", "HOME_REGION": "eu",
+			"HOME_REDIS_URL": home.URL(), "HOME_LIMITER_TIMEOUT": "2s",
+			// Withdrawing the replica from a Redis that refuses connections takes the
+			// client's dial retries and a 1s ZREM: more than the harness's 2s stop.
+			"SHUTDOWN_TIMEOUT": "5s"})
+		// Started, and a global limit it cannot ask about is decided by the fallback, open.
+		if res := us.call(t, "GET", "/v1/tickets", ""); res.status != http.StatusOK {
+			t.Fatalf("GET /v1/tickets with the home store down = %d %s, want 200 from the fallback", res.status, res.body)
+		}
+		logs := us.accessLog(t)
+		if last := logs[len(logs)-1]; last["decision"] != "fallback" {
+			t.Errorf("access log decision = %v, want fallback", last["decision"])
 		}
 	})
 
