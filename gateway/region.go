@@ -24,7 +24,8 @@ func regional(ctx context.Context, s *server.Server, cfg Config, live *policy.Li
 		return local, nil
 	}
 	live.OnChange(func(snap *policy.Snapshot) error { return snap.Policy.CheckRegion(cfg.Region) })
-	o := ratelimit.RegionalOptions{Region: cfg.Region, Replica: replica, Store: rd, Rebalance: cfg.RegionRebalance}
+	o := ratelimit.RegionalOptions{Region: cfg.Region, Replica: replica, Store: rd, Rebalance: cfg.RegionRebalance,
+		Meter: s.Telemetry.MeterProvider}
 	if cfg.Region != cfg.HomeRegion {
 		home, err := redisconn.Dial(cfg.HomeRedisURL) // connects on first use: no PING to fail the start
 		if err != nil {
