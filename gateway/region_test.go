@@ -1,11 +1,15 @@
 package gateway
 
 import (
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"boxoffice.dev/gateway/ratelimit"
 	"boxoffice.dev/platform/netdelay"
 	"boxoffice.dev/platform/testkit"
 )
@@ -27,7 +31,7 @@ const regionRTT = 20 * time.Millisecond
 
 // twoRegionGateways runs a gateway in eu, the home region, and one in us, each on its own
 // redis-server, the us one reaching eu's Redis through a link that adds regionRTT.
-func twoRegionGateways(t *testing.T, global string) (eu, us *process, link *netdelay.Link) {
+func twoRegionGateways(t *testing.T, global string, env ...string) (eu, us *process, link *netdelay.Link) {
 	t.Helper()
 	euRedis, usRedis := testkit.StartRedis(t), testkit.StartRedis(t)
 	link, err := netdelay.Listen(euRedis.Addr(), regionRTT)
@@ -37,13 +41,16 @@ func twoRegionGateways(t *testing.T, global string) (eu, us *process, link *netd
 	t.Cleanup(func() { _ = link.Close() })
 	be := newBackend(t)
 	doc := strings.Replace(regionPolicy, "GLOBAL", global, 1)
-	eu = startGateway(t, doc, be, map[string]string{"REDIS_URL": euRedis.URL(), "REGION": "eu", "HOME_REGION": "eu"})
-	us = startGateway(t, doc, be, map[string]string{"REDIS_URL": usRedis.URL(), "REGION": "us", "HOME_REGION": "eu",
+	euEnv := map[string]string{"REDIS_URL": euRedis.URL(), "REGION": "eu", "HOME_REGION": "eu"}
+	usEnv := map[string]string{"REDIS_URL": usRedis.URL(), "REGION": "us", "HOME_REGION": "eu",
 		"HOME_REDIS_URL": "redis://" + link.Addr() + "/0",
 		// The 250ms default is room for a real link; the race detector on a loaded machine
 		// can take longer, and a decision past the bound goes to the fallback, inexact.
-		"HOME_LIMITER_TIMEOUT": "2s"})
-	return eu, us, link
+		"HOME_LIMITER_TIMEOUT": "2s"}
+	for i := 0; i+1 < len(env); i += 2 { // name, value pairs for both
+		euEnv[env[i]], usEnv[env[i]] = env[i+1], env[i+1]
+	}
+	return startGateway(t, doc, be, euEnv), startGateway(t, doc, be, usEnv), link
 }
 
 // passed sends n requests to each gateway, taking turns, and counts each one's 200s; any
@@ -68,7 +75,8 @@ func passed(t *testing.T, n int, gws ...*process) []int {
 // TestGlobalLimitAcrossTwoRegions runs a limit of ten an hour, keyed global, through a
 // gateway in eu (home) and one in us, 20 ms apart. Decided at home, the two together pass
 // exactly ten, every us decision a trip across the link. Split statically 70/30, each
-// passes its share and us never crosses the link. A home store down at start holds no
+// passes its share and us never crosses the link. Split by demand, the split follows the
+// region that asks, rebalanced as REGION_REBALANCE says. A home store down at start holds no
 // gateway back. Without REGION, the same limit is an ordinary one: ten in the one Redis.
 func TestGlobalLimitAcrossTwoRegions(t *testing.T) {
 	const limit, sent = 10, 12 // per gateway: more than either may pass
@@ -112,6 +120,17 @@ func TestGlobalLimitAcrossTwoRegions(t *testing.T) {
 		}
 	})
 
+	t.Run("demand", func(t *testing.T) {
+		_, us, _ := twoRegionGateways(t, "{mode: demand, shares: {eu: 50, us: 50}}", "REGION_REBALANCE", "100ms")
+		// Only us asks: rebalanced every 100ms, its share goes from 50 % to all but eu's floor.
+		want := 1 - ratelimit.MinDemandShare
+		testkit.Eventually(t, 20*time.Second, fmt.Sprintf("us's share of everyone, rebalanced by demand, at %.2f", want), func() bool {
+			passed(t, 1, us)
+			share, ok := regionShare(t, us, "everyone")
+			return ok && math.Abs(share-want) < 1e-9
+		})
+	})
+
 	t.Run("home store down at start", func(t *testing.T) {
 		home, here := testkit.StartRedis(t), testkit.StartRedis(t)
 		home.Stop()
@@ -140,4 +159,16 @@ func TestGlobalLimitAcrossTwoRegions(t *testing.T) {
 			t.Errorf("200s of two replicas without REGION: %d and %d, together %d; want %d, the whole limit", got[0], got[1], got[0]+got[1], limit)
 		}
 	})
+}
+
+// regionShare reads ratelimit_region_share{rule} from p's /metrics.
+func regionShare(t *testing.T, p *process, rule string) (float64, bool) {
+	t.Helper()
+	for _, line := range strings.Split(p.metrics(t), "\n") {
+		if strings.HasPrefix(line, "ratelimit_region_share{") && strings.Contains(line, `rule="`+rule+`"`) {
+			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
 }
