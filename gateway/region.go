@@ -33,7 +33,8 @@ func regional(ctx context.Context, s *server.Server, cfg Config, live *policy.Li
 		}
 		s.OnClose(home.Close)
 		// The home chain's metrics would share the names and labels of this region's chain's,
-		// so it reports none; its breaker changes are logged as the home store's. Its
+		// so it reports none: Regional counts its decisions, and its breaker changes are
+		// logged as the home store's. Its
 		// replica is announced in the home Redis beside the home region's own, so its
 		// fallback takes a share of the limit among every region's replicas.
 		o.Home, err = startLimiter(ctx, s, "ratelimit-home", ratelimit.Options{Client: home.Client, ReplicaID: cfg.Region + "-" + replica,

@@ -109,6 +109,9 @@ type Regional struct {
 	store  redis.UniversalClient // the home store, for the demand table
 	now    func() time.Time
 	every  time.Duration
+	// decisions counts the decisions made at home, whose chain reports none: its series
+	// would collide with this region's chain's. Nil: no metrics.
+	decisions *decisionCounter
 
 	mu      sync.Mutex
 	demand  map[string]int64   // demand rule → units asked here since the last rebalance
@@ -134,7 +137,8 @@ type RegionalOptions struct {
 	// Clock is the time source; the zero Clock is time.Now.
 	Clock clock.Clock
 	// Meter receives ratelimit_region_share{rule}, this region's share of each demand rule
-	// in force; nil means none.
+	// in force, and the decisions made in the home store in ratelimit_decisions_total; nil
+	// means none.
 	Meter metric.MeterProvider
 }
 
@@ -153,7 +157,11 @@ func NewRegional(local Limiter, o RegionalOptions) (*Regional, error) {
 	}
 	g.since = g.now()
 	if o.Meter != nil {
-		_, err := o.Meter.Meter(meterName).Float64ObservableGauge("ratelimit.region.share",
+		var err error
+		if g.decisions, err = newDecisionCounter(o.Meter.Meter(meterName)); err != nil {
+			return nil, fmt.Errorf("ratelimit metrics: %w", err)
+		}
+		_, err = o.Meter.Meter(meterName).Float64ObservableGauge("ratelimit.region.share",
 			metric.WithDescription("This region's share of each global limit split by demand, in force now."),
 			metric.WithFloat64Callback(func(_ context.Context, obs metric.Float64Observer) error {
 				g.mu.Lock()
@@ -224,6 +232,11 @@ func (g *Regional) Allow(ctx context.Context, reqs []Request) (Result, error) {
 			return Result{}, err
 		}
 		ds = append(ds, far.Rules...)
+		if g.decisions != nil {
+			for i, d := range far.Rules {
+				g.decisions.add(ctx, outcomeKey{away[i].Rule.ID, outcomeOf(d), d.Path})
+			}
+		}
 	}
 	// Back into request order: here's decisions in order, with away's at their places.
 	out := make([]Decision, len(reqs))

@@ -361,3 +361,40 @@ func TestRegionShareGauge(t *testing.T) {
 		t.Errorf("ratelimit.region.share = %v, want global at its static 0.7 before demand is known", shares)
 	}
 }
+
+// TestDecisionsAtHomeAreCounted: the decisions a far region makes in the home store are in
+// ratelimit_decisions_total, counted by Regional since the home chain reports none.
+func TestDecisionsAtHomeAreCounted(t *testing.T) {
+	srv := testkit.StartRedis(t)
+	reader := sdkmetric.NewManualReader()
+	g, err := NewRegional(NewMemory(clock.Clock{}), RegionalOptions{Region: "us", Home: NewMemory(clock.Clock{}), Store: srv.Client(),
+		Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := Rule{ID: "global", Algorithm: FixedWindow, Limit: 1, Window: time.Minute, Global: &Global{Mode: GlobalHome}}
+	for range 3 {
+		if _, err := g.Allow(context.Background(), []Request{{Rule: rule, Key: "global"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "ratelimit.decisions" {
+				for _, dp := range sum.DataPoints {
+					rule, _ := dp.Attributes.Value("rule")
+					outcome, _ := dp.Attributes.Value("outcome")
+					got[rule.AsString()+" "+outcome.AsString()] = dp.Value
+				}
+			}
+		}
+	}
+	if len(got) != 2 || got["global allowed"] != 1 || got["global denied"] != 2 {
+		t.Errorf("ratelimit.decisions = %v, want global allowed 1 and denied 2", got)
+	}
+}
