@@ -380,8 +380,10 @@ func ValidateLimit(at string, l Limit) error {
 	if err := validateHotKey(field, l, alg, limit); err != nil {
 		return err
 	}
-	if sync := time.Duration(l.Sync); sync != 0 && (sync < 10*time.Millisecond || sync >= window) {
-		return fieldErr(field("sync"), "%v: want from 10ms to less than the window (%v): counts synced less often than the window would never meet", sync, window)
+	if sync := time.Duration(l.Sync); sync != 0 {
+		if err := ratelimit.CheckSync(sync, window); err != nil {
+			return fieldErr(field("sync"), "%v", err)
+		}
 	}
 	if err := validateLevel(field, l, window); err != nil {
 		return err

@@ -138,6 +138,8 @@ func TestCompileNamesTheField(t *testing.T) {
 		{"bad mode", "burst: 5}", "burst: 5, mode: maybe}", "limits[holds-per-account].mode"},
 		{"enforce percent above 100", "burst: 5}", "burst: 5, enforce_percent: 101}", "limits[holds-per-account].enforce_percent"},
 		{"negative enforce percent", "burst: 5}", "burst: 5, enforce_percent: -1}", "limits[holds-per-account].enforce_percent"},
+		{"sync under 10ms", "algorithm: gcra,", "algorithm: fixed_window, sync: 5ms,", "limits[login-per-ip].sync"},
+		{"sync of a whole window", "algorithm: gcra,", "algorithm: fixed_window, sync: 1m,", "limits[login-per-ip].sync"},
 		{"unknown plan on a route", "auth: none\n    limits: [login-per-ip]", "auth: apikey\n    plans: [gold]\n    limits: [login-per-ip]", "routes[login].plans[0]"},
 		{"limit listed twice", "limits: [holds-per-account]", "limits: [holds-per-account, holds-per-account]", "routes[holds].limits[1]"},
 		{"negative route connect timeout", "auth: user\n", "auth: user\n    connect_timeout: -1s\n", "routes[holds].connect_timeout"},

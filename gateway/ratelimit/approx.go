@@ -22,7 +22,7 @@ import (
 // between syncs. Safe for concurrent use. docs/lessons/distributed.md has the why.
 type Approximate struct {
 	inner     Limiter
-	client    redis.UniversalClient
+	counts    CountStore
 	now       func() time.Time
 	decisions *decisionCounter // nil: no metrics
 
@@ -49,14 +49,28 @@ type ApproximateOptions struct {
 	// Meter receives the decisions made here, in ratelimit_decisions_total with path
 	// approximate; nil means none.
 	Meter metric.MeterProvider
+	// Counts is where the replicas' counts meet; nil means Redis, through NewApproximate's
+	// client. MemoryCounts stands in for Redis where there is none, as in the algorithm lab.
+	Counts CountStore
+}
+
+// CountStore is where replicas push what they admitted and read back everyone's totals, one
+// exchange per sync (approxcounts.go has the Redis one and MemoryCounts).
+type CountStore interface {
+	// exchange adds each key's sent counts to the store's, then sets its cur to the current
+	// window's total and, for a sliding_window, its prev to the previous window's.
+	exchange(ctx context.Context, due []*pushed) error
 }
 
 // PathApproximate: decided in this replica's memory on the counts of the last sync.
 const PathApproximate Path = "approximate"
 
-// NewApproximate wraps inner and syncs with client.
+// NewApproximate wraps inner and syncs with client, or with o.Counts when set.
 func NewApproximate(inner Limiter, client redis.UniversalClient, o ApproximateOptions) (*Approximate, error) {
-	a := &Approximate{inner: inner, client: client, now: o.Clock.Now, keys: map[approxKey]*approxState{}}
+	a := &Approximate{inner: inner, counts: o.Counts, now: o.Clock.Now, keys: map[approxKey]*approxState{}}
+	if a.counts == nil {
+		a.counts = redisCounts{client}
+	}
 	if o.Meter != nil {
 		c, err := newDecisionCounter(o.Meter.Meter(meterName))
 		if err != nil {
@@ -70,6 +84,19 @@ func NewApproximate(inner Limiter, client redis.UniversalClient, o ApproximateOp
 var _ Limiter = (*Approximate)(nil)
 
 func approximate(r Rule) bool { return r.Sync > 0 }
+
+// MinSync is the shortest Sync a limit may have: the chain looks for counts due for a sync
+// every 10ms (syncTick), so a shorter interval would not be kept.
+const MinSync = 10 * time.Millisecond
+
+// CheckSync reports a Sync of 0 or one outside MinSync to less than window, the intervals a
+// limit of that window may sync at.
+func CheckSync(sync, window time.Duration) error {
+	if sync < MinSync || sync >= window {
+		return fmt.Errorf("%v: want from %v to less than the window (%v): counts synced less often than the window would never meet", sync, MinSync, window)
+	}
+	return nil
+}
 
 // Allow decides the approximate rules here and the others on the inner limiter, spending
 // nothing unless every enforced rule allows.
@@ -188,18 +215,19 @@ func syncKey(k approxKey, start int64) string {
 	return storageKey(k.rule, k.key) + ":approx:" + strconv.FormatInt(start, 10)
 }
 
-// pushed is what one key's sync sent: the units added per window and the replies to read.
+// pushed is what one key's sync sent, the units added per window, and the store's answer.
 type pushed struct {
 	k        approxKey
 	s        *approxState
 	sent     map[int64]int64
-	cur      *redis.IntCmd    // the current window's count, this replica's push included
-	prev     *redis.StringCmd // the previous window's, for sliding_window
 	curStart int64
+	cur      int64 // the current window's count, this replica's push included
+	prev     int64 // the previous window's, for sliding_window; 0 when absent
 }
 
 // SyncNow pushes what this replica admitted since the last sync of every key whose rule's
-// Sync has passed, and reads back the store's counts, in one pipelined round trip; keys idle
+// Sync has passed, and reads back the store's counts, in one exchange (one pipelined round
+// trip to Redis); keys idle
 // for two windows with nothing to push are forgotten. A failed sync keeps the pending counts
 // for the next one.
 func (a *Approximate) SyncNow(ctx context.Context) error {
@@ -222,26 +250,10 @@ func (a *Approximate) SyncNow(ctx context.Context) error {
 	if len(due) == 0 {
 		return nil
 	}
-	_, err := a.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, d := range due {
-			w := d.s.rule.Window
-			for start, n := range d.sent {
-				if start != d.curStart {
-					p.IncrBy(ctx, syncKey(d.k, start), n)
-					p.PExpire(ctx, syncKey(d.k, start), 2*w)
-				}
-			}
-			d.cur = p.IncrBy(ctx, syncKey(d.k, d.curStart), d.sent[d.curStart])
-			p.PExpire(ctx, syncKey(d.k, d.curStart), 2*w)
-			if d.s.rule.Algorithm == SlidingCounter {
-				d.prev = p.Get(ctx, syncKey(d.k, d.curStart-w.Microseconds()))
-			}
-		}
-		return nil
-	})
+	err := a.counts.exchange(ctx, due)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if err != nil && err != redis.Nil {
+	if err != nil {
 		for _, d := range due { // pushed or not, it is pushed again: INCRBY is not idempotent, but a lost count is worse
 			for start, n := range d.sent {
 				d.s.pending[start] += n
@@ -255,7 +267,7 @@ func (a *Approximate) SyncNow(ctx context.Context) error {
 		}
 		d.s.synced = now
 		// The store's count, and what this replica admitted during the round trip.
-		cur := d.cur.Val() + d.s.pending[d.curStart]
+		cur := d.cur + d.s.pending[d.curStart]
 		switch st := d.s.st.(type) {
 		case *fixedWindow:
 			if st.start == d.curStart {
@@ -263,9 +275,7 @@ func (a *Approximate) SyncNow(ctx context.Context) error {
 			}
 		case *slidingCounter:
 			if st.start == d.curStart {
-				st.cur = cur
-				prev, _ := d.prev.Int64() // absent: nothing was admitted then
-				st.prev = prev
+				st.cur, st.prev = cur, d.prev
 			}
 		}
 	}

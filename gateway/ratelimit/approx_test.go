@@ -10,13 +10,14 @@ import (
 )
 
 // approxReplicas are n Approximate limiters on one Redis and one fake clock, each over its
-// own in-memory inner limiter, as n gateway replicas would be.
-func approxReplicas(t *testing.T, srv *testkit.Redis, n int, now *time.Time) []*Approximate {
+// own in-memory inner limiter, as n gateway replicas would be; with counts, they sync there
+// instead of on Redis.
+func approxReplicas(t *testing.T, srv *testkit.Redis, counts CountStore, n int, now *time.Time) []*Approximate {
 	t.Helper()
 	c := clock.Func(func() time.Time { return *now })
 	var out []*Approximate
 	for range n {
-		a, err := NewApproximate(NewMemory(c), srv.Client(), ApproximateOptions{Clock: c})
+		a, err := NewApproximate(NewMemory(c), srv.Client(), ApproximateOptions{Clock: c, Counts: counts})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,15 +31,29 @@ func approxReplicas(t *testing.T, srv *testkit.Redis, n int, now *time.Time) []*
 // read plus its own admissions, blind to the others' since, so the window admits up to
 // limit + (replicas-1) × 10 = 120, the stated bound, and no more once the sync shows it
 // spent; the next window starts afresh. Under a sliding window the previous window, read
-// from the store, still weighs at the next window's start.
+// from the store, still weighs at the next window's start. MemoryCounts, Redis's stand-in in
+// the algorithm lab, answers the same.
 func TestApproximateOvershootStaysWithinItsBound(t *testing.T) {
 	srv := testkit.StartRedis(t)
 	ctx := context.Background()
-	for _, alg := range []Algorithm{FixedWindow, SlidingCounter} {
-		t.Run(string(alg), func(t *testing.T) {
+	for _, tc := range []struct {
+		alg    Algorithm
+		store  string
+		counts func() CountStore // nil: Redis
+	}{
+		{FixedWindow, "redis", nil}, {SlidingCounter, "redis", nil},
+		{FixedWindow, "memory", func() CountStore { return &MemoryCounts{} }},
+		{SlidingCounter, "memory", func() CountStore { return &MemoryCounts{} }},
+	} {
+		alg := tc.alg
+		t.Run(string(alg)+"/"+tc.store, func(t *testing.T) {
 			const replicas, perSync, limit = 3, 10, 100
 			now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC).Add(time.Millisecond)
-			rs := approxReplicas(t, srv, replicas, &now)
+			var counts CountStore
+			if tc.counts != nil {
+				counts = tc.counts()
+			}
+			rs := approxReplicas(t, srv, counts, replicas, &now)
 			rule := Rule{ID: "approx-" + string(alg), Algorithm: alg, Limit: limit, Window: time.Second, Sync: 100 * time.Millisecond}
 			allowed := 0
 			rounds := func(n int) {
@@ -100,7 +115,7 @@ func TestApproximateOvershootStaysWithinItsBound(t *testing.T) {
 func TestApproximateSpendsNothingOnADeniedRequest(t *testing.T) {
 	srv := testkit.StartRedis(t)
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	a := approxReplicas(t, srv, 1, &now)[0]
+	a := approxReplicas(t, srv, nil, 1, &now)[0]
 	ctx := context.Background()
 	approx := Rule{ID: "approx", Algorithm: FixedWindow, Limit: 2, Window: time.Minute, Sync: time.Second}
 	exact := Rule{ID: "exact", Algorithm: FixedWindow, Limit: 1, Window: time.Minute}
@@ -133,7 +148,7 @@ func TestApproximateSpendsNothingOnADeniedRequest(t *testing.T) {
 func TestApproximateKeepsCountsAcrossAFailedSync(t *testing.T) {
 	srv := testkit.StartRedis(t)
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	a := approxReplicas(t, srv, 1, &now)[0]
+	a := approxReplicas(t, srv, nil, 1, &now)[0]
 	ctx := context.Background()
 	rule := Rule{ID: "approx", Algorithm: FixedWindow, Limit: 100, Window: time.Hour, Sync: time.Second}
 	for range 7 {
