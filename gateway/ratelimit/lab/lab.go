@@ -96,6 +96,12 @@ type Config struct {
 	// the others leave, and the parent keeps Reserve (0 = a tenth of Parent, at least 1)
 	// for requests within a share.
 	Parent, Ceiling, Reserve int
+	// Sync, above 0, adds after the others a line per fixed_window and sliding_counter among
+	// Algorithms (ApproxLabel): the algorithm in approximate mode (ratelimit.Approximate) on
+	// Replicas replicas that sync their counts every Sync, from 10ms to less than Window
+	// (ratelimit.CheckSync). Replicas is 0 for DefaultReplicas, else at least 1.
+	Sync     time.Duration
+	Replicas int
 }
 
 // Result is one algorithm's replay of a trace.
@@ -121,6 +127,9 @@ type Result struct {
 	Borrowed []bool `json:"borrowed,omitempty"`
 	Parent   []int  `json:"parent,omitempty"`
 	Borrows  int    `json:"borrows,omitempty"`
+	// Over is, for an approximate line, the most units one key's window (aligned on the
+	// trace start) admitted above Limit; 0 elsewhere.
+	Over int `json:"over,omitempty"`
 }
 
 // Name is the line's name: its label, else its algorithm.
@@ -145,6 +154,12 @@ func Replay(trace []Request, cfg Config) ([]Result, error) {
 	if cfg.Parent > 0 && cfg.MaxDelay > 0 {
 		return nil, fmt.Errorf("a queue's line and a parent do not combine: a level of a hierarchy refuses, it does not queue")
 	}
+	if err := cfg.checkApprox(); err != nil {
+		return nil, err
+	}
+	if cfg.Sync > 0 && cfg.Replicas == 0 {
+		cfg.Replicas = DefaultReplicas
+	}
 	algs := cfg.Algorithms
 	switch {
 	case len(algs) > 0:
@@ -153,7 +168,7 @@ func Replay(trace []Request, cfg Config) ([]Result, error) {
 	default:
 		algs = ratelimit.Algorithms
 	}
-	results := make([]Result, 0, len(algs)+1)
+	results := make([]Result, 0, len(algs)+3)
 	for _, a := range algs {
 		rule := ratelimit.Rule{ID: string(a), Algorithm: a, Limit: cfg.Limit, Window: cfg.Window, Burst: cfg.Burst}
 		var parent *ratelimit.Rule
@@ -173,6 +188,16 @@ func Replay(trace []Request, cfg Config) ([]Result, error) {
 	}
 	if cfg.MaxDelay > 0 {
 		res, err := replayQueue(trace, cfg)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, res)
+	}
+	for _, a := range algs {
+		if cfg.Sync == 0 || !approximable(a) {
+			continue
+		}
+		res, err := replayApprox(trace, cfg, a, true)
 		if err != nil {
 			return nil, err
 		}
