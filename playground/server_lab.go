@@ -29,6 +29,10 @@ type labRequest struct {
 	Parent  int `json:"parent"`
 	Ceiling int `json:"ceiling"`
 	Reserve int `json:"reserve"`
+	// Sync, a Go duration, adds the approximate lines (lab.Config.Sync) on Replicas replicas,
+	// 0 meaning lab.DefaultReplicas; "" or "0s" none.
+	Sync     string `json:"sync"`
+	Replicas int    `json:"replicas"`
 }
 
 // labAnswer is what the lab page draws: the parsed trace (so times, keys and costs are read
@@ -108,6 +112,9 @@ func (in labRequest) parse() ([]lab.Request, lab.Config, error) {
 			return nil, cfg, problem.InvalidField("max_delay", "want a duration such as 2s, or 0s for no queue")
 		}
 	}
+	if err := in.parseSync(&cfg); err != nil {
+		return nil, cfg, err
+	}
 	for _, name := range in.Algorithms {
 		a, err := ratelimit.ParseAlgorithm(strings.TrimSpace(name))
 		if err != nil {
@@ -126,4 +133,31 @@ func (in labRequest) parse() ([]lab.Request, lab.Config, error) {
 		return nil, cfg, problem.InvalidField("trace", "has %d requests, more than the %d the lab replays", len(trace), maxLabRequests)
 	}
 	return trace, cfg, nil
+}
+
+// parseSync sets cfg's approximate lines, checking the sync as a policy's (ratelimit.CheckSync).
+func (in labRequest) parseSync(cfg *lab.Config) error {
+	if in.Sync != "" {
+		sync, err := time.ParseDuration(in.Sync)
+		switch {
+		case err != nil || sync < 0:
+			return problem.InvalidField("sync", "want a duration such as 100ms, or 0s for no approximate lines")
+		case sync == 0:
+		case cfg.Parent > 0:
+			return problem.InvalidField("sync", "approximate lines and a parent do not combine: a level of a hierarchy is counted exactly")
+		default:
+			if err := ratelimit.CheckSync(sync, cfg.Window); err != nil {
+				return problem.InvalidField("sync", "%v", err)
+			}
+		}
+		cfg.Sync = sync
+	}
+	switch {
+	case in.Replicas < 0 || in.Replicas > lab.MaxReplicas:
+		return problem.InvalidField("replicas", "want 1 to %d (0 means %d)", lab.MaxReplicas, lab.DefaultReplicas)
+	case in.Replicas > 0 && cfg.Sync == 0:
+		return problem.InvalidField("replicas", "needs a sync: replicas count approximately only when they sync")
+	}
+	cfg.Replicas = in.Replicas
+	return nil
 }

@@ -3,6 +3,7 @@ package playground_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -86,6 +87,11 @@ func TestLabRejectsWhatTheCommandRejects(t *testing.T) {
 		m[k] = v
 		return m
 	}
+	with2 := func(k string, v any, k2 string, v2 any) map[string]any {
+		m := with(k, v)
+		m[k2] = v2
+		return m
+	}
 	tests := []struct {
 		name  string
 		body  any
@@ -106,6 +112,13 @@ func TestLabRejectsWhatTheCommandRejects(t *testing.T) {
 		{"ceiling without a parent", with("ceiling", 3), "ceiling", "under a parent"},
 		{"reserve without a parent", with("reserve", 3), "reserve", "under a parent"},
 		{"negative parent", with("parent", -1), "parent", "negative"},
+		{"bad sync", with("sync", "often"), "sync", "duration"},
+		{"sync under 10ms", with("sync", "5ms"), "sync", "want from 10ms to less than the window (1s)"},
+		{"sync of the window", with("sync", "1s"), "sync", "want from 10ms to less than the window (1s)"},
+		{"sync under a parent", with2("sync", "100ms", "parent", 10), "sync", "a parent"},
+		{"negative replicas", with2("sync", "100ms", "replicas", -1), "replicas", "want 1 to 100"},
+		{"too many replicas", with2("sync", "100ms", "replicas", 101), "replicas", "want 1 to 100"},
+		{"replicas without a sync", with("replicas", 2), "replicas", "needs a sync"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,22 +192,7 @@ func TestLabWorkedExamplesKeepTheLessonsNumbers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.trace, func(t *testing.T) {
-			text, err := os.ReadFile(filepath.Join("web", "traces", tt.trace+".trace"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			query := map[string]any{"trace": string(text)}
-			for k, v := range tt.query {
-				query[k] = v
-			}
-			status, body := testkit.PostJSON(t, p.HTTPURL+"/api/lab", query)
-			if status != http.StatusOK {
-				t.Fatalf("POST /api/lab = %d %s, want 200", status, body)
-			}
-			var got labAnswer
-			if err := json.Unmarshal(body, &got); err != nil {
-				t.Fatalf("decode %s: %v", body, err)
-			}
+			got := replaySample(t, p.HTTPURL, tt.trace, maps.Clone(tt.query))
 			byName := map[ratelimit.Algorithm]lab.Result{}
 			for _, r := range got.Results {
 				byName[r.Algorithm] = r
@@ -231,19 +229,8 @@ func TestLabWorkedExamplesKeepTheLessonsNumbers(t *testing.T) {
 // nothing. These are the numbers of docs/lessons/algorithms.md, "Hierarchies that borrow".
 func TestLabShowsBorrowing(t *testing.T) {
 	p := testkit.RunProcess(t, playground.Run, nil)
-	text, err := os.ReadFile(filepath.Join("web", "traces", "two-tenants.trace"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	status, body := testkit.PostJSON(t, p.HTTPURL+"/api/lab", map[string]any{"trace": string(text), "limit": 5, "window": "1s",
+	got := replaySample(t, p.HTTPURL, "two-tenants", map[string]any{"limit": 5, "window": "1s",
 		"parent": 10, "ceiling": 10, "reserve": 2, "algorithms": []string{"token_bucket", "gcra"}})
-	if status != http.StatusOK {
-		t.Fatalf("POST /api/lab = %d %s, want 200", status, body)
-	}
-	var got labAnswer
-	if err := json.Unmarshal(body, &got); err != nil {
-		t.Fatal(err)
-	}
 	for _, r := range got.Results {
 		count := map[string][]int{"busy": make([]int, 4), "idle": make([]int, 4), "borrowed": make([]int, 4)}
 		for i, q := range got.Requests {
@@ -291,19 +278,8 @@ func TestLabOffersEverySampleTrace(t *testing.T) {
 // 1.9 s and refuse 20, where the gcra meter lets the same twenty through at once.
 func TestLabShowsTheQueue(t *testing.T) {
 	p := testkit.RunProcess(t, playground.Run, nil)
-	text, err := os.ReadFile(filepath.Join("web", "traces", "forty-at-once.trace"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	status, body := testkit.PostJSON(t, p.HTTPURL+"/api/lab", map[string]any{"trace": string(text), "limit": 10, "window": "1s",
+	got := replaySample(t, p.HTTPURL, "forty-at-once", map[string]any{"limit": 10, "window": "1s",
 		"burst": 20, "max_delay": "2s", "algorithms": []string{"gcra"}})
-	if status != http.StatusOK {
-		t.Fatalf("POST /api/lab = %d %s, want 200", status, body)
-	}
-	var got labAnswer
-	if err := json.Unmarshal(body, &got); err != nil {
-		t.Fatalf("decode %s: %v", body, err)
-	}
 	if len(got.Results) != 2 || got.Results[1].Label != lab.QueueLabel {
 		t.Fatalf("results = %+v, want gcra then %s", got.Results, lab.QueueLabel)
 	}
@@ -319,4 +295,40 @@ func TestLabShowsTheQueue(t *testing.T) {
 	if got.Results[1].Allowed != 20 || len(waited) != 19 || waited[0] != 0.1 || waited[18] != 1.9 {
 		t.Errorf("queue allowed %d, waits %v; want 20, 19 of 0.1 s to 1.9 s", got.Results[1].Allowed, waited)
 	}
+}
+
+// TestLabShowsApproximateCounting: with a sync the lab adds the fixed window counted
+// approximately on three replicas: on the flood of 300 requests in a second under 100 a
+// second it admits 120, 20 over, where the exact fixed window admits 100.
+func TestLabShowsApproximateCounting(t *testing.T) {
+	p := testkit.RunProcess(t, playground.Run, nil)
+	got := replaySample(t, p.HTTPURL, "flood", map[string]any{"limit": 100, "window": "1s", "sync": "100ms", "algorithms": []string{"fixed_window"}})
+	if len(got.Results) != 2 || got.Results[1].Label != "fixed_window ~100ms×3" {
+		t.Fatalf("results = %+v, want fixed_window then fixed_window ~100ms×3", got.Results)
+	}
+	exact, approx := got.Results[0], got.Results[1]
+	if exact.Allowed != 100 || approx.Allowed != 120 || approx.Over != 20 || approx.Replicas != 3 || approx.Note == "" {
+		t.Errorf("exact allowed %d; approximate allowed %d, over %d on %d replicas, note %q; want 100, then 120, 20 over on 3, with the bound",
+			exact.Allowed, approx.Allowed, approx.Over, approx.Replicas, approx.Note)
+	}
+}
+
+// replaySample posts the sample trace name (web/traces) with query to the playground at url,
+// POST /api/lab, and returns its answer, which must be 200.
+func replaySample(t *testing.T, url, name string, query map[string]any) labAnswer {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join("web", "traces", name+".trace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	query["trace"] = string(text)
+	status, body := testkit.PostJSON(t, url+"/api/lab", query)
+	if status != http.StatusOK {
+		t.Fatalf("POST /api/lab = %d %s, want 200", status, body)
+	}
+	var got labAnswer
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	return got
 }

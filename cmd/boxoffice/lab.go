@@ -23,11 +23,14 @@ import (
 // request with each algorithm's decision and remaining budget; with --json, all of it as JSON.
 func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lab", flag.ContinueOnError)
-	setUsage(fs, "usage: boxoffice lab --trace FILE --limit N --window DUR [--burst B] [--max-delay DUR] [--parent P [--ceiling C] [--reserve R]] [--algorithms a,b,…] [--show totals|requests] [--json]\n\n"+
+	setUsage(fs, "usage: boxoffice lab --trace FILE --limit N --window DUR [--burst B] [--max-delay DUR] [--parent P [--ceiling C] [--reserve R]] [--sync DUR [--replicas N]] [--algorithms a,b,…] [--show totals|requests] [--json]\n\n"+
 		"FILE has one request per line, seconds[,key[,cost]]; '#' starts a comment.\n"+
 		"With --parent, every key is a level under one parent of P per window: --limit is its share,\n"+
 		"--ceiling the most it may reach by borrowing (default: the limit), --reserve what borrowers\n"+
 		"leave the parent for shares (default: a tenth of P).\n"+
+		"With --sync, fixed_window and sliding_counter are replayed again in approximate mode: on N\n"+
+		"replicas, dealt the requests in turn, that sync their counts every DUR; a window may then\n"+
+		"admit more than the limit, and the over column says by how much.\n"+
 		"Sample traces are in playground/web/traces.\n")
 	tracePath := fs.String("trace", "", "the trace `file`")
 	limit := fs.Int("limit", 0, "requests (cost units) per window")
@@ -37,6 +40,8 @@ func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	parent := fs.Int("parent", 0, "put every key under one parent of this many per window (token_bucket and gcra)")
 	ceiling := fs.Int("ceiling", 0, "with --parent: the most a key may reach per window by borrowing (default: limit)")
 	reserve := fs.Int("reserve", 0, "with --parent: what borrowers leave the parent (default: a tenth of it)")
+	sync := fs.Duration("sync", 0, "add a line per window algorithm in approximate mode, its replicas syncing every `interval` (10ms to less than the window)")
+	replicas := fs.Int("replicas", lab.DefaultReplicas, "with --sync: the replicas the requests are dealt to in turn")
 	algorithms := fs.String("algorithms", "", "comma-separated `list` to compare (default: all of "+names(ratelimit.Algorithms)+")")
 	show := fs.String("show", "totals", "the table to print: totals (a row per algorithm) or requests (a row per request); --json prints both")
 	asJSON := fs.Bool("json", false, "print JSON with every request's decision and remaining budget")
@@ -58,6 +63,17 @@ func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("lab: --ceiling and --reserve need --parent")
 	}
 	cfg := lab.Config{Limit: *limit, Window: *window, Burst: *burst, MaxDelay: *maxDelay, Parent: *parent, Ceiling: *ceiling, Reserve: *reserve}
+	if *sync != 0 {
+		if err := ratelimit.CheckSync(*sync, *window); err != nil {
+			return fmt.Errorf("lab: --sync %w", err)
+		}
+		if *replicas < 1 || *replicas > lab.MaxReplicas {
+			return fmt.Errorf("lab: --replicas %d: want 1 to %d", *replicas, lab.MaxReplicas)
+		}
+		cfg.Sync, cfg.Replicas = *sync, *replicas
+	} else if flagSet(fs, "replicas") {
+		return errors.New("lab: --replicas needs --sync")
+	}
 	if *algorithms != "" {
 		for name := range strings.SplitSeq(*algorithms, ",") {
 			a, err := ratelimit.ParseAlgorithm(strings.TrimSpace(name))
@@ -107,15 +123,24 @@ func runLab(_ context.Context, args []string, stdout, stderr io.Writer) error {
 func printLabTotals(w io.Writer, results []lab.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	hier := len(results) > 0 && results[0].Parent != nil
-	if hier {
-		fmt.Fprintln(tw, "algorithm\tallowed\tdenied\tborrowed")
-	} else {
-		fmt.Fprintln(tw, "algorithm\tallowed\tdenied")
+	approx := slices.ContainsFunc(results, approximate)
+	fmt.Fprint(tw, "algorithm\tallowed\tdenied")
+	switch {
+	case hier:
+		fmt.Fprint(tw, "\tborrowed")
+	case approx:
+		fmt.Fprint(tw, "\tover")
 	}
+	fmt.Fprintln(tw)
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%d\t%d", r.Name(), r.Allowed, r.Denied)
-		if hier {
+		switch {
+		case hier:
 			fmt.Fprintf(tw, "\t%d", r.Borrows)
+		case approx && approximate(r):
+			fmt.Fprintf(tw, "\t%d", r.Over)
+		case approx:
+			fmt.Fprint(tw, "\t-")
 		}
 		fmt.Fprintln(tw)
 	}
@@ -174,12 +199,22 @@ func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 6, 64)
 }
 
-// printLabNotes writes what an algorithm read differently, such as the cost column that
-// concurrency ignores.
+// approximate reports a line of an algorithm in approximate mode (lab.Config.Sync).
+func approximate(r lab.Result) bool { return r.Replicas > 0 }
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// printLabNotes writes what a line read differently, such as the cost column that
+// concurrency ignores, or an approximate line's bound.
 func printLabNotes(w io.Writer, results []lab.Result) error {
 	for _, r := range results {
 		if r.Note != "" {
-			if _, err := fmt.Fprintf(w, "\nnote: %s: %s\n", r.Algorithm, r.Note); err != nil {
+			if _, err := fmt.Fprintf(w, "\nnote: %s: %s\n", r.Name(), r.Note); err != nil {
 				return err
 			}
 		}

@@ -48,6 +48,10 @@ func TestLabGolden(t *testing.T) {
 			"--algorithms", "sliding_counter,sliding_log", "--show", "requests"}, "sliding-estimate.requests.golden"},
 		{"forty at once: 20 at once, or 1 at once and 19 waiting", []string{"--trace", sample("forty-at-once"), "--limit", "10", "--window", "1s", "--burst", "20",
 			"--max-delay", "2s", "--algorithms", "gcra", "--show", "requests"}, "forty-at-once.requests.golden"},
+		{"refresh burst on 3 replicas syncing every 100ms: 25 where exact counting allows 20", []string{"--trace", sample("refresh-burst"), "--limit", "10", "--window", "1s",
+			"--sync", "100ms", "--algorithms", "fixed_window,sliding_window,gcra"}, "refresh-burst-approx.table.golden"},
+		{"two clients on 2 replicas, request by request", []string{"--trace", sample("two-clients"), "--limit", "10", "--window", "1s",
+			"--sync", "250ms", "--replicas", "2", "--algorithms", "fixed_window", "--show", "requests"}, "two-clients-approx.requests.golden"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,6 +92,11 @@ func TestLabErrors(t *testing.T) {
 		{"unknown algorithm", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--algorithms", "leaky"}, `unknown algorithm "leaky"`},
 		{"time going back", []string{"--trace", bad, "--limit", "5", "--window", "1s"}, "trace line 2"},
 		{"ceiling without parent", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--ceiling", "10"}, "need --parent"},
+		{"sync under 10ms", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--sync", "5ms"}, "--sync 5ms: want from 10ms to less than the window (1s)"},
+		{"sync of the window", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--sync", "1s"}, "--sync 1s: want from 10ms to less than the window (1s)"},
+		{"no replica", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--sync", "100ms", "--replicas", "0"}, "--replicas 0: want 1 to 100"},
+		{"replicas without sync", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--replicas", "2"}, "--replicas needs --sync"},
+		{"sync under a parent", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--sync", "100ms", "--parent", "10"}, "approximate lines and a parent do not combine"},
 		{"unknown table", []string{"--trace", trace, "--limit", "5", "--window", "1s", "--show", "decisions"}, `--show "decisions": want totals or requests`},
 	}
 	for _, tt := range tests {

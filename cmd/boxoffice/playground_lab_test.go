@@ -37,6 +37,8 @@ func TestPlaygroundLabMatchesLabCommand(t *testing.T) {
 			map[string]any{"limit": 3, "window": "500ms", "algorithms": []string{"fixed_window", "sliding_window"}}},
 		{"gcra and its queue", []string{"--limit", "5", "--window", "1s", "--burst", "8", "--max-delay", "1500ms", "--algorithms", "gcra"},
 			map[string]any{"limit": 5, "window": "1s", "burst": 8, "max_delay": "1500ms", "algorithms": []string{"gcra"}}},
+		{"window algorithms counted approximately", []string{"--limit", "5", "--window", "1s", "--sync", "250ms", "--replicas", "2", "--algorithms", "fixed_window,sliding_window"},
+			map[string]any{"limit": 5, "window": "1s", "sync": "250ms", "replicas": 2, "algorithms": []string{"fixed_window", "sliding_window"}}},
 	}
 	for _, trace := range traces {
 		text, err := os.ReadFile(trace)

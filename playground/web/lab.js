@@ -28,9 +28,10 @@ async function loadPreset(name) {
     form.window.value = m[2].replace(/[:,.]$/, "");
     form.burst.value = m[3] ?? "0";
     form.max_delay.value = (m[4] ?? "").replace(/[:,.]$/, "");
-    for (const name of ["parent", "ceiling", "reserve"]) {
+    for (const name of ["parent", "ceiling", "reserve", "replicas"]) {
       form[name].value = traceBox.value.match(new RegExp(`--${name} (\\d+)`))?.[1] ?? "0";
     }
+    form.sync.value = traceBox.value.match(/--sync ([\d.]+[a-zµ]+)/)?.[1] ?? "";
   }
 }
 
@@ -52,7 +53,10 @@ function request() {
     parent: Number(form.parent.value || 0),
     ceiling: Number(form.ceiling.value || 0),
     reserve: Number(form.reserve.value || 0),
+    sync: form.sync.value.trim(),
   };
+  // Replicas count approximately only when they sync; without a sync the field is left out.
+  if (req.sync) req.replicas = Number(form.replicas.value || 0);
   if (req.parent) req.algorithms = req.algorithms.filter((a) => hierarchyAlgorithms.includes(a));
   return req;
 }
@@ -62,6 +66,7 @@ function showCommand(req) {
   if (req.burst) cmd += ` --burst ${req.burst}`;
   if (req.max_delay) cmd += ` --max-delay ${req.max_delay}`;
   for (const name of ["parent", "ceiling", "reserve"]) if (req[name]) cmd += ` --${name} ${req[name]}`;
+  if (req.sync) cmd += ` --sync ${req.sync}` + (req.replicas ? ` --replicas ${req.replicas}` : "");
   if (req.algorithms.length && req.algorithms.length < algorithmsBox.querySelectorAll("input").length) {
     cmd += ` --algorithms ${req.algorithms.join(",")}`;
   }
@@ -96,20 +101,29 @@ function drawSummary({ requests, results }, req) {
   clear(box);
   box.append(el("p", {}, `${requests.length} requests, limit ${req.limit} per ${req.window}` + (req.burst ? `, burst ${req.burst}` : "") +
     (req.max_delay ? `, a queue waiting at most ${req.max_delay}` : "") +
-    (req.parent ? ` per key, under a parent of ${req.parent}` : "") + "."));
+    (req.parent ? ` per key, under a parent of ${req.parent}` : "") +
+    (req.sync ? `; counted approximately too, on ${req.replicas || 3} replicas syncing every ${req.sync}` : "") + "."));
   const under = req.parent > 0;
+  // Approximate lines (a sync) say by how much a window passed the limit, as the command's over column.
+  const approx = results.some((r) => r.replicas);
+  const extra = (r) => {
+    if (under) return [el("td", { class: "num" }, String(r.borrows ?? 0))];
+    if (approx) return [el("td", { class: "num" }, r.replicas ? String(r.over ?? 0) : "–")];
+    return [];
+  };
   const table = el("table", { id: "summary-table" },
     el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "algorithm"), el("th", { scope: "col", class: "num" }, "allowed"), el("th", { scope: "col", class: "num" }, "denied"),
-      ...(under ? [el("th", { scope: "col", class: "num" }, "borrowed")] : []))),
+      ...(under ? [el("th", { scope: "col", class: "num" }, "borrowed")] : []),
+      ...(approx && !under ? [el("th", { scope: "col", class: "num" }, "over")] : []))),
     el("tbody", {}, ...results.map((r) => el("tr", { "data-algorithm": name(r) },
       el("th", { scope: "row" }, name(r)),
       el("td", { class: "num" }, String(r.allowed)),
       el("td", { class: "num" }, String(r.denied)),
-      ...(under ? [el("td", { class: "num" }, String(r.borrows ?? 0))] : [])))));
+      ...extra(r)))));
   box.append(table);
-  // An algorithm that read the trace differently says so, as the command's notes do.
+  // A line that read the trace differently says so, as the command's notes do.
   for (const r of results.filter((r) => r.note)) {
-    box.append(el("p", { class: "hint", "data-note": r.algorithm }, el("strong", {}, r.algorithm), `: ${r.note}.`));
+    box.append(el("p", { class: "hint", "data-note": name(r) }, el("strong", {}, name(r)), `: ${r.note}.`));
   }
 }
 
@@ -139,7 +153,7 @@ function drawCharts({ requests, results }) {
   cumulative.setData(xs, [requests.map((q) => (sent += q.cost)), ...results.map((r) => running(r.decisions))]);
 }
 
-// name is a line's name: the queue's label, or the algorithm.
+// name is a line's name: the queue's or an approximate line's label, or the algorithm.
 function name(r) {
   return r.label || r.algorithm;
 }

@@ -49,7 +49,7 @@ func replayApprox(trace []Request, cfg Config, alg ratelimit.Algorithm, skipQuie
 		}
 		replicas[i] = a
 	}
-	res := Result{Algorithm: alg, Label: ApproxLabel(alg, cfg.Sync, cfg.Replicas),
+	res := Result{Algorithm: alg, Label: ApproxLabel(alg, cfg.Sync, cfg.Replicas), Replicas: cfg.Replicas,
 		Decisions: make([]bool, len(trace)), Remaining: make([]int, len(trace))}
 	type window struct {
 		key   string

@@ -127,9 +127,11 @@ type Result struct {
 	Borrowed []bool `json:"borrowed,omitempty"`
 	Parent   []int  `json:"parent,omitempty"`
 	Borrows  int    `json:"borrows,omitempty"`
-	// Over is, for an approximate line, the most units one key's window (aligned on the
-	// trace start) admitted above Limit; 0 elsewhere.
-	Over int `json:"over,omitempty"`
+	// Replicas is, for an approximate line, the replicas it was decided on; 0 for the others.
+	// Over is then the most units one key's window (aligned on the trace start) admitted
+	// above Limit.
+	Replicas int `json:"replicas,omitempty"`
+	Over     int `json:"over,omitempty"`
 }
 
 // Name is the line's name: its label, else its algorithm.
