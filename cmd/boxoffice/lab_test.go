@@ -48,6 +48,9 @@ func TestLabGolden(t *testing.T) {
 			"--algorithms", "sliding_counter,sliding_log", "--show", "requests"}, "sliding-estimate.requests.golden"},
 		{"forty at once: 20 at once, or 1 at once and 19 waiting", []string{"--trace", sample("forty-at-once"), "--limit", "10", "--window", "1s", "--burst", "20",
 			"--max-delay", "2s", "--algorithms", "gcra", "--show", "requests"}, "forty-at-once.requests.golden"},
+		// docs/lessons/distributed.md, "Counting locally, syncing often": the limit + 2 × 10.
+		{"flood on 3 replicas syncing every 100ms: 120 where exact counting allows 100", []string{"--trace", sample("flood"), "--limit", "100", "--window", "1s",
+			"--sync", "100ms", "--algorithms", "fixed_window,sliding_window"}, "flood-approx.table.golden"},
 		{"refresh burst on 3 replicas syncing every 100ms: 25 where exact counting allows 20", []string{"--trace", sample("refresh-burst"), "--limit", "10", "--window", "1s",
 			"--sync", "100ms", "--algorithms", "fixed_window,sliding_window,gcra"}, "refresh-burst-approx.table.golden"},
 		{"two clients on 2 replicas, request by request", []string{"--trace", sample("two-clients"), "--limit", "10", "--window", "1s",

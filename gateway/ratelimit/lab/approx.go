@@ -105,6 +105,9 @@ func replayApprox(trace []Request, cfg Config, alg ratelimit.Algorithm, skipQuie
 // approxNote states the overshoot's bound (docs/lessons/distributed.md, "Counting locally,
 // syncing often") for cfg, and what it comes to on the trace replayed.
 func approxNote(cfg Config, most int) string {
+	if cfg.Replicas == 1 {
+		return fmt.Sprintf("one replica synced every %v reads back only its own counts: it decides as the exact algorithm", cfg.Sync)
+	}
 	return fmt.Sprintf("%d replicas synced every %v: a window may admit the limit + %d × what one replica admits between two syncs; here at most %d + %d × %d = %d",
 		cfg.Replicas, cfg.Sync, cfg.Replicas-1, cfg.Limit, cfg.Replicas-1, most, cfg.Limit+(cfg.Replicas-1)*most)
 }

@@ -68,6 +68,9 @@ func TestReplayApproxOneReplicaIsExact(t *testing.T) {
 		if approx.Name() != ApproxLabel(alg, 100*time.Millisecond, 1) {
 			t.Errorf("line %d is %q, want %q", i+2, approx.Name(), ApproxLabel(alg, 100*time.Millisecond, 1))
 		}
+		if !strings.HasPrefix(approx.Note, "one replica") {
+			t.Errorf("%s on one replica: note %q, want one saying it decides as the exact algorithm", alg, approx.Note)
+		}
 		if !reflect.DeepEqual(approx.Decisions, exact.Decisions) || !reflect.DeepEqual(approx.Remaining, exact.Remaining) || approx.Over != 0 {
 			t.Errorf("%s on one replica: allowed %d, over %d; want the exact line's decisions and budgets (allowed %d)",
 				alg, approx.Allowed, approx.Over, exact.Allowed)
