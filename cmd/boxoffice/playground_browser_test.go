@@ -36,29 +36,8 @@ func TestPlaygroundInBrowser(t *testing.T) {
 	}
 	ep := startUp(t)
 
-	ctx, cancel := chromium(t, browser)
-	defer cancel()
-	problems := watchPage(ctx)
-
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		actx, acancel := context.WithTimeout(ctx, 30*time.Second)
-		defer acancel()
-		if err := chromedp.Do(actx, steps...); err != nil {
-			t.Fatalf("%s: %v\npage problems: %s", what, err, problems)
-		}
-	}
-	// value reads a JavaScript expression's value (a string) from the page.
-	value := func(expr string) string {
-		t.Helper()
-		actx, acancel := context.WithTimeout(ctx, 10*time.Second)
-		defer acancel()
-		v, err := chromedp.Run(actx, chromedp.Evaluate[string](expr))
-		if err != nil {
-			t.Fatalf("read %s: %v\npage problems: %s", expr, err, problems)
-		}
-		return v
-	}
+	tab := openTab(t, browser)
+	ctx, problems, do, value := tab.ctx, tab.problems, tab.do, tab.value
 	number := func(id string) int {
 		t.Helper()
 		s := strings.ReplaceAll(value(`document.getElementById("`+id+`").textContent`), ",", "")
@@ -385,6 +364,43 @@ func chromium(t *testing.T, path string) (context.Context, context.CancelFunc) {
 		t.Fatalf("start chromium %s: %v", path, err)
 	}
 	return ctx, func() { cancel(); acancel() }
+}
+
+// tab is a headless browser's tab for a test, its page's problems watched; it closes when
+// the test ends.
+type tab struct {
+	t        *testing.T
+	ctx      context.Context
+	problems *pageProblems
+}
+
+func openTab(t *testing.T, browser string) *tab {
+	t.Helper()
+	ctx, cancel := chromium(t, browser)
+	t.Cleanup(cancel)
+	return &tab{t: t, ctx: ctx, problems: watchPage(ctx)}
+}
+
+// do runs steps on the page, within 30 s.
+func (b *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	actx, acancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer acancel()
+	if err := chromedp.Do(actx, steps...); err != nil {
+		b.t.Fatalf("%s: %v\npage problems: %s", what, err, b.problems)
+	}
+}
+
+// value reads a JavaScript expression's value (a string) from the page.
+func (b *tab) value(expr string) string {
+	b.t.Helper()
+	actx, acancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer acancel()
+	v, err := chromedp.Run(actx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		b.t.Fatalf("read %s: %v\npage problems: %s", expr, err, b.problems)
+	}
+	return v
 }
 
 // pageProblems collects uncaught script exceptions and console errors for the test to report.

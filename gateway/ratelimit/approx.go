@@ -55,7 +55,8 @@ type ApproximateOptions struct {
 }
 
 // CountStore is where replicas push what they admitted and read back everyone's totals, one
-// exchange per sync (approxcounts.go has the Redis one and MemoryCounts).
+// exchange per sync. Its method is unexported: the Redis store and MemoryCounts
+// (approxcounts.go) are the two there are.
 type CountStore interface {
 	// exchange adds each key's sent counts to the store's, then sets its cur to the current
 	// window's total and, for a sliding_window, its prev to the previous window's.
@@ -89,8 +90,8 @@ func approximate(r Rule) bool { return r.Sync > 0 }
 // every 10ms (syncTick), so a shorter interval would not be kept.
 const MinSync = 10 * time.Millisecond
 
-// CheckSync reports a Sync of 0 or one outside MinSync to less than window, the intervals a
-// limit of that window may sync at.
+// CheckSync reports a Sync that a limit of window cannot have: it must be from MinSync to
+// less than the window.
 func CheckSync(sync, window time.Duration) error {
 	if sync < MinSync || sync >= window {
 		return fmt.Errorf("%v: want from %v to less than the window (%v): counts synced less often than the window would never meet", sync, MinSync, window)
@@ -227,9 +228,8 @@ type pushed struct {
 
 // SyncNow pushes what this replica admitted since the last sync of every key whose rule's
 // Sync has passed, and reads back the store's counts, in one exchange (one pipelined round
-// trip to Redis); keys idle
-// for two windows with nothing to push are forgotten. A failed sync keeps the pending counts
-// for the next one.
+// trip to Redis); keys idle for two windows with nothing to push are forgotten. A failed
+// sync keeps the pending counts for the next one.
 func (a *Approximate) SyncNow(ctx context.Context) error {
 	a.mu.Lock()
 	now := a.now().UnixMicro()

@@ -151,7 +151,9 @@ const NoteConcurrencyCost = "the cost column is ignored: each request takes one 
 // windows aligned on the trace start. Under concurrency each allowed request holds one slot
 // for a whole Window, whatever its cost. The answers are the limiter's, arithmetic included
 // (whole microseconds, sliding_counter's rounding down: docs/lessons/algorithms.md,
-// "Sliding-window counter").
+// "Sliding-window counter"). With a Sync, the window algorithms are replayed again on
+// replicas counting approximately (replayApprox); the same trace and Config give the same
+// results every time.
 func Replay(trace []Request, cfg Config) ([]Result, error) {
 	if cfg.Parent > 0 && cfg.MaxDelay > 0 {
 		return nil, fmt.Errorf("a queue's line and a parent do not combine: a level of a hierarchy refuses, it does not queue")
