@@ -25,6 +25,7 @@ type Approximate struct {
 	counts    CountStore
 	now       func() time.Time
 	decisions *decisionCounter // nil: no metrics
+	usage     *usage           // nil: no metrics
 
 	mu   sync.Mutex
 	keys map[approxKey]*approxState
@@ -47,7 +48,7 @@ type ApproximateOptions struct {
 	// Clock is the time source; the zero Clock is time.Now.
 	Clock clock.Clock
 	// Meter receives the decisions made here, in ratelimit_decisions_total with path
-	// approximate; nil means none.
+	// approximate, and their near-limit and utilization series; nil means none.
 	Meter metric.MeterProvider
 	// Counts is where the replicas' counts meet; nil means Redis, through NewApproximate's
 	// client. MemoryCounts stands in for Redis where there is none, as in the algorithm lab.
@@ -74,6 +75,9 @@ func NewApproximate(inner Limiter, client redis.UniversalClient, o ApproximateOp
 	}
 	if o.Meter != nil {
 		c, err := newDecisionCounter(o.Meter.Meter(meterName))
+		if err == nil {
+			a.usage, err = newUsage(o.Meter.Meter(meterName))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("ratelimit metrics: %w", err)
 		}
@@ -200,6 +204,7 @@ func (a *Approximate) count(ctx context.Context, reqs []Request, ds []Decision) 
 	for i, q := range reqs {
 		if approximate(q.Rule) {
 			a.decisions.add(ctx, outcomeKey{q.Rule.ID, outcomeOf(ds[i]), PathApproximate})
+			a.usage.record(ctx, ds[i])
 		}
 	}
 }

@@ -71,6 +71,32 @@ func TestNearLimitMetrics(t *testing.T) {
 	}
 }
 
+// TestApproximateDecisionsNearTheLimit: decisions made in memory by Approximate count in the
+// near-limit and utilization series like the store's.
+func TestApproximateDecisionsNearTheLimit(t *testing.T) {
+	clk := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 0)
+	reader := sdkmetric.NewManualReader()
+	a, err := NewApproximate(NewMemory(clk.Clock()), nil, ApproximateOptions{Counts: &MemoryCounts{}, Clock: clk.Clock(),
+		Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hot := []Request{{Rule: Rule{ID: "hot", Algorithm: FixedWindow, Limit: 10, Window: time.Hour, Sync: time.Second}, Key: "user:1"}}
+	for range 11 {
+		mustAllow(t, a, hot)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	if got := sum(rm, "ratelimit.near_limit.decisions", attribute.String("rule", "hot")); got != 2 {
+		t.Errorf("near-limit decisions = %d, want 2 (the 9th and 10th of 10)", got)
+	}
+	if dp := utilizationPoints(t, rm)["hot"]; dp.Count != 11 {
+		t.Errorf("utilization recorded %d decisions, want 11", dp.Count)
+	}
+}
+
 func TestUtilization(t *testing.T) {
 	tests := []struct {
 		name string
