@@ -82,6 +82,14 @@ func (r *Resolved) Close() error {
 	return err
 }
 
+// Private returns a Redis of this process's own, whatever REDIS_URL says: a redis-server
+// child when one is installed, else the emulator. For a store nobody else shares on
+// purpose, such as the regions the playground builds; opts.URL is ignored.
+func Private(ctx context.Context, opts Options) (*Resolved, error) {
+	opts.URL = ""
+	return Resolve(ctx, opts)
+}
+
 // Resolve returns the first Redis available in the package's order. A URL that is set but
 // does not answer is an error (or, with AllowDown, a warning), never a reason to fall back:
 // a process told to share a Redis with its replicas must not quietly enforce limits on a

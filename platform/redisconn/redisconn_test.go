@@ -92,6 +92,21 @@ func TestResolveOrder(t *testing.T) {
 	}
 }
 
+func TestPrivateIgnoresTheURL(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	shared := testkit.StartRedis(t)
+	r, err := redisconn.Private(ctx, redisconn.Options{URL: shared.URL(), DataDir: t.TempDir(), LookPath: (&lookPath{}).find})
+	if err != nil {
+		t.Fatalf("Private: %v", err)
+	}
+	defer r.Close()
+	if r.Source != redisconn.SourceEmulator || r.URL == shared.URL() {
+		t.Errorf("Private = %s at %s, want a store of its own, not the URL's %s", r.Source, r.URL, shared.URL())
+	}
+	assertServes(t, ctx, r.Client)
+}
+
 func TestResolveEnvUsesTheNamedServer(t *testing.T) {
 	envRedis := testkit.StartRedis(t)
 	ctx := context.Background()

@@ -127,7 +127,7 @@ func (m *multiRegion) setup(ctx context.Context, r *Run) (err error) {
 	}
 	stores := map[string]*redisconn.Resolved{}
 	for _, region := range []string{m.spec.Home, m.remote} {
-		rd, err := redisconn.Resolve(ctx, redisconn.Options{DataDir: filepath.Join(m.dir, region), Log: r.log})
+		rd, err := redisconn.Private(ctx, redisconn.Options{DataDir: filepath.Join(m.dir, region), Log: r.log})
 		if err != nil {
 			return fmt.Errorf("region %s's store: %w", region, err)
 		}
