@@ -30,6 +30,11 @@ func Write(w io.Writer, sc scenario.Scenario, res scenario.Result) error {
 		v.Explainer = append(v.Explainer, strings.Join(strings.Fields(para), " "))
 	}
 	v.Counters = slices.Sorted(maps.Keys(res.Totals.Counters))
+	if len(sc.Streams) > 1 {
+		for _, st := range sc.Streams {
+			v.Streams = append(v.Streams, st.Name)
+		}
+	}
 	v.Decisions = len(res.Totals.Decisions) > 0
 	if err := page.Execute(w, v); err != nil {
 		return fmt.Errorf("render report: %w", err)
@@ -45,6 +50,9 @@ type view struct {
 	Passed       bool
 	Charts       []template.HTML
 	Counters     []string
+	// Streams names the streams, in the scenario's order, when there are several: the
+	// phases are then shown per stream too (one per way of a limit, one per kind of client).
+	Streams []string
 	// Decisions: the run read the gateway's decisions, and the phases show the share made
 	// without the store.
 	Decisions bool
@@ -260,6 +268,11 @@ code{background:#f3f3f3;padding:0 .2rem}
 {{range .Result.Phases}}<tr><td>{{.Phase}}</td><td>{{.Seconds}}</td><td>{{.Sent}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{.Unavailable}}</td><td>{{.ServerErrors}}</td><td>{{.ClientErrors}}</td><td>{{.Errors}}</td><td>{{.Timeouts}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P95}}</td><td>{{ms .P99}}</td>{{if $.Decisions}}<td>{{withoutStore .Decisions}}</td>{{end}}</tr>
 {{end}}{{with .Result.Totals}}<tr><td><b>whole run</b></td><td>{{.Seconds}}</td><td>{{.Sent}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{.Unavailable}}</td><td>{{.ServerErrors}}</td><td>{{.ClientErrors}}</td><td>{{.Errors}}</td><td>{{.Timeouts}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P95}}</td><td>{{ms .P99}}</td>{{if $.Decisions}}<td>{{withoutStore .Decisions}}</td>{{end}}</tr>{{end}}
 </table>
+{{if .Streams}}<h3>By stream</h3>
+<table>
+<tr><th>phase</th><th>stream</th><th>requests</th><th>2xx</th><th>429</th><th>goodput/s</th><th>p50 ms</th><th>p99 ms</th></tr>
+{{range $ph := .Result.Phases}}{{range $name := $.Streams}}{{with index $ph.Streams $name}}<tr><td>{{$ph.Phase}}</td><td>{{$name}}</td><td>{{.Requests}}</td><td>{{.OK}}</td><td>{{.TooMany}}</td><td>{{rate .Goodput .Seconds}}</td><td>{{ms .P50}}</td><td>{{ms .P99}}</td></tr>
+{{end}}{{end}}{{end}}</table>{{end}}
 <p class="meta">Phases leave out their first seconds (settle) while the previous phase's queue drains. Latency is of accepted (2xx) requests. Other 4xx are answered refusals{{with .Scenario.Client.Expected}} (this scenario expects{{range $i, $e := .}}{{if $i}},{{end}} {{$e.Status}} {{$e.Meaning}}{{end}}){{end}}; errors are attempts that got no answer (transport errors, arrivals dropped).</p>
 
 {{if .Counters}}<h2>Counters</h2>

@@ -63,6 +63,36 @@ func TestWriteDrawsTheRunOffline(t *testing.T) {
 	}
 }
 
+// TestWriteShowsEachStream: a scenario of several streams gets its phases per stream too, in
+// the scenario's order; one of a single stream does not.
+func TestWriteShowsEachStream(t *testing.T) {
+	sc := scenario.Scenario{Name: "multi-region", Streams: []scenario.StreamSpec{{Name: "home"}, {Name: "static"}}}
+	res := scenario.Result{Phases: []scenario.Stats{{Phase: "us-day", Seconds: 10, Streams: map[string]*scenario.Stats{
+		"static": {Seconds: 10, Tally: scenario.Tally{Requests: 1600, OK: 452, TooMany: 1148, Goodput: 452, P50: 0.33}},
+		"home":   {Seconds: 10, Tally: scenario.Tally{Requests: 1600, OK: 1000, TooMany: 600, Goodput: 1000, P50: 102.9}},
+	}}}}
+	var b bytes.Buffer
+	if err := Write(&b, sc, res); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	home, static := strings.Index(html, "<td>us-day</td><td>home</td>"), strings.Index(html, "<td>us-day</td><td>static</td>")
+	if !strings.Contains(html, "By stream") || home < 0 || static < home {
+		t.Errorf("report lacks the phases by stream, home before static:\n%s", html)
+	}
+	if !strings.Contains(html, "<td>static</td><td>1600</td><td>452</td><td>1148</td><td>45.2</td>") {
+		t.Error("static's row lacks its requests, 2xx, 429 and goodput per second")
+	}
+	sc.Streams = sc.Streams[:1]
+	b.Reset()
+	if err := Write(&b, sc, res); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "By stream") {
+		t.Error("a one-stream scenario's report has a table by stream")
+	}
+}
+
 func TestWriteSaysWhenAnExpectationIsMissed(t *testing.T) {
 	res := scenario.Result{Expectations: []scenario.Outcome{{Name: "flat p99", Passed: false}}}
 	var b bytes.Buffer

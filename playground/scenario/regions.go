@@ -27,9 +27,10 @@ import (
 // Redis through a link that adds a round trip (netdelay) — and decides every arrival of a
 // stream by one global limit decided the stream's way (ratelimit.GlobalMode): the same
 // demand, four ways, side by side. The arrival's region follows the knob home_share; its
-// decision's time is the stream's latency; each mode has a link of its own, so its trips
-// across are counted apart (cross:<mode>), and every window's admissions above the limit
-// are counted (over:<mode>).
+// decision's time is the stream's latency and, averaged per second, wait:<mode>; each mode
+// has a link of its own, so its trips across are counted apart (cross:<mode>); its
+// admissions are counted per second (passed:<mode>) and, per window, above the limit
+// (over:<mode>).
 type multiRegion struct {
 	spec   MultiRegionSpec
 	limit  int
@@ -49,6 +50,13 @@ type multiRegion struct {
 	mu      sync.Mutex
 	windows map[ratelimit.GlobalMode]map[int64]int // window end (unix s) → admitted
 	trips   map[ratelimit.GlobalMode]int64         // at the last poll
+	waited  map[ratelimit.GlobalMode]*waited       // since the last poll
+}
+
+// waited sums the decisions' times of a mode.
+type waited struct {
+	total time.Duration
+	n     int
 }
 
 var _ driver = (*multiRegion)(nil)
@@ -61,8 +69,10 @@ const (
 
 // Counter name prefixes, followed by a mode.
 const (
-	counterCross = "cross:"
-	counterOver  = "over:"
+	counterCross  = "cross:"
+	counterOver   = "over:"
+	counterPassed = "passed:"
+	counterWait   = "wait:"
 )
 
 func (s *Scenario) validateMultiRegion() []error {
@@ -115,6 +125,7 @@ func (m *multiRegion) setup(ctx context.Context, r *Run) (err error) {
 	m.rules = map[ratelimit.GlobalMode]ratelimit.Rule{}
 	m.windows = map[ratelimit.GlobalMode]map[int64]int{}
 	m.trips = map[ratelimit.GlobalMode]int64{}
+	m.waited = map[ratelimit.GlobalMode]*waited{}
 	m.links = map[ratelimit.GlobalMode]*netdelay.Link{}
 	m.regionals = map[string][]map[ratelimit.GlobalMode]*ratelimit.Regional{}
 	defer func() {
@@ -150,6 +161,7 @@ func (m *multiRegion) setup(ctx context.Context, r *Run) (err error) {
 		}
 		m.rules[mode] = rule
 		m.windows[mode] = map[int64]int{}
+		m.waited[mode] = &waited{}
 	}
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	m.stop = stop
@@ -249,6 +261,10 @@ func (m *multiRegion) job(r *Run, s *stream) func(ctx context.Context, c *load.C
 		res, err := g.Allow(ctx, []ratelimit.Request{{Rule: rule, Key: "global"}})
 		end := c.Now()
 		took := end.Sub(start)
+		m.mu.Lock()
+		m.waited[mode].total += took
+		m.waited[mode].n++
+		m.mu.Unlock()
 		switch {
 		case err != nil:
 			rec.Done(s.Name, load.ServerError, took)
@@ -257,6 +273,7 @@ func (m *multiRegion) job(r *Run, s *stream) func(ctx context.Context, c *load.C
 		default:
 			rec.Done(s.Name, load.OK, took)
 			rec.Succeeded(s.Name)
+			rec.Count(counterPassed+s.Name, 1)
 			// The window the decision fell in ends Reset after it was made, about halfway
 			// through the call: rounded to the second, that is exact while calls take
 			// under half a second.
@@ -268,8 +285,9 @@ func (m *multiRegion) job(r *Run, s *stream) func(ctx context.Context, c *load.C
 	}
 }
 
-// poll counts each mode's trips across its link in the second, and its admissions above the
-// limit in every window ended two seconds ago or more (late decisions land by then).
+// poll counts each mode's trips across its link in the second, its admissions above the
+// limit in every window ended two seconds ago or more (late decisions land by then), and
+// the mean time of its decisions in the second.
 func (m *multiRegion) poll(_ context.Context, r *Run) map[string]float64 {
 	out := map[string]float64{}
 	done := time.Now().Add(-2 * time.Second).Unix()
@@ -287,6 +305,10 @@ func (m *multiRegion) poll(_ context.Context, r *Run) map[string]float64 {
 			}
 		}
 		out[counterOver+string(mode)] = float64(over)
+		if w := m.waited[mode]; w.n > 0 {
+			out[counterWait+string(mode)] = float64(w.total.Microseconds()) / 1000 / float64(w.n)
+			*w = waited{}
+		}
 	}
 	return out
 }
