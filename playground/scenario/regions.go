@@ -37,11 +37,10 @@ type multiRegion struct {
 	remote string // the region that is not home
 	rules  map[ratelimit.GlobalMode]ratelimit.Rule
 
-	dir     string
-	stores  []*redisconn.Resolved
-	links   map[ratelimit.GlobalMode]*netdelay.Link
-	clients []*redis.Client
-	chains  []*ratelimit.Chain
+	dir    string
+	stores []*redisconn.Resolved // the regions' stores, and clients across the links
+	links  map[ratelimit.GlobalMode]*netdelay.Link
+	chains []*ratelimit.Chain
 	// regionals[region][replica][mode]
 	regionals map[string][]map[ratelimit.GlobalMode]*ratelimit.Regional
 	stop      context.CancelFunc
@@ -178,9 +177,12 @@ func (m *multiRegion) setup(ctx context.Context, r *Run) (err error) {
 			for _, mode := range ratelimit.GlobalModes {
 				o := ratelimit.RegionalOptions{Region: region, Replica: replica, Store: stores[region].Client, Rebalance: m.spec.Rebalance.D()}
 				if region != m.spec.Home {
-					far := redis.NewClient(&redis.Options{Addr: m.links[mode].Addr()})
-					m.clients = append(m.clients, far)
-					o.Store = far
+					far, err := redisconn.Dial("redis://" + m.links[mode].Addr() + "/0")
+					if err != nil {
+						return err
+					}
+					m.stores = append(m.stores, far)
+					o.Store = far.Client
 				}
 				// Only home and approximate decide at home: a replica of the others has no
 				// chain there, whose announcements would cross the link too. It waits out
@@ -323,9 +325,6 @@ func (m *multiRegion) close() {
 	m.wg.Wait()
 	var errs []error
 	for _, c := range m.chains {
-		errs = append(errs, c.Close())
-	}
-	for _, c := range m.clients {
 		errs = append(errs, c.Close())
 	}
 	for _, mode := range slices.Sorted(maps.Keys(m.links)) {
