@@ -222,6 +222,22 @@ func sum(rm metricdata.ResourceMetrics, name string, attrs ...attribute.KeyValue
 	return total
 }
 
+// gauges reads the float gauge name of rm, its points by their attribute key's value.
+func gauges(rm metricdata.ResourceMetrics, name string, key attribute.Key) map[string]float64 {
+	out := map[string]float64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if g, ok := m.Data.(metricdata.Gauge[float64]); ok && m.Name == name {
+				for _, dp := range g.DataPoints {
+					v, _ := dp.Attributes.Value(key)
+					out[v.AsString()] = dp.Value
+				}
+			}
+		}
+	}
+	return out
+}
+
 func histogramCount(rm metricdata.ResourceMetrics, name string) uint64 {
 	var n uint64
 	for _, sm := range rm.ScopeMetrics {

@@ -122,17 +122,7 @@ func TestLeaseWhenHotLeasesOnlyHotKeys(t *testing.T) {
 	if err := reader.Collect(ctx, &rm); err != nil {
 		t.Fatal(err)
 	}
-	shares := map[string]float64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if g, ok := m.Data.(metricdata.Gauge[float64]); ok && m.Name == "ratelimit.hot_key.share" {
-				for _, dp := range g.DataPoints {
-					key, _ := dp.Attributes.Value("key")
-					shares[key.AsString()] = dp.Value
-				}
-			}
-		}
-	}
+	shares := gauges(rm, "ratelimit.hot_key.share", "key")
 	if len(shares) != 1 || shares["tenant:big"] < 0.98 {
 		t.Errorf("ratelimit.hot_key.share = %v; want tenant:big alone, at 100 of 101 decisions", shares)
 	}

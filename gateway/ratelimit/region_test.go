@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -346,18 +347,7 @@ func TestRegionShareGauge(t *testing.T) {
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	shares := map[string]float64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if gauge, ok := m.Data.(metricdata.Gauge[float64]); ok && m.Name == "ratelimit.region.share" {
-				for _, dp := range gauge.DataPoints {
-					id, _ := dp.Attributes.Value("rule")
-					shares[id.AsString()] = dp.Value
-				}
-			}
-		}
-	}
-	if len(shares) != 1 || shares["global"] != 0.7 {
+	if shares := gauges(rm, "ratelimit.region.share", "rule"); len(shares) != 1 || shares["global"] != 0.7 {
 		t.Errorf("ratelimit.region.share = %v, want global at its static 0.7 before demand is known", shares)
 	}
 }
@@ -367,7 +357,8 @@ func TestRegionShareGauge(t *testing.T) {
 func TestDecisionsAtHomeAreCounted(t *testing.T) {
 	srv := testkit.StartRedis(t)
 	reader := sdkmetric.NewManualReader()
-	g, err := NewRegional(NewMemory(clock.Clock{}), RegionalOptions{Region: "us", Home: NewMemory(clock.Clock{}), Store: srv.Client(),
+	c := clock.Func(func() time.Time { return time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC) })
+	g, err := NewRegional(NewMemory(c), RegionalOptions{Region: "us", Home: NewMemory(c), Store: srv.Client(), Clock: c,
 		Meter: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	if err != nil {
 		t.Fatal(err)
@@ -382,19 +373,9 @@ func TestDecisionsAtHomeAreCounted(t *testing.T) {
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "ratelimit.decisions" {
-				for _, dp := range sum.DataPoints {
-					rule, _ := dp.Attributes.Value("rule")
-					outcome, _ := dp.Attributes.Value("outcome")
-					got[rule.AsString()+" "+outcome.AsString()] = dp.Value
-				}
-			}
-		}
-	}
-	if len(got) != 2 || got["global allowed"] != 1 || got["global denied"] != 2 {
-		t.Errorf("ratelimit.decisions = %v, want global allowed 1 and denied 2", got)
+	allowed := sum(rm, "ratelimit.decisions", attribute.String("rule", "global"), attribute.String("outcome", "allowed"))
+	denied := sum(rm, "ratelimit.decisions", attribute.String("rule", "global"), attribute.String("outcome", "denied"))
+	if allowed != 1 || denied != 2 {
+		t.Errorf("ratelimit.decisions of global: allowed %d, denied %d; want 1 and 2", allowed, denied)
 	}
 }
